@@ -1,0 +1,1 @@
+"""Backends that the build stages call out to (LLMs and friends)."""

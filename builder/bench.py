@@ -1,0 +1,190 @@
+"""The Bench: corpus, queries, qrels and drops as polars tables.
+
+Every removal goes through `drop_docs` / `drop_queries`, which record a reason and
+cascade (document -> its queries -> their qrels), so nothing disappears silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+CORPUS_SCHEMA: dict[str, pl.DataType] = {
+    "doc_id": pl.Utf8(),
+    "title": pl.Utf8(),
+    "text": pl.Utf8(),
+    "lang": pl.Utf8(),
+    "domain": pl.Utf8(),
+    "n_tokens": pl.Int64(),
+}
+QUERY_SCHEMA: dict[str, pl.DataType] = {
+    "query_id": pl.Utf8(),
+    "text": pl.Utf8(),
+    "doc_id": pl.Utf8(),
+    "lang": pl.Utf8(),
+}
+QREL_SCHEMA: dict[str, pl.DataType] = {
+    "query_id": pl.Utf8(),
+    "doc_id": pl.Utf8(),
+    "score": pl.Int64(),
+}
+DROP_SCHEMA: dict[str, pl.DataType] = {
+    "stage": pl.Utf8(),
+    "kind": pl.Utf8(),
+    "id": pl.Utf8(),
+    "reason": pl.Utf8(),
+}
+SPAN_DTYPE = pl.List(
+    pl.Struct({"start": pl.Int64, "end": pl.Int64, "method": pl.Utf8, "score": pl.Float64})
+)
+
+Reasons = Mapping[str, str] | pl.DataFrame
+
+
+def _conform(df: pl.DataFrame | None, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """Give a table at least the required columns, with the required types, in front."""
+    if df is None:
+        return pl.DataFrame(schema=schema)
+    missing = [pl.lit(None, dtype=t).alias(c) for c, t in schema.items() if c not in df.columns]
+    if missing:
+        df = df.with_columns(missing)
+    casts = [pl.col(c).cast(t) for c, t in schema.items() if df.schema[c] != t]
+    if casts:
+        df = df.with_columns(casts)
+    rest = [c for c in df.columns if c not in schema]
+    return df.select([*schema, *rest])
+
+
+def _reason_frame(reasons: Reasons) -> pl.DataFrame:
+    if isinstance(reasons, pl.DataFrame):
+        return reasons.select(pl.col("id").cast(pl.Utf8), pl.col("reason").cast(pl.Utf8))
+    return pl.DataFrame(
+        {"id": list(reasons.keys()), "reason": list(reasons.values())},
+        schema={"id": pl.Utf8, "reason": pl.Utf8},
+    )
+
+
+@dataclass(frozen=True)
+class Bench:
+    corpus: pl.DataFrame
+    queries: pl.DataFrame
+    qrels: pl.DataFrame
+    drops: pl.DataFrame
+
+    @classmethod
+    def of(
+        cls,
+        corpus: pl.DataFrame | None = None,
+        queries: pl.DataFrame | None = None,
+        qrels: pl.DataFrame | None = None,
+        drops: pl.DataFrame | None = None,
+    ) -> Bench:
+        return cls(
+            _conform(corpus, CORPUS_SCHEMA),
+            _conform(queries, QUERY_SCHEMA),
+            _conform(qrels, QREL_SCHEMA),
+            _conform(drops, DROP_SCHEMA),
+        )
+
+    def replace(self, **tables: pl.DataFrame) -> Bench:
+        return Bench.of(**{**self._tables(), **tables})
+
+    def _tables(self) -> dict[str, pl.DataFrame]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    # -- removals -------------------------------------------------------------
+
+    def drop_docs(self, reasons: Reasons, stage: str) -> Bench:
+        """Remove documents; their queries are dropped as `doc_removed:<reason>`."""
+        frame = _reason_frame(reasons).filter(pl.col("id").is_in(self.corpus["doc_id"].implode()))
+        if frame.is_empty():
+            return self
+        drops = frame.select(pl.lit(stage).alias("stage"), pl.lit("doc").alias("kind"), "id", "reason")
+        bench = self.replace(
+            corpus=self.corpus.filter(~pl.col("doc_id").is_in(frame["id"].implode())),
+            drops=pl.concat([self.drops, drops]),
+        )
+        orphans = (
+            self.queries.join(frame, left_on="doc_id", right_on="id", how="inner")
+            .select(pl.col("query_id").alias("id"), ("doc_removed:" + pl.col("reason")).alias("reason"))
+        )
+        bench = bench.drop_queries(orphans, stage)
+        return bench._prune_qrels(stage)
+
+    def drop_queries(self, reasons: Reasons, stage: str) -> Bench:
+        """Remove queries and their qrels."""
+        frame = _reason_frame(reasons).filter(
+            pl.col("id").is_in(self.queries["query_id"].implode())
+        ).unique("id", keep="first", maintain_order=True)
+        if frame.is_empty():
+            return self
+        ids = frame["id"].implode()
+        drops = frame.select(pl.lit(stage).alias("stage"), pl.lit("query").alias("kind"), "id", "reason")
+        return self.replace(
+            queries=self.queries.filter(~pl.col("query_id").is_in(ids)),
+            qrels=self.qrels.filter(~pl.col("query_id").is_in(ids)),
+            drops=pl.concat([self.drops, drops]),
+        )
+
+    def _prune_qrels(self, stage: str) -> Bench:
+        """Drop qrels whose document is gone; queries left with no qrels at all go too."""
+        live = self.qrels.filter(pl.col("doc_id").is_in(self.corpus["doc_id"].implode()))
+        if live.height == self.qrels.height:
+            return self
+        had = self.qrels["query_id"].unique()
+        still = live["query_id"].unique()
+        lost = had.filter(~had.is_in(still.implode()))
+        bench = self.replace(qrels=live)
+        return bench.drop_queries({q: "no_relevant_doc_left" for q in lost.to_list()}, stage)
+
+    def keep_docs(self, reasons: pl.Series, stage: str) -> Bench:
+        """Row-aligned filter: `reasons[i]` is None to keep corpus row i, else why it goes."""
+        frame = pl.DataFrame({"id": self.corpus["doc_id"], "reason": reasons.cast(pl.Utf8)})
+        return self.drop_docs(frame.drop_nulls("reason"), stage)
+
+    def keep_queries(self, reasons: pl.Series, stage: str) -> Bench:
+        """Row-aligned filter over queries, like `keep_docs`."""
+        frame = pl.DataFrame({"id": self.queries["query_id"], "reason": reasons.cast(pl.Utf8)})
+        return self.drop_queries(frame.drop_nulls("reason"), stage)
+
+    # -- persistence ----------------------------------------------------------
+
+    def save(self, directory: Path) -> None:
+        """Write the four tables as parquet; the folder appears whole or not at all."""
+        directory = Path(directory)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+        try:
+            for name, table in self._tables().items():
+                table.write_parquet(tmp / f"{name}.parquet")
+            replace_dir(tmp, directory)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    @classmethod
+    def load(cls, directory: Path) -> Bench:
+        directory = Path(directory)
+        return cls.of(**{
+            f.name: pl.read_parquet(directory / f"{f.name}.parquet") for f in dataclasses.fields(cls)
+        })
+
+    def counts(self) -> dict[str, int]:
+        return {"docs": self.corpus.height, "queries": self.queries.height, "qrels": self.qrels.height}
+
+
+def replace_dir(src: Path, dst: Path) -> None:
+    """Move a finished folder into place, swapping out any previous version."""
+    old = None
+    if dst.exists():
+        old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
+        os.replace(dst, old)
+    os.replace(src, dst)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,111 @@
+"""The `build-bench` command line. Heavy imports live inside commands so --help is instant."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
+    help="Build position-aware retrieval benchmarks from a YAML recipe.\n\n"
+         "[bold]build-bench RECIPE[/] builds (same as [bold]build-bench build RECIPE[/]).",
+)
+err = Console(stderr=True)
+out = Console()
+
+SetOpt = Annotated[
+    Optional[list[str]],
+    typer.Option("--set", help="Override a recipe value: path.to.key=value (repeatable)."),
+]
+LimitOpt = Annotated[
+    Optional[int], typer.Option("--limit", min=1, help="Read at most N documents per source.")
+]
+
+
+def _load(recipe: str, overrides: list[str] | None):
+    """Load and validate a recipe, or print what is wrong and exit 2."""
+    from builder.recipe import parse_recipe
+    from builder.recipe_yaml import RecipeError
+    from builder.resources import find_recipe
+
+    try:
+        path = find_recipe(recipe)
+    except FileNotFoundError:
+        err.print(f"[red]no recipe file or shipped recipe named {recipe!r}[/]")
+        raise typer.Exit(2) from None
+    try:
+        return parse_recipe(path, overrides)
+    except RecipeError as exc:
+        err.print(exc.render(), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def build(
+    recipe: Annotated[str, typer.Argument(help="Recipe file, or the name of a shipped recipe.")],
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Output folder.")] = None,
+    run_dir: Annotated[Path, typer.Option("--run-dir", help="Checkpoints and LLM cache.")] = Path("runs"),
+    limit: LimitOpt = None,
+    overrides: SetOpt = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Ignore checkpoints (keeps the LLM cache).")] = False,
+) -> None:
+    """Build the dataset a recipe describes."""
+    from builder.report import print_run_summary
+    from builder.run import Runner, RunOptions
+    from builder.run_errors import friendly_errors
+
+    loaded = _load(recipe, overrides)
+    options = RunOptions(run_root=run_dir, out_dir=out_dir, limit=limit, fresh=fresh)
+    with friendly_errors(err):
+        result = Runner(loaded, options, err).run()
+    print_run_summary(out, result)
+
+
+@app.command()
+def validate(
+    recipes: Annotated[list[str], typer.Argument(help="Recipe files or shipped recipe names.")],
+    overrides: SetOpt = None,
+) -> None:
+    """Check recipes without running anything."""
+    for recipe in recipes:
+        loaded = _load(recipe, overrides)
+        out.print(f"[green]ok[/] {loaded.path} ({len(loaded.recipe.stage_objects())} stages)")
+
+
+@app.command()
+def plan(
+    recipe: Annotated[str, typer.Argument(help="Recipe file or shipped recipe name.")],
+    limit: LimitOpt = None,
+    overrides: SetOpt = None,
+) -> None:
+    """Show the stages, the models they use and the LLM calls and tokens they will cost."""
+    from builder.plan import make_plan, print_plan
+    from builder.run_errors import friendly_errors
+
+    loaded = _load(recipe, overrides)
+    with friendly_errors(err):
+        rows = make_plan(loaded, limit)
+    print_plan(out, loaded, rows)
+
+
+@app.command()
+def stages() -> None:
+    """List every registered stage with its parameters."""
+    from builder.report import print_stages
+
+    print_stages(out)
+
+
+_COMMANDS = {"build", "validate", "plan", "stages", "stats", "eval", "push"}
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    # `build-bench RECIPE ...` is shorthand for `build-bench build RECIPE ...`.
+    if args and not args[0].startswith("-") and args[0] not in _COMMANDS:
+        args.insert(0, "build")
+    app(args=args, prog_name="build-bench")

@@ -1,0 +1,136 @@
+"""Document sources: JSONL, parquet, Hugging Face datasets, and CPython's own docs.
+
+Each source yields raw rows; `load_sources` maps fields, and every bad row becomes a
+counted drop with a reason instead of an exception.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class FieldMap(BaseModel):
+    """Which input field holds each corpus column; `id: null` numbers rows instead."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str | None = "id"
+    text: str = "text"
+    title: str | None = None
+    lang: str | None = None
+    domain: str | None = None
+
+
+class _SourceBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    fields: FieldMap = FieldMap()
+    lang: str = "en"
+    domain: str = "general"
+    id_prefix: str = ""
+    limit: int | None = Field(default=None, ge=1)
+    explode_text: bool = Field(
+        default=False, description="a text field holding a list makes one document per item"
+    )
+
+
+class JsonlSource(_SourceBase):
+    type: Literal["jsonl"]
+    path: str
+
+
+class ParquetSource(_SourceBase):
+    type: Literal["parquet"]
+    path: str
+
+
+class HFSource(_SourceBase):
+    type: Literal["hf"]
+    path: str
+    name: str | None = None
+    split: str = "train"
+    revision: str | None = None
+    data_files: str | list[str] | dict[str, str | list[str]] | None = None
+    streaming: bool = False
+
+
+class PythonDocsSource(_SourceBase):
+    """The Python Language Reference topics shipped with CPython (`pydoc_data.topics`)."""
+
+    type: Literal["python_docs"]
+    fields: FieldMap = FieldMap(id="id", text="text", title="title")
+
+
+SourceSpec = Annotated[
+    JsonlSource | ParquetSource | HFSource | PythonDocsSource, Field(discriminator="type")
+]
+
+
+class SourceError(RuntimeError):
+    pass
+
+
+def resolve_path(path: str, base_dir: Path | None) -> Path:
+    """A relative path is looked up from the working directory, then the recipe's folder."""
+    p = Path(path).expanduser()
+    if p.is_absolute() or p.exists() or base_dir is None:
+        return p
+    alt = base_dir / p
+    return alt if alt.exists() else p
+
+
+def _iter_jsonl(path: Path) -> Iterator[dict[str, Any] | str]:
+    """Yields parsed rows, or a reason string for a line that is not a JSON object."""
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                yield "malformed_json"
+                continue
+            yield row if isinstance(row, dict) else "row_not_object"
+
+
+def _iter_parquet(path: Path) -> Iterator[dict[str, Any]]:
+    yield from pl.read_parquet(path).iter_rows(named=True)
+
+
+def _iter_hf(spec: HFSource) -> Iterator[dict[str, Any]]:
+    import datasets
+
+    try:
+        ds = datasets.load_dataset(
+            spec.path, spec.name, split=spec.split, revision=spec.revision,
+            data_files=spec.data_files, streaming=spec.streaming,
+        )
+    except Exception as exc:  # noqa: BLE001 - hub, network and format errors alike
+        raise SourceError(
+            f"could not load Hugging Face dataset {spec.path!r}: {exc}. Offline, point the "
+            "source at local files (type: jsonl or parquet, or hf with data_files)."
+        ) from exc
+    yield from ds
+
+
+def _iter_python_docs() -> Iterator[dict[str, Any]]:
+    from pydoc_data.topics import topics
+
+    for key in sorted(topics):
+        title = key.replace("-", " ")
+        yield {"id": key, "title": title, "text": topics[key]}
+
+
+def iter_rows(spec: _SourceBase, base_dir: Path | None) -> Iterator[dict[str, Any] | str]:
+    if isinstance(spec, JsonlSource | ParquetSource):
+        path = resolve_path(spec.path, base_dir)
+        if not path.exists():
+            raise SourceError(f"source file not found: {spec.path} (looked in . and {base_dir})")
+        return _iter_jsonl(path) if isinstance(spec, JsonlSource) else _iter_parquet(path)
+    if isinstance(spec, HFSource):
+        return _iter_hf(spec)
+    return _iter_python_docs()

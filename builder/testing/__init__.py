@@ -1,0 +1,1 @@
+"""Helpers for testing and benchmarking build-bench without outside services."""

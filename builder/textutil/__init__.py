@@ -1,0 +1,1 @@
+"""Pure text helpers: reference span matching and position arithmetic."""

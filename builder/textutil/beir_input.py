@@ -1,0 +1,120 @@
+"""Read a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) row by row.
+
+Bad rows never raise: each becomes a rejected (kind, id, reason) record, so the stage
+that loads the folder can count it as a drop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from builder.io.sources import SourceError
+from builder.textutil.bench_rows import Rejected
+
+
+@dataclass
+class BEIRInput:
+    corpus: pl.DataFrame  # doc_id, title, text
+    queries: pl.DataFrame  # query_id, text, doc_id (first relevant document)
+    qrels: pl.DataFrame  # query_id, doc_id, score
+    rejected: list[Rejected] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                yield n, "malformed_json"
+                continue
+            yield n, row if isinstance(row, dict) else "row_not_object"
+
+
+def _records(path: Path, kind: str, prefix: str, rejected: list[Rejected]) -> list[dict[str, str]]:
+    """Rows with `_id` and non-empty `text`; everything else is rejected with a reason."""
+    rows: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for n, row in _lines(path):
+        where = f"{path.name}:{n}"
+        if isinstance(row, str):
+            rejected.append((kind, where, row))
+            continue
+        raw_id, text = row.get("_id"), row.get("text")
+        if raw_id is None or str(raw_id).strip() == "":
+            rejected.append((kind, where, "missing_id"))
+        elif not isinstance(text, str) or not text.strip():
+            rejected.append((kind, f"{prefix}{raw_id}", "empty_text"))
+        elif f"{prefix}{raw_id}" in seen:
+            rejected.append((kind, f"{prefix}{raw_id}#dup", "duplicate_id"))
+        else:
+            seen.add(f"{prefix}{raw_id}")
+            rows.append({"id": f"{prefix}{raw_id}", "title": str(row.get("title") or ""), "text": text})
+    return rows
+
+
+def _qrels(path: Path, prefix: str, stats: Counter[str]) -> list[tuple[str, str, int]]:
+    """(query id, doc id, score) rows; a header line and malformed lines are skipped."""
+    out: list[tuple[str, str, int]] = []
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh):
+            parts = line.rstrip("\n").split("\t")
+            if n == 0 and parts[:2] == ["query-id", "corpus-id"] or not line.strip():
+                continue
+            try:
+                out.append((f"{prefix}{parts[0]}", f"{prefix}{parts[1]}", int(parts[2])))
+            except (IndexError, ValueError):
+                stats["qrels_malformed"] += 1
+    return out
+
+
+def read_beir_input(folder: Path, split: str, prefix: str, limit: int | None) -> BEIRInput:
+    files = {"corpus": folder / "corpus.jsonl", "queries": folder / "queries.jsonl",
+             "qrels": folder / "qrels" / f"{split}.tsv"}
+    for path in files.values():
+        if not path.is_file():
+            raise SourceError(f"BEIR folder {folder} lacks {path.relative_to(folder)}")
+    rejected: list[Rejected] = []
+    stats: Counter[str] = Counter()
+    docs = _records(files["corpus"], "doc", prefix, rejected)
+    doc_ids = {d["id"] for d in docs}
+    judged: dict[str, list[tuple[str, int]]] = {}
+    for qid, did, score in _qrels(files["qrels"], prefix, stats):
+        if did in doc_ids:
+            judged.setdefault(qid, []).append((did, score))
+        else:
+            stats["qrels_unknown_doc"] += 1
+    queries, qrels = [], []
+    query_rows = _records(files["queries"], "query", prefix, rejected)
+    stats["qrels_unknown_query"] = len(judged.keys() - {r["id"] for r in query_rows})
+    for row in query_rows:
+        if row["id"] not in judged:
+            stats["queries_not_in_split"] += 1
+            continue
+        if limit is not None and len(queries) >= limit:
+            stats["queries_over_limit"] += 1
+            continue
+        positives = [d for d, s in judged[row["id"]] if s > 0]
+        if not positives:
+            rejected.append(("query", row["id"], "no_relevant_doc"))
+            continue
+        queries.append({"query_id": row["id"], "text": row["text"], "doc_id": positives[0]})
+        qrels.extend((row["id"], d, s) for d, s in judged[row["id"]])
+    return BEIRInput(
+        corpus=pl.DataFrame(docs, schema={"id": pl.Utf8, "title": pl.Utf8, "text": pl.Utf8})
+        .rename({"id": "doc_id"}),
+        queries=pl.DataFrame(queries, schema={"query_id": pl.Utf8, "text": pl.Utf8, "doc_id": pl.Utf8}),
+        qrels=pl.DataFrame(qrels, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Int64},
+                           orient="row"),
+        rejected=rejected, stats=dict(stats),
+    )

@@ -1,0 +1,436 @@
+"""Locate reference quotes inside their source document as character spans.
+
+An LLM is asked to copy evidence verbatim, but its copy drifts: whitespace is
+collapsed, typographic quotes become straight ones, case changes, a final full
+stop goes missing, or a word is altered.  :class:`DocumentIndex` tries, in
+order, an exact search, a search over a normalized view of both texts, and a
+fuzzy alignment, and always reports offsets into the *original* string
+(Python code points, half-open ``[start, end)``).
+
+All functions are pure; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from bisect import bisect_right
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+from typing import Literal, Sequence
+
+from rapidfuzz import fuzz
+from rapidfuzz.distance import LCSseq
+
+__all__ = [
+    "DocumentIndex",
+    "Span",
+    "SpanFailure",
+    "locate_references",
+    "merge_spans",
+    "normalize_text",
+]
+
+MatchMethod = Literal["exact", "normalized", "fuzzy"]
+
+# Weakest last: a merged span is only as trustworthy as its weakest part.
+_METHOD_STRENGTH: dict[str, int] = {"exact": 0, "normalized": 1, "fuzzy": 2}
+
+# Below this many normalized characters a single edit already costs more than
+# ten points and random partial hits become likely, so fuzzy matching of such
+# short references is unreliable and is not attempted.
+_MIN_FUZZY_CHARS = 8
+
+# partial_ratio scores a window as long as the reference; when the reference
+# lost or gained words, the refined span scores higher than that window, so the
+# coarse search must accept candidates somewhat below the final threshold.
+_COARSE_SLACK = 10.0
+
+# When fitting a fuzzy span, covering one more document character must match
+# at least this fraction of a quote character to pay off. The ratio itself
+# would demand about one half, which cuts off a changed word next to either
+# end of the quote ("The and opinion" fits "ng opinion" best).
+_EXTENT_CHAR_COST = 0.25
+
+# A second alignment this close to the best one makes the location ambiguous.
+_AMBIGUITY_MARGIN = 0.5
+
+# Never occurs in normalized text: used to pad a haystack that is shorter than
+# the needle, so that rapidfuzz does not swap their roles.
+_PAD_CHAR = "\uffff"
+
+_QUOTE_AND_DASH = str.maketrans(
+    {
+        "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'",
+        "\u2032": "'", "\u2039": "'", "\u203a": "'",
+        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"',
+        "\u2033": '"', "\u00ab": '"', "\u00bb": '"',
+        "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-",
+        "\u2014": "-", "\u2015": "-", "\u2212": "-", "\u2043": "-",
+        "\u2026": "...",
+        # Invisible characters that web text sprinkles inside words.
+        "\u00ad": None, "\u200b": None, "\u2060": None, "\ufeff": None,
+    }
+)
+
+# Characters that never start a user-perceived character of their own.
+_JOINERS = frozenset(
+    ["\u200d"]
+    + [chr(c) for c in range(0xFE00, 0xFE10)]
+    + [chr(c) for c in range(0x1F3FB, 0x1F400)]
+    + [chr(c) for c in range(0xE0020, 0xE0080)]
+    + [chr(c) for c in range(0xE0100, 0xE01F0)]
+)
+
+# Three token kinds, so that ordinary ASCII text is handled in bulk:
+# - ascii: printable ASCII words joined by single spaces, not directly followed
+#   by a non-ASCII character (which might be a mark that attaches to it);
+# - space: any other whitespace run;
+# - other: one character followed by non-ASCII characters, handled per cluster.
+_TOKEN = re.compile(
+    r"(?P<ascii>[!-~]+(?: [!-~]+)*(?![^\s\x00-\x7f]))"
+    r"|(?P<space>\s+)"
+    r"|(?P<other>\S[^\s\x00-\x7f]*)"
+)
+
+
+class SpanFailure(str, Enum):
+    """Why a reference could not be turned into a span."""
+
+    NOT_FOUND = "span_not_found"
+    AMBIGUOUS = "span_ambiguous"
+    UNANSWERABLE = "unanswerable"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Span:
+    """A half-open ``[start, end)`` code-point range of the original document."""
+
+    start: int
+    end: int
+    method: MatchMethod
+    score: float
+
+
+def _fold(piece: str) -> str:
+    """Compatibility-normalize, casefold and straighten quotes/dashes."""
+    return unicodedata.normalize("NFKC", piece).casefold().translate(_QUOTE_AND_DASH)
+
+
+# Clusters repeat a lot (CJK characters, curly quotes); whole tokens do not.
+_fold_cluster = lru_cache(maxsize=65536)(_fold)
+
+
+def _attaches(char: str, previous: str) -> bool:
+    """Whether ``char`` belongs to the same visible character as ``previous``."""
+    return (
+        previous == "\u200d"
+        or char in _JOINERS
+        or unicodedata.category(char).startswith("M")
+    )
+
+
+def _clusters(token: str) -> list[tuple[int, int]]:
+    """Split ``token`` into (start, end) ranges of base character plus marks."""
+    bounds = [0]
+    for i in range(1, len(token)):
+        if not _attaches(token[i], token[i - 1]):
+            bounds.append(i)
+    bounds.append(len(token))
+    return list(zip(bounds, bounds[1:]))
+
+
+class _OffsetMap:
+    """Maps normalized offsets back to ranges of the original text.
+
+    Each segment covers a run of normalized characters. In a linear segment the
+    k-th normalized character came from exactly one original character; in a
+    block segment every normalized character stands for the whole original
+    range (a ligature, a composed accent, a collapsed whitespace run).
+    """
+
+    def __init__(self) -> None:
+        self._norm_starts: list[int] = []
+        self._orig_starts: list[int] = []
+        self._orig_ends: list[int] = []
+        self._linear: list[bool] = []
+        self._norm_end = 0
+
+    def add_linear(self, orig_start: int, length: int) -> None:
+        if (
+            self._linear
+            and self._linear[-1]
+            and self._orig_ends[-1] == orig_start
+        ):
+            self._orig_ends[-1] += length
+        else:
+            self._append(orig_start, orig_start + length, linear=True)
+        self._norm_end += length
+
+    def add_block(self, orig_start: int, orig_end: int, norm_length: int) -> None:
+        if norm_length:
+            self._append(orig_start, orig_end, linear=False)
+            self._norm_end += norm_length
+
+    def _append(self, orig_start: int, orig_end: int, *, linear: bool) -> None:
+        self._norm_starts.append(self._norm_end)
+        self._orig_starts.append(orig_start)
+        self._orig_ends.append(orig_end)
+        self._linear.append(linear)
+
+    def _char_range(self, norm_index: int) -> tuple[int, int]:
+        seg = bisect_right(self._norm_starts, norm_index) - 1
+        if not self._linear[seg]:
+            return self._orig_starts[seg], self._orig_ends[seg]
+        orig = self._orig_starts[seg] + norm_index - self._norm_starts[seg]
+        return orig, orig + 1
+
+    def to_original(self, norm_start: int, norm_end: int) -> tuple[int, int]:
+        """Smallest original range whose normalization covers the given range."""
+        return self._char_range(norm_start)[0], self._char_range(norm_end - 1)[1]
+
+
+def _add_other_token(token: str, orig_start: int, pieces: list[str], offsets: _OffsetMap) -> None:
+    """Fold a non-ASCII token one cluster at a time, keeping exact offsets."""
+    folded = [(start, end, _fold_cluster(token[start:end])) for start, end in _clusters(token)]
+    whole = _fold(token)
+    if "".join(text for _, _, text in folded) != whole:
+        # Normalization combined clusters (e.g. Hangul jamo): map as one block.
+        pieces.append(whole)
+        offsets.add_block(orig_start, orig_start + len(token), len(whole))
+        return
+    for start, end, text in folded:
+        pieces.append(text)
+        if end - start == 1 and len(text) == 1:
+            offsets.add_linear(orig_start + start, 1)
+        else:
+            offsets.add_block(orig_start + start, orig_start + end, len(text))
+
+
+def _normalize_with_map(text: str) -> tuple[str, _OffsetMap]:
+    pieces: list[str] = []
+    offsets = _OffsetMap()
+    for match in _TOKEN.finditer(text):
+        token, start = match.group(), match.start()
+        if match.lastgroup == "ascii":
+            pieces.append(token.lower())
+            offsets.add_linear(start, len(token))
+        elif match.lastgroup == "space":
+            pieces.append(" ")
+            offsets.add_block(start, match.end(), 1)
+        else:
+            _add_other_token(token, start, pieces, offsets)
+    return "".join(pieces), offsets
+
+
+def normalize_text(text: str) -> str:
+    """The normalized form used for matching (NFKC, casefold, ASCII quotes and
+    dashes, whitespace runs collapsed to one space, stripped)."""
+    return _normalize_with_map(text)[0].strip()
+
+
+def _strip_trailing_punctuation(text: str) -> str:
+    end = len(text)
+    while end and (text[end - 1] == " " or unicodedata.category(text[end - 1]).startswith("P")):
+        end -= 1
+    return text[:end]
+
+
+def _ends_inside_word(haystack: str, end: int) -> bool:
+    return 0 < end < len(haystack) and haystack[end - 1].isalnum() and haystack[end].isalnum()
+
+
+def _find_unique(haystack: str, needle: str, *, whole_end: bool = False) -> int | SpanFailure:
+    """Offset of the only occurrence (overlapping ones count as repeats).
+
+    With ``whole_end`` an occurrence that stops in the middle of a word (or
+    between two CJK characters) does not count.
+    """
+    found: list[int] = []
+    at = haystack.find(needle)
+    while at >= 0 and len(found) < 2:
+        if not (whole_end and _ends_inside_word(haystack, at + len(needle))):
+            found.append(at)
+        at = haystack.find(needle, at + 1)
+    if not found:
+        return SpanFailure.NOT_FOUND
+    return found[0] if len(found) == 1 else SpanFailure.AMBIGUOUS
+
+
+def _padded(haystack: str, length: int) -> str:
+    return haystack + _PAD_CHAR * (length - len(haystack))
+
+
+def _nearby(center: int, radius: int, low: int, high: int) -> list[int]:
+    """Offsets in [low, high] ordered by distance from ``center``."""
+    offsets = [center + d for step in range(radius + 1) for d in ((0,) if step == 0 else (-step, step))]
+    return [o for o in offsets if low <= o <= high]
+
+
+def _extent_gain(needle: str, window: str) -> float:
+    return LCSseq.similarity(needle, window) - _EXTENT_CHAR_COST * len(window)
+
+
+def _best_of(needle: str, windows: list[tuple[int, str]]) -> tuple[int, float]:
+    """Offset of the window with the highest gain; ties go to the earliest listed."""
+    best_offset, best_gain = windows[0][0], _extent_gain(needle, windows[0][1])
+    for offset, window in windows[1:]:
+        gain = _extent_gain(needle, window)
+        if gain > best_gain:
+            best_offset, best_gain = offset, gain
+    return best_offset, best_gain
+
+
+def _refine(needle: str, haystack: str, start: int, end: int) -> tuple[int, int]:
+    """Move a window's ends to where the quote's text begins and ends.
+
+    partial_ratio windows are exactly as long as the quote, so they cut off or
+    overhang text when the quote dropped or added words. Each end is moved in
+    turn (coordinate ascent) to maximise matched characters minus a cost per
+    covered character.
+    """
+    radius = len(needle) // 6 + 6
+    gain = _extent_gain(needle, haystack[start:end])
+    while True:
+        ends = _nearby(end, radius, start + 1, len(haystack))
+        new_end, _ = _best_of(needle, [(e, haystack[start:e]) for e in ends])
+        starts = _nearby(start, radius, 0, new_end - 1)
+        new_start, new_gain = _best_of(needle, [(s, haystack[s:new_end]) for s in starts])
+        if new_gain <= gain:
+            return start, end
+        start, end, gain = new_start, new_end, new_gain
+
+
+def _trim_spaces(haystack: str, start: int, end: int) -> tuple[int, int]:
+    """Drop whitespace the alignment swallowed at either end."""
+    while start < end and haystack[start] == " ":
+        start += 1
+    while end > start and haystack[end - 1] == " ":
+        end -= 1
+    return start, end
+
+
+def _has_rival(needle: str, haystack: str, start: int, end: int, best: float) -> bool:
+    """Whether an equally good alignment exists outside ``[start, end)``."""
+    cutoff = max(0.0, best - _AMBIGUITY_MARGIN)
+    for side in (haystack[:start], haystack[end:]):
+        # Padding a short side keeps rapidfuzz from aligning the side inside
+        # the needle, which would score a mere fragment as a perfect match.
+        if side and fuzz.partial_ratio_alignment(needle, _padded(side, len(needle)), score_cutoff=cutoff):
+            return True
+    return False
+
+
+class DocumentIndex:
+    """Pre-normalized view of one document, reusable for many references.
+
+    The normalized text and its offset map are built once, here, and shared
+    by every :meth:`locate` call.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._norm_text, self._offsets = _normalize_with_map(text)
+
+    def locate(self, reference: str, fuzzy_min_score: float = 90.0) -> Span | SpanFailure:
+        """Find ``reference`` in the document: exact, then normalized, then fuzzy."""
+        if not 0.0 <= fuzzy_min_score <= 100.0:
+            raise ValueError(f"fuzzy_min_score must be within [0, 100], got {fuzzy_min_score}")
+        quote = reference.strip()
+        if not quote:
+            return SpanFailure.NOT_FOUND
+        found = _find_unique(self.text, quote)
+        if isinstance(found, int):
+            return Span(found, found + len(quote), "exact", 100.0)
+        if found is SpanFailure.AMBIGUOUS:
+            return found
+        needle = normalize_text(quote)
+        result = self._locate_normalized(needle)
+        if result is SpanFailure.NOT_FOUND and len(needle) >= _MIN_FUZZY_CHARS:
+            return self._locate_fuzzy(needle, fuzzy_min_score)
+        return result
+
+    def _to_span(self, norm_start: int, norm_end: int, method: MatchMethod, score: float) -> Span:
+        start, end = self._offsets.to_original(norm_start, norm_end)
+        return Span(start, end, method, score)
+
+    def _locate_normalized(self, needle: str) -> Span | SpanFailure:
+        haystack = self._norm_text
+        found = _find_unique(haystack, needle)
+        trimmed = _strip_trailing_punctuation(needle)
+        if found is SpanFailure.NOT_FOUND and trimmed and trimmed != needle:
+            # The quote's final punctuation was added or changed by the LLM.
+            # Its text must then end where a word ends, or "the cat." would
+            # match inside "the catalog".
+            needle = trimmed
+            found = _find_unique(haystack, needle, whole_end=True)
+        if isinstance(found, int):
+            return self._to_span(found, found + len(needle), "normalized", 100.0)
+        return found
+
+    def _locate_fuzzy(self, needle: str, min_score: float) -> Span | SpanFailure:
+        haystack = self._norm_text
+        coarse = fuzz.partial_ratio_alignment(
+            needle,
+            _padded(haystack, len(needle)),
+            score_cutoff=max(0.0, min_score - _COARSE_SLACK),
+        )
+        window_end = min(coarse.dest_end, len(haystack)) if coarse else 0
+        if coarse is None or window_end <= coarse.dest_start:
+            return SpanFailure.NOT_FOUND
+        start, end = _trim_spaces(haystack, *_refine(needle, haystack, coarse.dest_start, window_end))
+        score = fuzz.ratio(needle, haystack[start:end])
+        if score < min_score:
+            return SpanFailure.NOT_FOUND
+        masked_start, masked_end = min(start, coarse.dest_start), max(end, window_end)
+        if _has_rival(needle, haystack, masked_start, masked_end, coarse.score):
+            return SpanFailure.AMBIGUOUS
+        return self._to_span(start, end, "fuzzy", score)
+
+
+def merge_spans(spans: Sequence[Span]) -> list[Span]:
+    """Sort spans and merge those that overlap or touch.
+
+    A merged span keeps the weakest method and the lowest score of its parts.
+    """
+    merged: list[Span] = []
+    for span in sorted(spans, key=lambda s: (s.start, s.end)):
+        if merged and span.start <= merged[-1].end:
+            merged[-1] = _union(merged[-1], span)
+        else:
+            merged.append(span)
+    return merged
+
+
+def _union(a: Span, b: Span) -> Span:
+    method = max(a.method, b.method, key=_METHOD_STRENGTH.__getitem__)
+    return Span(min(a.start, b.start), max(a.end, b.end), method, min(a.score, b.score))
+
+
+def locate_references(
+    index_or_text: DocumentIndex | str,
+    references: Sequence[str],
+    fuzzy_min_score: float = 90.0,
+) -> list[Span] | SpanFailure:
+    """Locate every reference of one query; all must succeed.
+
+    No references means the question is unanswerable. Otherwise the first
+    reference that fails decides the failure reason; on success the spans are
+    returned sorted and merged (see :func:`merge_spans`).
+    """
+    if isinstance(references, str):
+        raise TypeError("references must be a sequence of strings, not a single string")
+    if not references:
+        return SpanFailure.UNANSWERABLE
+    index = index_or_text if isinstance(index_or_text, DocumentIndex) else DocumentIndex(index_or_text)
+    spans: list[Span] = []
+    for reference in references:
+        found = index.locate(reference, fuzzy_min_score)
+        if isinstance(found, SpanFailure):
+            return found
+        spans.append(found)
+    return merge_spans(spans)

@@ -1,0 +1,128 @@
+"""Lenient JSON parsing and chat_json's re-asks, over real HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from builder.backends.llm import ChatRequest, LLMCache, chat_json, parse_json_lenient
+from builder.testing.openai_server import FaultPlan, Reply, json_echo_responder
+
+from .conftest import MakeBackend
+
+Start = Callable[..., Any]
+
+
+class Verdict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    label: str
+    score: int
+
+
+def ask(text: str, item_id: str = "") -> ChatRequest:
+    return ChatRequest.of([{"role": "user", "content": text}], item_id=item_id)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        ('```json\n{"a": 1}\n```', {"a": 1}),
+        ('```\n[1, 2]\n```', [1, 2]),
+        ('Sure! Here it is: {"a": {"b": [1]}} Anything else?', {"a": {"b": [1]}}),
+        ('{"a": [1, 2,], "b": "x,]",}', {"a": [1, 2], "b": "x,]"}),
+        ('<think>maybe {"a": 0}?</think>\n{"a": 1}', {"a": 1}),
+        ('thinking without an opening tag</think>{"a": 1}', {"a": 1}),
+        ('Note [see below]: ["real"]', ["real"]),
+        ('{"quote": "she said \\"hi,\\" }"}', {"quote": 'she said "hi," }'}),
+    ],
+)
+def test_lenient_parsing_accepts(text: str, expected: Any) -> None:
+    assert parse_json_lenient(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "no json here", '{"a": "trunc', "```json\n{oops}\n```"])
+def test_lenient_parsing_rejects(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_json_lenient(text)
+
+
+def test_wrapped_answers_parse_without_reasks(fake_openai: Start, make_backend: MakeBackend) -> None:
+    wrapped = {
+        "fenced": '```json\n{"label": "a", "score": 1}\n```',
+        "chatty": 'Here you go!\n{"label": "b", "score": 2}\nCheers.',
+        "comma": '{"label": "c", "score": 3,}',
+    }
+    srv = fake_openai(responder=lambda body: wrapped[body["messages"][0]["content"]])
+    answers = chat_json(make_backend(srv), [ask(k) for k in wrapped], Verdict.model_validate)
+    assert [(a.value.label, a.attempts) for a in answers if a.value] == [("a", 1), ("b", 1), ("c", 1)]
+    assert srv.request_count == 3
+
+
+def garbage_first(body: dict[str, Any]) -> str:
+    """Garbage to the first question; a valid answer once re-asked."""
+    if len(body["messages"]) == 1:
+        return '{"label": "x", "sco'
+    return '{"label": "fixed", "score": 5}'
+
+
+def test_garbage_is_reasked_and_reasks_are_cached(fake_openai: Start, make_backend: MakeBackend) -> None:
+    srv = fake_openai(responder=garbage_first)
+    cache = LLMCache.memory()
+    answer = chat_json(make_backend(srv, cache=cache), [ask("q")], Verdict.model_validate)[0]
+    assert (answer.value, answer.error, answer.attempts) == (Verdict(label="fixed", score=5), None, 2)
+    reask = srv.requests[1]["messages"]
+    assert reask[1] == {"role": "assistant", "content": '{"label": "x", "sco'}
+    assert reask[2]["role"] == "user" and "JSON" in reask[2]["content"]
+
+    again = chat_json(make_backend(srv, cache=cache), [ask("q")], Verdict.model_validate)[0]
+    assert again == answer and srv.request_count == 2
+
+
+def test_wrong_shape_is_reasked_with_the_reason(fake_openai: Start, make_backend: MakeBackend) -> None:
+    shapes = iter(['{"label": "x"}', '{"label": "x", "score": 1}'])
+    srv = fake_openai(responder=lambda body: next(shapes))
+    answer = chat_json(make_backend(srv), [ask("q")], Verdict.model_validate)[0]
+    assert answer.value == Verdict(label="x", score=1)
+    assert "score" in srv.requests[1]["messages"][-1]["content"]
+
+
+def test_hopeless_answers_are_logged(fake_openai: Start, make_backend: MakeBackend, tmp_path: Path) -> None:
+    srv = fake_openai(responder=lambda body: "I would rather not.")
+    log = tmp_path / "logs" / "raw.jsonl"
+    backend = make_backend(srv, max_reasks=2)
+    answers = chat_json(backend, [ask("q1", "item-1"), ask("q2", "item-2")], Verdict.model_validate, raw_log=log)
+    assert [(a.error, a.raw, a.attempts) for a in answers] == [("llm_unparseable", "I would rather not.", 3)] * 2
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["item_id"], r["error"], r["raw"]) for r in records] == [
+        ("item-1", "llm_unparseable", "I would rather not."),
+        ("item-2", "llm_unparseable", "I would rather not."),
+    ]
+    assert srv.request_count == 6
+
+
+def test_transport_failures_are_not_reasked(fake_openai: Start, make_backend: MakeBackend) -> None:
+    srv = fake_openai(responder=lambda body: Reply(status=401))
+    answer = chat_json(make_backend(srv), [ask("q")], Verdict.model_validate)[0]
+    assert (answer.value, answer.error, answer.attempts) == (None, "llm_failed", 1)
+    assert srv.request_count == 1
+
+
+def test_faulty_server_gives_the_same_answers(fake_openai: Start, make_backend: MakeBackend) -> None:
+    questions = [ask(f"question {i}", f"item-{i}") for i in range(200)]
+
+    def echo(value: Any) -> str:
+        return str(value["echo"])
+
+    clean = chat_json(make_backend(fake_openai(responder=json_echo_responder)), questions, echo)
+    faults = FaultPlan(rate=0.2, seed=1, slow_s=1.0)
+    srv = fake_openai(responder=json_echo_responder, faults=faults)
+    noisy = chat_json(make_backend(srv, timeout_s=0.25, max_concurrency=32), questions, echo)
+    assert all(a.error is None for a in noisy)
+    assert [a.value for a in noisy] == [a.value for a in clean] == [f"question {i}" for i in range(200)]
+    assert srv.request_count > 220

@@ -1,0 +1,45 @@
+"""Small factories for stage unit tests."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from builder.backends.tokenizers import TokenCounter, WordCounter
+from builder.context import StageContext
+from builder.prompts import PromptLibrary
+from builder.recipe import recipe_model
+
+
+class _NoTask:
+    def advance(self, n: int = 1) -> None:
+        pass
+
+
+class SilentProgress:
+    @contextmanager
+    def task(self, description: str, total: int):
+        yield _NoTask()
+
+
+def make_ctx(
+    tmp_path: Path,
+    *,
+    seed: int = 0,
+    label: str = "01_test",
+    tokenizer: TokenCounter | None = None,
+    models: dict[str, Any] | None = None,
+    llms: dict[str, Any] | None = None,
+) -> StageContext:
+    """A StageContext without a runner; `llms` maps model names to ready backends."""
+    recipe = recipe_model().model_validate({
+        "name": "test", "seed": seed, "sources": [{"type": "python_docs"}],
+        "models": models or {}, "stages": [{"sample_by_length": {"n_docs": 1}}],
+    })
+    backends = llms or {}
+    return StageContext(
+        recipe=recipe, label=label, index=int(label.split("_")[0]),
+        tokenizer=tokenizer or WordCounter(), work_dir=tmp_path, prompts=PromptLibrary(tmp_path),
+        progress=SilentProgress(), llm_factory=lambda name: backends[name],
+    )
