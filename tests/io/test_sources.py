@@ -1,0 +1,95 @@
+import json
+
+import polars as pl
+import pytest
+
+from builder.io.corpus_loader import load_sources
+from builder.io.sources import JsonlSource, ParquetSource, PythonDocsSource, SourceError
+
+
+def _jsonl(tmp_path, lines):
+    path = tmp_path / "docs.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_bad_rows_become_counted_drops(tmp_path):
+    path = _jsonl(tmp_path, [
+        json.dumps({"id": "a", "text": "first doc"}),
+        json.dumps({"id": "b", "text": ""}),
+        json.dumps({"id": "c", "text": 42}),
+        json.dumps({"id": "d"}),
+        json.dumps({"id": "a", "text": "same id again"}),
+        json.dumps({"id": "e", "text": "first doc"}),
+        "{not json",
+        json.dumps(["a list"]),
+        json.dumps({"text": "no id here"}),
+        json.dumps({"id": "f", "text": "fine", "title": "T", "lang": "fr"}),
+    ])
+    spec = JsonlSource(type="jsonl", path=str(path), fields={"id": "id", "text": "text", "title": "title", "lang": "lang"})
+    corpus, drops = load_sources([spec], None)
+    assert corpus.select("doc_id", "title", "lang").rows() == [("a", "", "en"), ("f", "T", "fr")]
+    assert drops.rows() == [
+        ("b", "empty_text"), ("c", "text_not_string"), ("d", "missing_text"), ("a", "duplicate_id"),
+        ("e", "duplicate_text"), ("line:7", "malformed_json"), ("line:8", "row_not_object"),
+        ("row:8", "missing_id"),
+    ]
+
+
+def test_limit_prefix_and_explode(tmp_path):
+    path = _jsonl(tmp_path, [json.dumps({"q": "x", "pos": ["p1", "p2"]}), json.dumps({"q": "y", "pos": ["p3"]})])
+    spec = JsonlSource(type="jsonl", path=str(path), id_prefix="zh-", lang="zh", explode_text=True,
+                       fields={"id": None, "text": "pos"})
+    corpus, drops = load_sources([spec], None)
+    assert corpus["doc_id"].to_list() == ["zh-0-0", "zh-0-1", "zh-1-0"]
+    assert set(corpus["lang"]) == {"zh"}
+    corpus, _ = load_sources([spec], None, limit=2)
+    assert corpus.height == 2
+
+
+def test_parquet_and_duplicate_ids_across_sources(tmp_path):
+    pl.DataFrame({"id": ["a", "b"], "text": ["one", "two"]}).write_parquet(tmp_path / "d.parquet")
+    spec = ParquetSource(type="parquet", path=str(tmp_path / "d.parquet"))
+    corpus, drops = load_sources([spec, spec], None)
+    assert corpus["doc_id"].to_list() == ["a", "b"]
+    assert drops["reason"].to_list() == ["duplicate_id", "duplicate_id"]
+
+
+def test_python_docs_is_a_real_offline_corpus():
+    corpus, drops = load_sources([PythonDocsSource(type="python_docs")], None)
+    words = corpus["text"].str.count_matches(r"\S+")
+    assert corpus.height >= 70 and words.min() >= 20 and words.max() >= 5000
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(SourceError, match="source file not found: nope.jsonl"):
+        load_sources([JsonlSource(type="jsonl", path="nope.jsonl")], tmp_path)
+
+
+def test_relative_path_falls_back_to_the_recipe_folder(tmp_path, monkeypatch):
+    _jsonl(tmp_path, [json.dumps({"id": "a", "text": "x"})])
+    monkeypatch.chdir("/")
+    corpus, _ = load_sources([JsonlSource(type="jsonl", path="docs.jsonl")], tmp_path)
+    assert corpus.height == 1
+
+
+def test_hf_source_reads_local_data_files(tmp_path):
+    from builder.io.sources import HFSource
+
+    path = _jsonl(tmp_path, [json.dumps({"id": str(i), "text": f"doc {i}"}) for i in range(5)])
+    spec = HFSource(type="hf", path="json", data_files=str(path), split="train", limit=3)
+    corpus, _ = load_sources([spec], None)
+    assert corpus["doc_id"].to_list() == ["0", "1", "2"]
+
+
+def test_unreachable_hub_dataset_says_what_to_do(monkeypatch):
+    from builder.io.sources import HFSource
+
+    import datasets.config
+    import huggingface_hub.constants
+
+    # Both libraries read the offline switch at import time, so set their constants too.
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(SourceError, match="Offline, point the source at local files"):
+        load_sources([HFSource(type="hf", path="nobody/no-such-dataset-xyz")], None)
