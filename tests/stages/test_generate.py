@@ -1,0 +1,103 @@
+import json
+
+import polars as pl
+import pytest
+
+from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
+from builder.bench import Bench
+from builder.generation.extractive import sentences
+from builder.stages.generate import GenerateParams, GenerateQueries
+from tests.helpers import make_ctx
+
+DOC = (
+    "Alpha particles were studied by Rutherford in Manchester. They scatter strongly from gold foil. "
+    "Many later experiments confirmed the nuclear model of atoms. The middle part talks about "
+    "quantum numbers and orbitals in considerable detail here. Spectroscopy measures emitted light "
+    "frequencies very precisely. Finally the neutron was discovered by Chadwick in Cambridge laboratory."
+)
+
+
+def _bench(*docs: str) -> Bench:
+    return Bench.of(pl.DataFrame({
+        "doc_id": [f"d{i}" for i in range(len(docs))], "text": list(docs), "lang": ["en"] * len(docs),
+        "summary": ["about atoms"] * len(docs),
+    }))
+
+
+def _backend(srv) -> OpenAIBackend:
+    return OpenAIBackend("gen", OpenAIModelConfig(model="m", base_url=srv.base_url, backoff_initial_s=0.01,
+                                                   max_retries=1, max_reasks=1), LLMCache.memory())
+
+
+def test_sentences_are_trimmed_spans():
+    text = "  One two three.  Four five?\nSix"
+    assert [text[s:e] for s, e in sentences(text)] == ["One two three.", "Four five?", "Six"]
+
+
+def test_extractive_questions_sit_in_the_requested_third(tmp_path):
+    params = GenerateParams(mode="extractive", questions_per_call=3)
+    out = GenerateQueries(params).run(_bench(DOC), make_ctx(tmp_path, seed=4))
+    q = out.queries
+    assert q.height >= 2 and out.qrels.height == q.height
+    for row in q.iter_rows(named=True):
+        (ref,) = row["reference_texts"]
+        start = DOC.index(ref)
+        third = {"first": 0, "middle": 1, "final": 2}[row["requested_position"]]
+        assert third * len(DOC) / 3 <= start and start + len(ref) <= (third + 1) * len(DOC) / 3
+        assert "____" in row["text"] and row["answer"] in ref and row["answer"] not in row["text"]
+    again = GenerateQueries(params).run(_bench(DOC), make_ctx(tmp_path, seed=4))
+    assert again.queries.equals(q)
+
+
+def test_whole_document_mode_over_http(tmp_path, fake_openai):
+    def reply(body):
+        user = body["messages"][1]["content"]  # the original prompt, also on a re-ask
+        if "broken doc" in user:
+            return json.dumps({"usable": False})
+        if "garbage doc" in user:
+            return "no json at all"
+        region = next(r for r in ("first", "middle", "final") if f"the {r} third" in user)
+        return "```json\n" + json.dumps({"usable": True, "questions": [
+            {"question": f"Q about {region}?", "answer": "A", "type": "fact lookup"}]}) + "\n```"
+
+    srv = fake_openai(responder=reply)
+    ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
+    params = GenerateParams(llm="gen", calls_per_doc=2, questions_per_call=1)
+    out = GenerateQueries(params).run(_bench(DOC, "broken doc", "garbage doc"), ctx)
+    assert out.corpus["doc_id"].to_list() == ["d0", "d2"]
+    assert out.queries["query_id"].to_list() == ["d0/g0-0", "d0/g1-0"]
+    assert all(t == f"Q about {r}?" for t, r in out.queries.select("text", "requested_position").rows())
+    assert sorted(out.drops.select("kind", "id", "reason").rows()) == [
+        ("doc", "d1", "doc_unusable"),
+        ("query", "d2/g0", "llm_unparseable"), ("query", "d2/g1", "llm_unparseable"),
+    ]
+    assert (tmp_path / "unparseable.jsonl").exists()
+    system = srv.requests[0]["messages"][0]["content"]
+    user = srv.requests[0]["messages"][1]["content"]
+    assert "search engine" in system and DOC in user and "third" in user
+
+
+def test_chunked_mode_tags_chunks_with_algorithm_1(tmp_path, fake_openai):
+    srv = fake_openai(responder=lambda body: json.dumps([
+        {"question": "What happens here?", "answer": "x", "type": "simple"}]))
+    ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
+    doc = " ".join(f"w{i}" for i in range(100, 220))  # 120 words -> four chunks of 30
+    params = GenerateParams(mode="chunked", llm="gen", chunk_size=30, questions_per_call=1)
+    out = GenerateQueries(params).run(_bench(doc), ctx)
+    rows = out.queries.select("chunk_start", "chunk_end", "chunk_tag", "requested_position").rows()
+    # A chunk across a third boundary is middle (Algorithm 1).
+    assert [r[2] for r in rows] == ["beginning", "middle", "middle", "end"]
+    assert [r[3] for r in rows] == ["first", "middle", "middle", "final"]
+    for start, end, *_ in rows:
+        assert len(doc[start:end].split()) == 30
+    assert "<summary>\nabout atoms\n</summary>" in srv.requests[0]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("bad", [
+    {"mode": "whole_document"},
+    {"mode": "extractive", "llm": "gen"},
+    {"mode": "extractive", "region_weights": {"first": 0}},
+])
+def test_invalid_params(bad):
+    with pytest.raises(ValueError):
+        GenerateParams(**bad)

@@ -1,0 +1,72 @@
+import json
+
+import polars as pl
+
+from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
+from builder.bench import Bench
+from builder.stages.localize import LocalizeParams, LocalizeSpans
+from tests.helpers import make_ctx
+
+DOC = "Intro line here. The cat sat on the mat. A “quoted” phrase—with a dash. Repeat me. Repeat me. End."
+
+
+def _bench(refs: list[list[str] | None], requested: list[str] | None = None) -> Bench:
+    n = len(refs)
+    return Bench.of(
+        pl.DataFrame({"doc_id": ["d"], "text": [DOC], "n_tokens": [20]}),
+        pl.DataFrame({"query_id": [f"q{i}" for i in range(n)], "text": [f"question {i}?" for i in range(n)],
+                      "doc_id": ["d"] * n, "reference_texts": refs,
+                      "requested_position": requested or ["first"] * n},
+                     schema_overrides={"reference_texts": pl.List(pl.Utf8)}),
+        pl.DataFrame({"query_id": [f"q{i}" for i in range(n)], "doc_id": ["d"] * n, "score": [1] * n}),
+    )
+
+
+def test_given_references_become_spans_and_drops(tmp_path):
+    bench = _bench([
+        ["The cat sat on the mat."],
+        ['A "quoted" phrase-with a dash'],
+        ["Repeat me."],
+        ["a dog barked loudly at night"],
+        [],
+        None,
+    ])
+    out = LocalizeSpans(LocalizeParams()).run(bench, make_ctx(tmp_path))
+    spans = dict(out.queries.select("query_id", "spans").iter_rows())
+    s = spans["q0"][0]
+    assert (DOC[s["start"]:s["end"]], s["method"], s["score"]) == ("The cat sat on the mat.", "exact", 100.0)
+    s = spans["q1"][0]
+    assert DOC[s["start"]:s["end"]].startswith("A “quoted” phrase—with a dash") and s["method"] == "normalized"
+    assert sorted(out.drops.select("id", "reason").rows()) == [
+        ("q2", "span_ambiguous"), ("q3", "span_not_found"), ("q4", "unanswerable"), ("q5", "no_reference_texts"),
+    ]
+    assert out.qrels["query_id"].to_list() == ["q0", "q1"]
+    row = out.queries.row(0, named=True)
+    assert row["rel_pos"] == DOC.index("The cat") / len(DOC)
+    assert row["position_bin"] == int(20 * row["rel_pos"]) and row["position_tag"] == "beginning"
+    assert row["pos_char_span"] == [[17, 40]] and row["pos_char_length"] == len(DOC)
+    assert row["pos_token_length"] == 20 and row["length_bucket"] == "Q1" and row["on_target"] is True
+
+
+def test_off_target_drop_is_optional(tmp_path):
+    bench = _bench([["End."], ["The cat sat on the mat."]], requested=["first", "first"])
+    kept = LocalizeSpans(LocalizeParams()).run(bench, make_ctx(tmp_path))
+    assert kept.queries["on_target"].to_list() == [False, True]
+    dropped = LocalizeSpans(LocalizeParams(drop_off_target=True)).run(bench, make_ctx(tmp_path))
+    assert dropped.drops.select("id", "reason").rows() == [("q0", "off_target_region")]
+
+
+def test_llm_extraction_batches_questions_per_document(tmp_path, fake_openai):
+    def reply(body):
+        user = body["messages"][-1]["content"]
+        ids = [int(line.split(".")[0]) for line in user.split("<questions>")[1].strip().splitlines()[:-1]]
+        return json.dumps([{"id": i, "reference_texts": ["The cat sat on the mat."] if i % 2 else []} for i in ids])
+
+    srv = fake_openai(responder=reply)
+    backend = OpenAIBackend("gen", OpenAIModelConfig(model="m", base_url=srv.base_url), LLMCache.memory())
+    ctx = make_ctx(tmp_path, llms={"gen": backend}, models={"gen": {"model": "m", "base_url": srv.base_url}})
+    out = LocalizeSpans(LocalizeParams(llm="gen", questions_per_call=2)).run(_bench([None] * 5), ctx)
+    assert srv.request_count == 3  # 5 questions, 2 per call
+    assert out.queries["query_id"].to_list() == ["q0", "q2", "q4"]
+    assert out.drops["reason"].to_list() == ["unanswerable"] * 2
+    assert out.queries["reference_texts"].to_list() == [["The cat sat on the mat."]] * 3
