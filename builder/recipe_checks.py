@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from builder.prompts import PromptError, PromptLibrary
+from builder.prompt_templates import PromptError, PromptLibrary
 from builder.recipe_yaml import Problem, line_of
 from builder.stages.base import did_you_mean
 

@@ -6,7 +6,6 @@ package data (`builder.prompts`, `builder.recipes`, `builder.data_cards`).
 
 from __future__ import annotations
 
-import importlib.resources
 from pathlib import Path
 from typing import Literal
 
@@ -14,10 +13,9 @@ Kind = Literal["prompts", "recipes", "data_cards"]
 
 
 def shipped_dir(kind: Kind) -> Path:
-    checkout = Path(__file__).resolve().parent.parent / kind
-    if checkout.is_dir():
-        return checkout
-    return Path(str(importlib.resources.files(f"builder.{kind}")))
+    here = Path(__file__).resolve().parent
+    installed = here / kind
+    return installed if installed.is_dir() else here.parent / kind
 
 
 def find_recipe(name_or_path: str) -> Path:

@@ -26,7 +26,7 @@ from builder.context import StageContext
 from builder.io.beir import write_beir
 from builder.io.corpus_loader import load_sources
 from builder.progress import RichProgress
-from builder.prompts import PromptLibrary
+from builder.prompt_templates import PromptLibrary
 from builder.recipe import LoadedRecipe
 from builder.stages.base import Stage
 

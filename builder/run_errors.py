@@ -11,7 +11,7 @@ from rich.console import Console
 from builder.backends.llm import BackendUnavailable
 from builder.backends.tokenizers import TokenizerLoadError
 from builder.io.sources import SourceError
-from builder.prompts import PromptError
+from builder.prompt_templates import PromptError
 from builder.run import InvariantError
 
 _EXPECTED = (SourceError, TokenizerLoadError, BackendUnavailable, PromptError)

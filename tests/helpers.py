@@ -8,7 +8,7 @@ from typing import Any
 
 from builder.backends.tokenizers import TokenCounter, WordCounter
 from builder.context import StageContext
-from builder.prompts import PromptLibrary
+from builder.prompt_templates import PromptLibrary
 from builder.recipe import recipe_model
 
 
