@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 __all__ = [
     "Anchor",

@@ -15,10 +15,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
-from typing import Literal, Sequence
+from typing import Literal, NamedTuple
 
 from rapidfuzz import fuzz
 from rapidfuzz.distance import LCSseq
@@ -42,10 +43,11 @@ _METHOD_STRENGTH: dict[str, int] = {"exact": 0, "normalized": 1, "fuzzy": 2}
 # short references is unreliable and is not attempted.
 _MIN_FUZZY_CHARS = 8
 
-# partial_ratio scores a window as long as the reference; when the reference
-# lost or gained words, the refined span scores higher than that window, so the
-# coarse search must accept candidates somewhat below the final threshold.
-_COARSE_SLACK = 10.0
+# partial_ratio scores windows exactly as long as the quote. When the quote
+# dropped words, such a window loses about twice as many points as the fitted
+# span does, so the coarse search keeps candidates whose shortfall from 100 is
+# up to this many times the final threshold's.
+_COARSE_SHORTFALL_FACTOR = 2.5
 
 # When fitting a fuzzy span, covering one more document character must match
 # at least this fraction of a quote character to pay off. The ratio itself
@@ -56,19 +58,21 @@ _EXTENT_CHAR_COST = 0.25
 # A second alignment this close to the best one makes the location ambiguous.
 _AMBIGUITY_MARGIN = 0.5
 
-# Never occurs in normalized text: used to pad a haystack that is shorter than
-# the needle, so that rapidfuzz does not swap their roles.
+# Pads a haystack shorter than the needle: rapidfuzz would otherwise swap their
+# roles and score a fragment of the needle as a perfect match. A noncharacter,
+# so it matches nothing in real text.
 _PAD_CHAR = "\uffff"
 
+# Applied after NFKC, which has already turned "…" into "...", fullwidth
+# quotes into ASCII ones and the non-breaking hyphen into U+2010.
 _QUOTE_AND_DASH = str.maketrans(
     {
         "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'",
         "\u2032": "'", "\u2039": "'", "\u203a": "'",
         "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"',
-        "\u2033": '"', "\u00ab": '"', "\u00bb": '"',
-        "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-",
-        "\u2014": "-", "\u2015": "-", "\u2212": "-", "\u2043": "-",
-        "\u2026": "...",
+        "\u00ab": '"', "\u00bb": '"',
+        "\u2010": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-",
+        "\u2015": "-", "\u2212": "-", "\u2043": "-",
         # Invisible characters that web text sprinkles inside words.
         "\u00ad": None, "\u200b": None, "\u2060": None, "\ufeff": None,
     }
@@ -212,6 +216,7 @@ def _add_other_token(token: str, orig_start: int, pieces: list[str], offsets: _O
 
 
 def _normalize_with_map(text: str) -> tuple[str, _OffsetMap]:
+    """Normalized text (not stripped) and the map back to ``text``."""
     pieces: list[str] = []
     offsets = _OffsetMap()
     for match in _TOKEN.finditer(text):
@@ -228,12 +233,16 @@ def _normalize_with_map(text: str) -> tuple[str, _OffsetMap]:
 
 
 def normalize_text(text: str) -> str:
-    """The normalized form used for matching (NFKC, casefold, ASCII quotes and
-    dashes, whitespace runs collapsed to one space, stripped)."""
+    """The form both texts are compared in by the normalized and fuzzy steps.
+
+    NFKC, casefold, ASCII quotes and dashes, invisible format characters
+    dropped, every whitespace run collapsed to one space, ends stripped.
+    """
     return _normalize_with_map(text)[0].strip()
 
 
 def _strip_trailing_punctuation(text: str) -> str:
+    """``text`` without its final run of punctuation and spaces."""
     end = len(text)
     while end and (text[end - 1] == " " or unicodedata.category(text[end - 1]).startswith("P")):
         end -= 1
@@ -314,13 +323,43 @@ def _trim_spaces(haystack: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _has_rival(needle: str, haystack: str, start: int, end: int, best: float) -> bool:
-    """Whether an equally good alignment exists outside ``[start, end)``."""
-    cutoff = max(0.0, best - _AMBIGUITY_MARGIN)
-    for side in (haystack[:start], haystack[end:]):
-        # Padding a short side keeps rapidfuzz from aligning the side inside
-        # the needle, which would score a mere fragment as a perfect match.
-        if side and fuzz.partial_ratio_alignment(needle, _padded(side, len(needle)), score_cutoff=cutoff):
+class _Fit(NamedTuple):
+    """A fuzzy alignment: the fitted span, its ratio, and the coarse window."""
+
+    start: int
+    end: int
+    score: float
+    window_start: int
+    window_end: int
+
+
+def _coarse_cutoff(min_score: float) -> float:
+    return max(0.0, 100.0 - _COARSE_SHORTFALL_FACTOR * (100.0 - min_score))
+
+
+def _fit(needle: str, haystack: str, min_score: float) -> _Fit | None:
+    """Best fuzzy alignment of ``needle`` in ``haystack``, if any comes close."""
+    coarse = fuzz.partial_ratio_alignment(
+        needle, _padded(haystack, len(needle)), score_cutoff=_coarse_cutoff(min_score)
+    )
+    window_end = min(coarse.dest_end, len(haystack)) if coarse else 0
+    if coarse is None or window_end <= coarse.dest_start:
+        return None
+    start, end = _trim_spaces(haystack, *_refine(needle, haystack, coarse.dest_start, window_end))
+    return _Fit(start, end, fuzz.ratio(needle, haystack[start:end]), coarse.dest_start, window_end)
+
+
+def _has_rival(needle: str, haystack: str, best: _Fit, min_score: float) -> bool:
+    """Whether text outside the best fit fits the needle about as well.
+
+    Everything the best fit or its coarse window touched is masked, so a
+    rival cannot be a shifted copy of the same occurrence.
+    """
+    masked_start = min(best.start, best.window_start)
+    masked_end = max(best.end, best.window_end)
+    for side in (haystack[:masked_start], haystack[masked_end:]):
+        rival = _fit(needle, side, min_score) if side else None
+        if rival and rival.score >= best.score - _AMBIGUITY_MARGIN:
             return True
     return False
 
@@ -373,23 +412,12 @@ class DocumentIndex:
         return found
 
     def _locate_fuzzy(self, needle: str, min_score: float) -> Span | SpanFailure:
-        haystack = self._norm_text
-        coarse = fuzz.partial_ratio_alignment(
-            needle,
-            _padded(haystack, len(needle)),
-            score_cutoff=max(0.0, min_score - _COARSE_SLACK),
-        )
-        window_end = min(coarse.dest_end, len(haystack)) if coarse else 0
-        if coarse is None or window_end <= coarse.dest_start:
+        best = _fit(needle, self._norm_text, min_score)
+        if best is None or best.score < min_score:
             return SpanFailure.NOT_FOUND
-        start, end = _trim_spaces(haystack, *_refine(needle, haystack, coarse.dest_start, window_end))
-        score = fuzz.ratio(needle, haystack[start:end])
-        if score < min_score:
-            return SpanFailure.NOT_FOUND
-        masked_start, masked_end = min(start, coarse.dest_start), max(end, window_end)
-        if _has_rival(needle, haystack, masked_start, masked_end, coarse.score):
+        if _has_rival(needle, self._norm_text, best, min_score):
             return SpanFailure.AMBIGUOUS
-        return self._to_span(start, end, "fuzzy", score)
+        return self._to_span(best.start, best.end, "fuzzy", best.score)
 
 
 def merge_spans(spans: Sequence[Span]) -> list[Span]:

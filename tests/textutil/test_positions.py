@@ -43,7 +43,13 @@ def test_rel_pos_clamps_offsets_past_the_end() -> None:
 
 @pytest.mark.parametrize(
     "spans, doc_len, anchor",
-    [([(0, 1)], 0, "start"), ([(0, 1)], -5, "start"), ([], 10, "start"), ([(5, 4)], 10, "start"), ([(0, 1)], 10, "end")],
+    [
+        ([(0, 1)], 0, "start"),
+        ([(0, 1)], -5, "start"),
+        ([], 10, "start"),
+        ([(5, 4)], 10, "start"),
+        ([(0, 1)], 10, "end"),
+    ],
 )
 def test_rel_pos_rejects_bad_input(spans: list[tuple[int, int]], doc_len: int, anchor: str) -> None:
     with pytest.raises(ValueError):
@@ -91,7 +97,15 @@ def test_position_bin_rejects_bad_input(rel: float, n_bins: int) -> None:
 
 @pytest.mark.parametrize(
     "rel, expected",
-    [(0.0, "beginning"), (0.333, "beginning"), (1 / 3, "middle"), (0.5, "middle"), (2 / 3, "middle"), (0.667, "end"), (1.0, "end")],
+    [
+        (0.0, "beginning"),
+        (0.333, "beginning"),
+        (1 / 3, "middle"),
+        (0.5, "middle"),
+        (2 / 3, "middle"),
+        (0.667, "end"),
+        (1.0, "end"),
+    ],
 )
 def test_third_of(rel: float, expected: str) -> None:
     assert third_of(rel) == expected
@@ -143,7 +157,7 @@ def test_requested_region_round_trip() -> None:
     assert region_of_requested("first") == "beginning"
     assert region_of_requested("final") == "end"
     for requested in ("first", "middle", "final"):
-        assert requested_of_region(region_of_requested(requested)) == requested  # type: ignore[arg-type]
+        assert requested_of_region(region_of_requested(requested)) == requested
     with pytest.raises(ValueError):
         region_of_requested("last")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
