@@ -100,6 +100,15 @@ def stages() -> None:
     print_stages(out)
 
 
+def _register_subcommands() -> None:
+    from builder.publish.cli import push_command, stats_command
+
+    app.command("stats")(stats_command)
+    app.command("push")(push_command)
+
+
+_register_subcommands()
+
 _COMMANDS = {"build", "validate", "plan", "stages", "stats", "eval", "push"}
 
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 
 from builder.backends.llm.config import ModelConfig, OpenAIModelConfig, VLLMModelConfig
 from builder.backends.tokenizers import TokenizerConfig
+from builder.publish import PushConfig
 from builder.io.sources import HFSource, JsonlSource, ParquetSource, PythonDocsSource, SourceSpec
 from builder.recipe_yaml import Problem, RecipeError, apply_overrides, expand_env, line_of
 from builder.stages import STAGES, Stage, StageParams
@@ -36,6 +37,7 @@ class RecipeBase(BaseModel):
     tokenizer: TokenizerConfig = TokenizerConfig()
     models: dict[str, ModelConfig] = {}
     output: OutputConfig = OutputConfig()
+    push: PushConfig | None = None
 
     def stage_objects(self) -> list[Stage]:
         out = []
@@ -189,7 +191,7 @@ def _known_keys(parent: tuple[Any, ...]) -> list[str]:
         return sorted({*OpenAIModelConfig.model_fields, *VLLMModelConfig.model_fields})
     if len(parent) == 2 and parent[0] == "sources":
         return sorted({f for s in _SOURCE_TYPES for f in s.model_fields})
-    top = {"tokenizer": TokenizerConfig, "output": OutputConfig}
+    top = {"tokenizer": TokenizerConfig, "output": OutputConfig, "push": PushConfig}
     if len(parent) == 1 and parent[0] in top:
         return list(top[parent[0]].model_fields)
     return []

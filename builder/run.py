@@ -27,6 +27,8 @@ from builder.io.beir import write_beir
 from builder.io.corpus_loader import load_sources
 from builder.progress import RichProgress
 from builder.prompt_templates import PromptLibrary
+from builder.publish.hub import push
+from builder.publish.outputs import publish_outputs
 from builder.recipe import LoadedRecipe
 from builder.stages.base import Stage
 
@@ -122,7 +124,11 @@ class Runner:
             stats.append(st)
         out_dir = self.options.out_dir or Path(self.recipe.output.dir or f"out/{self.recipe.name}")
         write_beir(bench, out_dir, stats=self._summary(stats))
+        publish_outputs(bench, out_dir, self._summary(stats), self.loaded)
         self.close()
+        if self.recipe.push is not None:
+            cfg = self.recipe.push
+            push(out_dir, cfg.repo, private=cfg.private, tag=cfg.tag, console=self.console)
         return RunResult(bench=bench, out_dir=out_dir, run_dir=self.run_dir, stage_stats=stats)
 
     def _checkpointed(self, label: str, fp: str, compute: Any) -> tuple[Bench, dict[str, Any]]:

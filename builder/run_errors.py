@@ -12,9 +12,10 @@ from builder.backends.llm import BackendUnavailable
 from builder.backends.tokenizers import TokenizerLoadError
 from builder.io.sources import SourceError
 from builder.prompt_templates import PromptError
+from builder.publish.hub import PushError
 from builder.run import InvariantError
 
-_EXPECTED = (SourceError, TokenizerLoadError, BackendUnavailable, PromptError)
+_EXPECTED = (SourceError, TokenizerLoadError, BackendUnavailable, PromptError, PushError)
 
 
 @contextmanager

@@ -1,0 +1,145 @@
+"""The data card (README.md): Hub front matter plus a body rendered from `data_cards/`.
+
+The front matter is built as data and dumped with PyYAML, never templated as text, so
+it always parses. The body template runs in a sandboxed Jinja2 environment with
+StrictUndefined: a template naming a missing figure fails loudly instead of rendering
+an empty section.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from jinja2 import StrictUndefined
+from jinja2.sandbox import SandboxedEnvironment
+
+from builder.publish.citations import papers_for, stage_base_name
+from builder.publish.masking import mask_mapping, mask_recipe_text
+from builder.resources import shipped_dir
+
+if TYPE_CHECKING:
+    from builder.publish.layout import HubLayout
+    from builder.recipe import LoadedRecipe
+
+DEFAULT_TEMPLATE = "default.md.j2"
+_SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+                    (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"))
+
+
+def size_category(n: int) -> str:
+    for limit, name in _SIZE_CATEGORIES:
+        if n < limit:
+            return name
+    return "100M<n<1B"
+
+
+def front_matter(stats: dict[str, Any], layout: HubLayout, name: str, license: str) -> dict[str, Any]:
+    counts = stats["counts"]
+    langs = sorted({row["lang"] for row in stats["languages"]} - {"unknown", "und", ""})
+    meta: dict[str, Any] = {"pretty_name": name, "license": license}
+    if langs:
+        meta["language"] = langs
+    meta.update({
+        "task_categories": ["text-retrieval"],
+        "task_ids": ["document-retrieval"],
+        "size_categories": [size_category(max(counts["docs"], counts["queries"]))],
+        "tags": ["position-bias", "retrieval", "mteb", "build-bench"],
+        "configs": layout.configs,
+        "dataset_info": layout.dataset_info,
+    })
+    return meta
+
+
+def _stage_params(loaded: LoadedRecipe | None) -> dict[int, dict[str, Any]]:
+    if loaded is None:
+        return {}
+    objects = loaded.recipe.stage_objects()
+    return {i: mask_mapping(s.params.model_dump(mode="json")) for i, s in enumerate(objects, start=1)}
+
+
+def _sources(loaded: LoadedRecipe | None) -> list[str]:
+    if loaded is None:
+        return []
+    out = []
+    for src in loaded.recipe.sources:
+        where = "CPython reference topics" if src.type == "python_docs" else src.path
+        out.append(f"{src.type}: {where} (lang {src.lang}, domain {src.domain})")
+    return out
+
+
+def _index(label: str) -> int:
+    """`03_localize_spans` -> 3; -1 for a label without a stage number."""
+    head = label.split("_")[0]
+    return int(head) if head.isdigit() else -1
+
+
+def construction(run_stages: list[dict[str, Any]], loaded: LoadedRecipe | None) -> list[dict[str, Any]]:
+    """One entry per stage that actually ran, with its parameters and its effect."""
+    from builder.stages import STAGES
+
+    params = _stage_params(loaded)
+    steps = []
+    for st in run_stages:
+        label = str(st.get("stage", "?"))
+        name = stage_base_name(label)
+        index = _index(label)
+        cls = STAGES.get(name)
+        summary = cls.summary() if cls else ("read and tokenise the sources" if index == 0 else "")
+        steps.append({
+            "label": label, "name": name, "summary": summary,
+            "params": json.dumps(params[index], ensure_ascii=False) if index in params else "",
+            "docs": f"{st.get('docs_in', '?')} → {st.get('docs_out', '?')}",
+            "queries": f"{st.get('queries_in', '?')} → {st.get('queries_out', '?')}",
+            "dropped": ", ".join(f"{r} {n}" for r, n in sorted((st.get("dropped") or {}).items(),
+                                                                key=lambda kv: -kv[1])),
+            "llm_calls": int((st.get("llm") or {}).get("calls", 0)),
+            "resumed": bool(st.get("resumed")),
+        })
+    return steps
+
+
+def _prompts(run_stages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    return [
+        {"stage": str(st.get("stage")), "name": name, "sha256": sha}
+        for st in run_stages for name, sha in sorted((st.get("prompts") or {}).items())
+    ]
+
+
+def card_context(stats: dict[str, Any], run_stages: list[dict[str, Any]], layout: HubLayout,
+                 plots: dict[str, Any], loaded: LoadedRecipe | None, license: str) -> dict[str, Any]:
+    name = loaded.recipe.name if loaded else str(stats.get("recipe") or "benchmark")
+    params = _stage_params(loaded)
+    used = [(stage_base_name(str(s.get("stage", ""))), params.get(_index(str(s.get("stage", ""))), {}))
+            for s in run_stages]
+    return {
+        "front_matter": yaml.safe_dump(front_matter(stats, layout, name, license),
+                                       sort_keys=False, allow_unicode=True, width=100).rstrip(),
+        "name": name,
+        "description": loaded.recipe.description if loaded else "",
+        "seed": loaded.recipe.seed if loaded else None,
+        "tokenizer": stats["doc_lengths"].get("tokenizer") or "unknown",
+        "sources": _sources(loaded),
+        "stats": stats,
+        "steps": construction(run_stages, loaded),
+        "prompts": _prompts(run_stages),
+        "recipe_text": mask_recipe_text(loaded.text) if loaded else None,
+        "plots": plots,
+        "configs": [c["config_name"] for c in layout.configs],
+        "papers": papers_for(used),
+    }
+
+
+def _cell(value: Any) -> str:
+    """Text safe inside a markdown table cell."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def render_card(context: dict[str, Any], template: Path | None = None) -> str:
+    path = template or shipped_dir("data_cards") / DEFAULT_TEMPLATE
+    env = SandboxedEnvironment(undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                               autoescape=False, keep_trailing_newline=True)
+    env.filters["cell"] = _cell
+    return env.from_string(path.read_text(encoding="utf-8")).render(**context)

@@ -1,0 +1,77 @@
+"""`build-bench stats` and `build-bench push`, ready to register on the typer app:
+
+    app.command("stats")(stats_command)
+    app.command("push")(push_command)
+
+Heavy imports stay inside the functions so `build-bench --help` stays instant.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+FolderArg = Annotated[
+    Path, typer.Argument(help="A folder written by a build (corpus.parquet, queries.parquet, ...).")
+]
+
+
+def _check_folder(folder: Path, err: Console) -> None:
+    if not (folder / "corpus.parquet").is_file():
+        err.print(f"[red]{folder} is not a built benchmark folder (no corpus.parquet)[/]")
+        raise typer.Exit(2)
+
+
+def stats_command(folder: FolderArg) -> None:
+    """Print the statistics of a built folder and (re)write its stats.json and plots."""
+    from builder.publish.outputs import refresh_stats
+    from builder.publish.tables import print_stats
+
+    out, err = Console(), Console(stderr=True)
+    _check_folder(folder, err)
+    stats, plots = refresh_stats(folder)
+    print_stats(out, stats)
+    for path in plots["files"].values():
+        out.print(f"wrote {folder / path}")
+    for name, why in plots["skipped"].items():
+        out.print(f"[dim]skipped {name}: {why}[/]")
+    out.print(f"wrote {folder / 'stats.json'}")
+
+
+def push_command(
+    folder: FolderArg,
+    repo: Annotated[str, typer.Option("--repo", help="Dataset repository on the Hub, org/name.")],
+    private: Annotated[bool, typer.Option("--private", help="Create the repository as private.")] = False,
+    tag: Annotated[Optional[str], typer.Option("--tag", help="Release tag, vX.Y.Z.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the file plan; upload nothing.")] = False,
+) -> None:
+    """Publish a built folder to the Hugging Face Hub: one commit, then a release tag.
+
+    The token comes from HF_TOKEN or `hf auth login` and is never written anywhere.
+    """
+    from pydantic import ValidationError
+    from rich.markup import escape
+
+    from builder.publish.config import PushConfig
+    from builder.publish.hub import PushError, push
+
+    err = Console(stderr=True)
+    _check_folder(folder, err)
+    try:
+        config = PushConfig(repo=repo, private=private, tag=tag)
+    except ValidationError as exc:
+        for e in exc.errors():
+            err.print(f"[red]--{e['loc'][0]} {e['input']!r}: expected {_expected(str(e['loc'][0]))}[/]")
+        raise typer.Exit(2) from None
+    try:
+        push(folder, config.repo, private=config.private, tag=config.tag, dry_run=dry_run, console=err)
+    except PushError as exc:
+        err.print(f"[red]push failed:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+def _expected(option: str) -> str:
+    return {"repo": "org/name", "tag": "a version like v1.2.0"}.get(option, "a valid value")

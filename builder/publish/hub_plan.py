@@ -1,0 +1,109 @@
+"""What a push will upload: the file plan, the previous release and the CHANGELOG.
+
+On the Hub a release holds the card, the statistics and plots, the MTEB-style parquet
+configs (`corpus/`, `queries/`, `qrels/`), the BEIR files (`corpus.jsonl`,
+`queries.jsonl`, `qrels/test.tsv`), the drop log (`drops.parquet`) and CHANGELOG.md.
+The root `corpus.parquet`/`queries.parquet`/`qrels.parquet` stay local: they repeat the
+parquet configs.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from builder.publish.changelog import changelog, entry, previous_tag
+
+SINGLE_FILES = ("README.md", "stats.json", "corpus.jsonl", "queries.jsonl", "qrels/test.tsv",
+                "drops.parquet")
+GLOBS = ("plots/*.png", "corpus/*/*.parquet", "queries/*/*.parquet", "qrels/*/*.parquet")
+# Remote files under these folders that the new release lacks are deleted in the same commit.
+MANAGED_DIRS = ("plots/", "corpus/", "queries/", "qrels/")
+CHANGELOG_FILE = "CHANGELOG.md"
+
+
+class PushError(RuntimeError):
+    """A push that cannot go ahead or did not finish; the message says what to do."""
+
+
+@dataclass
+class RemoteState:
+    exists: bool = False
+    tags: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    previous: str | None = None
+    previous_stats: dict[str, Any] | None = None
+    previous_changelog: str | None = None
+    problem: str | None = None
+
+
+@dataclass
+class PushPlan:
+    repo_id: str
+    tag: str | None
+    uploads: list[tuple[str, Path | bytes]]
+    deletes: list[str]
+    remote: RemoteState
+
+    def lines(self) -> list[str]:
+        rows = []
+        for path, source in self.uploads:
+            size = len(source) if isinstance(source, bytes) else source.stat().st_size
+            origin = "generated" if isinstance(source, bytes) else str(source)
+            rows.append(f"  add     {path}  ({size:,} bytes, {origin})")
+        rows += [f"  delete  {path}  (not in this release)" for path in self.deletes]
+        return rows
+
+
+def local_files(folder: Path) -> list[tuple[str, Path]]:
+    """(path in repo, local path) for every file the release carries, sorted."""
+    found = {name: folder / name for name in SINGLE_FILES if (folder / name).is_file()}
+    for pattern in GLOBS:
+        found.update({p.relative_to(folder).as_posix(): p for p in folder.glob(pattern) if p.is_file()})
+    return sorted(found.items())
+
+
+def _download_json(api: Any, repo_id: str, name: str, revision: str) -> Any:
+    from huggingface_hub.errors import EntryNotFoundError
+
+    with tempfile.TemporaryDirectory(prefix="build-bench-hub-") as cache:
+        try:
+            path = api.hf_hub_download(repo_id, name, repo_type="dataset", revision=revision, cache_dir=cache)
+        except EntryNotFoundError:
+            return None
+        text = Path(path).read_text(encoding="utf-8")
+    return json.loads(text) if name.endswith(".json") else text
+
+
+def remote_state(api: Any, repo_id: str, tag: str | None) -> RemoteState:
+    """Tags, files and the previous release's statistics; a repo that is not there is new."""
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    try:
+        refs = api.list_repo_refs(repo_id, repo_type="dataset")
+    except RepositoryNotFoundError:
+        return RemoteState(exists=False)
+    state = RemoteState(exists=True, tags=[t.name for t in refs.tags])
+    state.files = list(api.list_repo_files(repo_id, repo_type="dataset"))
+    state.previous = previous_tag(state.tags, tag)
+    if state.previous:
+        state.previous_stats = _download_json(api, repo_id, "stats.json", state.previous)
+        state.previous_changelog = _download_json(api, repo_id, CHANGELOG_FILE, state.previous)
+    return state
+
+
+def make_plan(folder: Path, repo_id: str, tag: str | None, remote: RemoteState) -> PushPlan:
+    files = local_files(folder)
+    stats = json.loads((folder / "stats.json").read_text(encoding="utf-8"))
+    version = tag or "unreleased"
+    text = changelog(entry(stats, remote.previous_stats, version, remote.previous, date.today().isoformat()),
+                     remote.previous_changelog)
+    uploads: list[tuple[str, Path | bytes]] = [*files, (CHANGELOG_FILE, text.encode("utf-8"))]
+    uploads.sort(key=lambda u: u[0])
+    wanted = {path for path, _ in uploads}
+    deletes = sorted(p for p in remote.files if p.startswith(MANAGED_DIRS) and p not in wanted)
+    return PushPlan(repo_id=repo_id, tag=tag, uploads=uploads, deletes=deletes, remote=remote)

@@ -1,0 +1,101 @@
+"""Everything a build leaves beside its BEIR files: stats.json, plots, parquet configs, card.
+
+`publish_outputs` runs at the end of a build, with the recipe at hand. `publish_folder`
+redoes the same for an existing folder (`build-bench stats`, or a push of a folder
+that has no card yet); without the recipe, the card leaves out the recipe and the
+stage parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from builder.publish.stats import compute_stats, stage_list
+
+if TYPE_CHECKING:
+    from builder.bench import Bench
+    from builder.recipe import LoadedRecipe
+
+STATS_FILE = "stats.json"
+CARD_FILE = "README.md"
+
+
+@dataclass
+class Published:
+    stats: dict[str, Any]
+    plots: dict[str, Any]
+    configs: list[str]
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _license(loaded: LoadedRecipe | None) -> str:
+    push = getattr(loaded.recipe, "push", None) if loaded else None
+    return getattr(push, "license", None) or "unknown"
+
+
+def stats_document(bench: Bench, run_stats: Any, recipe_name: str | None) -> dict[str, Any]:
+    """stats.json: the computed figures plus the run's per-stage records they came from."""
+    return {"recipe": recipe_name, **compute_stats(bench, run_stats), "stages": stage_list(run_stats)}
+
+
+def write_stats(bench: Bench, out_dir: Path, run_stats: Any, recipe_name: str | None
+                ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """stats.json and the plots; returns (stats, plot report)."""
+    from builder.publish.plots import write_plots
+
+    stats = stats_document(bench, run_stats, recipe_name)
+    write_text_atomic(Path(out_dir) / STATS_FILE, json.dumps(stats, indent=2, ensure_ascii=False, default=str))
+    return stats, write_plots(stats, Path(out_dir))
+
+
+def publish_outputs(bench: Bench, out_dir: Path, run_stats: Any,
+                    loaded_recipe: LoadedRecipe | None) -> Published:
+    """Write stats.json, plots/, the MTEB parquet configs and README.md into `out_dir`."""
+    from builder.publish.card import card_context, render_card
+    from builder.publish.layout import write_hub_layout
+
+    out_dir = Path(out_dir)
+    name = loaded_recipe.recipe.name if loaded_recipe else _recipe_name(run_stats)
+    stats, plots = write_stats(bench, out_dir, run_stats, name)
+    layout = write_hub_layout(bench, out_dir)
+    context = card_context(stats, stats["stages"], layout, plots, loaded_recipe, _license(loaded_recipe))
+    write_text_atomic(out_dir / CARD_FILE, render_card(context))
+    return Published(stats=stats, plots=plots, configs=[c["config_name"] for c in layout.configs])
+
+
+def _recipe_name(run_stats: Any) -> str | None:
+    return run_stats.get("recipe") if isinstance(run_stats, dict) else None
+
+
+def read_run_stats(folder: Path) -> dict[str, Any]:
+    """The run summary kept in a folder's stats.json (empty when there is none)."""
+    path = Path(folder) / STATS_FILE
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {"recipe": data.get("recipe"), "stages": data.get("stages", [])}
+
+
+def refresh_stats(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Recompute stats.json and the plots of a folder written by `write_beir`."""
+    from builder.io.beir import read_beir
+
+    run = read_run_stats(folder)
+    return write_stats(read_beir(Path(folder)), Path(folder), run, run.get("recipe"))
+
+
+def publish_folder(folder: Path) -> Published:
+    """Everything `publish_outputs` writes, for a folder built without it (no recipe at hand)."""
+    from builder.io.beir import read_beir
+
+    folder = Path(folder)
+    return publish_outputs(read_beir(folder), folder, read_run_stats(folder), None)
