@@ -37,6 +37,7 @@ class StageContext:
     progress: Progress
     llm_factory: Callable[[str], LLMBackend]
     stats: dict[str, Any] = field(default_factory=dict)  # extra figures a stage reports
+    base_dir: Path | None = None  # the recipe's folder, for relative input paths
 
     @property
     def seed(self) -> int:

@@ -169,6 +169,7 @@ class Runner:
             recipe=self.recipe, label=label, index=index, tokenizer=self.tokenizer,
             work_dir=work_dir, prompts=self.prompts,
             progress=RichProgress(self.console, label), llm_factory=self.llm,
+            base_dir=self.loaded.base_dir,
         )
         before = self._usage()
         t0 = time.perf_counter()

@@ -10,7 +10,7 @@ until one would overflow, and that one is discarded.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -42,19 +42,21 @@ class Assembly:
 
 
 class _Sampler:
-    """Draws distractors at random, rejecting relevant, repeated and empty passages."""
+    """Draws distractors at random, rejecting relevant, already used and empty passages."""
 
-    def __init__(self, pool: Sequence[Passage], banned_ids: set[str], banned_texts: set[str],
+    def __init__(self, pool: Sequence[Passage], excluded_ids: set[str], excluded_texts: set[str],
                  rng: random.Random, max_draws: int) -> None:
         self.pool, self.rng, self.max_draws = pool, rng, max_draws
-        self.banned_ids, self.banned_texts = set(banned_ids), banned_texts
+        self.excluded_ids, self.excluded_texts = set(excluded_ids), excluded_texts
 
-    def draw(self, fits: Callable[[Passage], bool] = lambda p: True) -> Passage | None:
+    def draw(self, max_tokens: int | None = None) -> Passage | None:
+        """A new passage (of at most `max_tokens`), or None after `max_draws` rejections."""
         for _ in range(self.max_draws):
             p = self.pool[self.rng.randrange(len(self.pool))]
-            if p.n_tokens > 0 and p.doc_id not in self.banned_ids and p.text not in self.banned_texts \
-                    and fits(p):
-                self.banned_ids.add(p.doc_id)
+            usable = p.n_tokens > 0 and p.doc_id not in self.excluded_ids \
+                and p.text not in self.excluded_texts
+            if usable and (max_tokens is None or p.n_tokens <= max_tokens):
+                self.excluded_ids.add(p.doc_id)
                 return p
         return None
 
@@ -80,8 +82,7 @@ def assemble(gold: Passage, pool: Sequence[Passage], *, banned_ids: set[str],
     head: list[Passage] = []
     total = 0
     while total <= limits.min_start:
-        room = limits.max_length - c_t - total
-        p = sampler.draw(lambda p: p.n_tokens <= room)
+        p = sampler.draw(max_tokens=limits.max_length - c_t - total)
         if p is None:
             return "distractors_exhausted"
         head.append(p)

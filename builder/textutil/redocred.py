@@ -57,17 +57,17 @@ class Document:
         return None
 
     @cached_property
-    def _patterns(self) -> tuple[re.Pattern[str], ...]:
-        out = []
-        for e, vertex in enumerate(self.entities):
-            names = {m.name.strip() for m in vertex} | {self.mention_in(e, m.sent_id) or "" for m in vertex}
-            alts = sorted((re.escape(n) for n in names if n), key=len, reverse=True)
-            body = "|".join(alts) if alts else r"(?!x)x"  # an entity without names matches nothing
-            out.append(re.compile(r"(?<!\w)(?:" + body + r")(?!\w)", re.IGNORECASE))
-        return tuple(out)
+    def _patterns(self) -> dict[int, re.Pattern[str]]:
+        return {}  # filled lazily: compiling every entity's pattern up front is slow
 
     def name_pattern(self, entity: int) -> re.Pattern[str]:
         """Any name of the entity as a whole word, case-insensitively."""
+        if entity not in self._patterns:
+            vertex = self.entities[entity]
+            names = {m.name.strip() for m in vertex} | {self.mention_in(entity, m.sent_id) or "" for m in vertex}
+            alts = sorted((re.escape(n) for n in names if n), key=len, reverse=True)
+            body = "|".join(alts) if alts else r"(?!x)x"  # an entity without names matches nothing
+            self._patterns[entity] = re.compile(r"(?<!\w)(?:" + body + r")(?!\w)", re.IGNORECASE)
         return self._patterns[entity]
 
     def mentions(self, entity: int, sent: int) -> bool:

@@ -14,13 +14,14 @@ from builder.io.sources import SourceError, resolve_path
 Rejected = tuple[str, str, str]
 
 
-def input_path(path: str) -> Path:
-    """A stage's input file: absolute, or relative to the working directory."""
-    found = resolve_path(path, None)
+def input_path(path: str, base_dir: Path | None) -> Path:
+    """A stage's input file: absolute, or relative to the working directory, then to the
+    recipe's folder."""
+    found = resolve_path(path, base_dir)
     if not found.exists():
         raise SourceError(
-            f"input not found: {path} (relative paths resolve from the working directory "
-            f"{Path.cwd()}; run from the repository root or give an absolute path)"
+            f"input not found: {path} (looked in the working directory {Path.cwd()}"
+            + (f" and the recipe folder {base_dir}" if base_dir else "") + ")"
         )
     return found
 

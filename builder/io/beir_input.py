@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from builder.io.sources import SourceError
-from builder.textutil.bench_rows import Rejected
+from builder.io.bench_rows import Rejected
 
 
 @dataclass
@@ -78,6 +78,20 @@ def _qrels(path: Path, prefix: str, stats: Counter[str]) -> list[tuple[str, str,
     return out
 
 
+def _judgments(path: Path, doc_ids: set[str], prefix: str, stats: Counter[str]
+               ) -> tuple[dict[str, list[tuple[str, int]]], set[str]]:
+    """Per query, its judgments of documents we have; and every query the split judges."""
+    judged: dict[str, list[tuple[str, int]]] = {}
+    in_split: set[str] = set()
+    for qid, did, score in _qrels(path, prefix, stats):
+        in_split.add(qid)
+        if did in doc_ids:
+            judged.setdefault(qid, []).append((did, score))
+        else:
+            stats["qrels_unknown_doc"] += 1
+    return judged, in_split
+
+
 def read_beir_input(folder: Path, split: str, prefix: str, limit: int | None) -> BEIRInput:
     files = {"corpus": folder / "corpus.jsonl", "queries": folder / "queries.jsonl",
              "qrels": folder / "qrels" / f"{split}.tsv"}
@@ -87,29 +101,24 @@ def read_beir_input(folder: Path, split: str, prefix: str, limit: int | None) ->
     rejected: list[Rejected] = []
     stats: Counter[str] = Counter()
     docs = _records(files["corpus"], "doc", prefix, rejected)
-    doc_ids = {d["id"] for d in docs}
-    judged: dict[str, list[tuple[str, int]]] = {}
-    for qid, did, score in _qrels(files["qrels"], prefix, stats):
-        if did in doc_ids:
-            judged.setdefault(qid, []).append((did, score))
-        else:
-            stats["qrels_unknown_doc"] += 1
+    judged, in_split = _judgments(files["qrels"], {d["id"] for d in docs}, prefix, stats)
     queries, qrels = [], []
     query_rows = _records(files["queries"], "query", prefix, rejected)
-    stats["qrels_unknown_query"] = len(judged.keys() - {r["id"] for r in query_rows})
+    rejected_ids = {row_id for kind, row_id, _ in rejected if kind == "query"}
+    stats["qrels_unknown_query"] = len(in_split - {r["id"] for r in query_rows} - rejected_ids)
     for row in query_rows:
-        if row["id"] not in judged:
+        if row["id"] not in in_split:
             stats["queries_not_in_split"] += 1
             continue
         if limit is not None and len(queries) >= limit:
             stats["queries_over_limit"] += 1
             continue
-        positives = [d for d, s in judged[row["id"]] if s > 0]
+        positives = [d for d, s in judged.get(row["id"], []) if s > 0]
         if not positives:
             rejected.append(("query", row["id"], "no_relevant_doc"))
             continue
         queries.append({"query_id": row["id"], "text": row["text"], "doc_id": positives[0]})
-        qrels.extend((row["id"], d, s) for d, s in judged[row["id"]])
+        qrels.extend((row["id"], d, s) for d, s in judged[row["id"]])  # has a positive
     return BEIRInput(
         corpus=pl.DataFrame(docs, schema={"id": pl.Utf8, "title": pl.Utf8, "text": pl.Utf8})
         .rename({"id": "doc_id"}),

@@ -1,0 +1,36 @@
+"""End to end: recipes/colder_probes.yaml through the real runner (20 facts per setting)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from builder.io.beir import read_beir
+from builder.recipe import parse_recipe
+from builder.run import Runner, RunOptions
+from tests.conftest import REPO
+
+SMALL = ["stages.position_probes.queries_per_setting=20",
+         "stages.position_probes.path=../shared/data/redocred/dev_revised.json"]
+
+
+def test_colder_probes_recipe_builds(tmp_path, shared_data, monkeypatch):
+    monkeypatch.chdir(REPO)
+    loaded = parse_recipe(REPO / "recipes" / "colder_probes.yaml", SMALL)
+    result = Runner(loaded, RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()
+    bench = read_beir(result.out_dir)
+    per_setting = bench.queries.group_by("setting").len()
+    assert dict(per_setting.iter_rows()) == {s: 20 for s in (
+        "position_i", "first_vs_last", "brevity", "repetition", "answer_importance", "foil")}
+    assert bench.corpus["setting"].null_count() == 0
+    assert bench.qrels.height == bench.corpus.height  # every probe document is judged
+    pairs = pl.read_parquet(result.run_dir / "work" / "01_position_probes" / "pairs.parquet")
+    assert pairs.height == bench.queries["pairs"].list.len().sum()
+    assert set(pairs["doc_a"]) | set(pairs["doc_b"]) == set(bench.corpus["doc_id"])
+    out_pairs = pl.read_parquet(result.out_dir / "pairs.parquet")
+    assert out_pairs.sort("query_id", "doc_a").equals(pairs.select(out_pairs.columns).sort("query_id", "doc_a"))
+    for setting in per_setting["setting"]:
+        folder = result.out_dir / "settings" / setting
+        qrels = pl.read_csv(folder / "qrels" / "test.tsv", separator="\t")
+        assert qrels.height == bench.corpus.filter(pl.col("setting") == setting).height
+        corpus = pl.read_ndjson(folder / "corpus.jsonl")
+        assert set(corpus["_id"]) == set(qrels["corpus-id"])
