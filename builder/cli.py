@@ -101,8 +101,10 @@ def stages() -> None:
 
 
 def _register_subcommands() -> None:
+    from builder.evaluation.cli import eval_command
     from builder.publish.cli import push_command, stats_command
 
+    app.command("eval")(eval_command)
     app.command("stats")(stats_command)
     app.command("push")(push_command)
 

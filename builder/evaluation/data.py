@@ -1,0 +1,156 @@
+"""Read a benchmark folder for evaluation: a `write_beir` build or a plain BEIR folder.
+
+Only what evaluation needs is kept: the texts, the judged pairs and the position
+metadata a query carries. Two columns are derived here: `evidence_start` (the first
+character of the evidence in the positive document, for the truncation check) and,
+where the dataset has spans but no `rel_pos`, the relative position itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+# Position groupings a dataset may carry, in the order the report shows them.
+GROUPINGS = ("char_bucket", "position_tag", "position_bin")
+_KEEP = ("query_id", "text", "doc_id", "spans", "rel_pos", "length_bucket", *GROUPINGS)
+_BUILT = ("corpus.parquet", "queries.parquet", "qrels.parquet")
+_PLAIN = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
+
+
+class EvalError(RuntimeError):
+    """Input that evaluation cannot use; the command line prints it without a traceback."""
+
+
+@dataclass(frozen=True)
+class EvalData:
+    folder: Path
+    fingerprint: str
+    corpus: pl.DataFrame  # doc_id, title, text
+    queries: pl.DataFrame  # query_id, text, doc_id, evidence_start, + position metadata
+    qrels: dict[str, dict[str, int]]
+    unjudged_queries: int  # queries with no relevant document, left out of every figure
+
+    def groupings(self) -> list[str]:
+        return [g for g in GROUPINGS if g in self.queries.columns and self.queries[g].null_count() < self.queries.height]
+
+
+def load_eval_data(folder: Path) -> EvalData:
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise EvalError(f"{folder} is not a folder")
+    if all((folder / name).is_file() for name in _BUILT):
+        files = [folder / name for name in _BUILT]
+        corpus, queries, qrels = (pl.read_parquet(f) for f in files)
+    elif all((folder / name).is_file() for name in _PLAIN):
+        files = [folder / name for name in _PLAIN]
+        corpus, queries, qrels = _read_plain(folder)
+    else:
+        raise EvalError(
+            f"{folder} is neither a build-bench output (corpus/queries/qrels.parquet) nor a BEIR "
+            "folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)"
+        )
+    corpus = corpus.select(
+        pl.col("doc_id").cast(pl.Utf8),
+        pl.col("title").cast(pl.Utf8).fill_null("") if "title" in corpus.columns else pl.lit("").alias("title"),
+        pl.col("text").cast(pl.Utf8).fill_null(""),
+    )
+    _check_ids(corpus, "doc_id", "corpus")
+    _check_ids(queries, "query_id", "queries")
+    judged = _judgements(qrels, corpus)
+    queries = _prepare_queries(queries, judged, corpus)
+    kept = queries.filter(pl.col("query_id").is_in(list(judged)))
+    if corpus.is_empty() or kept.is_empty():
+        raise EvalError(f"{folder}: nothing to evaluate ({corpus.height} documents, "
+                        f"{kept.height} queries with a relevant document)")
+    return EvalData(
+        folder=folder, fingerprint=_fingerprint(files), corpus=corpus, queries=kept,
+        qrels={q: judged[q] for q in kept["query_id"]}, unjudged_queries=queries.height - kept.height,
+    )
+
+
+def _read_plain(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    try:
+        corpus = pl.read_ndjson(folder / "corpus.jsonl", infer_schema_length=None)
+        queries = pl.read_ndjson(folder / "queries.jsonl", infer_schema_length=None)
+        qrels = pl.read_csv(
+            folder / "qrels" / "test.tsv", separator="\t",
+            schema_overrides={"query-id": pl.Utf8, "corpus-id": pl.Utf8, "score": pl.Int64},
+        )
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise EvalError(f"cannot read the BEIR files in {folder}: {exc}") from exc
+    missing = {"corpus.jsonl": {"_id", "text"} - set(corpus.columns),
+               "queries.jsonl": {"_id", "text"} - set(queries.columns),
+               "qrels/test.tsv": {"query-id", "corpus-id", "score"} - set(qrels.columns)}
+    problems = [f"{name} lacks {sorted(cols)}" for name, cols in missing.items() if cols]
+    if problems:
+        raise EvalError(f"{folder}: " + "; ".join(problems))
+    return (
+        corpus.rename({"_id": "doc_id"}),
+        queries.rename({"_id": "query_id"}).with_columns(pl.col("query_id").cast(pl.Utf8)),
+        qrels.rename({"query-id": "query_id", "corpus-id": "doc_id"}),
+    )
+
+
+def _check_ids(table: pl.DataFrame, column: str, name: str) -> None:
+    ids = table[column]
+    if ids.null_count():
+        raise EvalError(f"{name}: {ids.null_count()} rows have no id")
+    if ids.n_unique() < ids.len():
+        dupes = ids.filter(ids.is_duplicated()).unique().sort().head(3).to_list()
+        raise EvalError(f"{name}: duplicate ids, e.g. {dupes}")
+
+
+def _judgements(qrels: pl.DataFrame, corpus: pl.DataFrame) -> dict[str, dict[str, int]]:
+    """Relevant pairs whose document exists; a query with none cannot be scored."""
+    live = qrels.select(
+        pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), pl.col("score").cast(pl.Int64)
+    ).filter((pl.col("score") > 0) & pl.col("doc_id").is_in(corpus["doc_id"].implode()))
+    judged: dict[str, dict[str, int]] = {}
+    for qid, did, score in live.iter_rows():
+        judged.setdefault(qid, {})[did] = score
+    return judged
+
+
+def _prepare_queries(queries: pl.DataFrame, judged: dict[str, dict[str, int]], corpus: pl.DataFrame) -> pl.DataFrame:
+    queries = queries.select([c for c in _KEEP if c in queries.columns])
+    best = {q: max(docs, key=docs.__getitem__) for q, docs in judged.items()}
+    fallback = pl.col("query_id").replace_strict(best, default=None, return_dtype=pl.Utf8)
+    doc = pl.coalesce(pl.col("doc_id").cast(pl.Utf8), fallback) if "doc_id" in queries.columns else fallback
+    queries = queries.with_columns(pl.col("text").cast(pl.Utf8).fill_null(""), doc.alias("doc_id"))
+    lengths = corpus.select("doc_id", pl.col("text").str.len_chars().alias("_doc_chars"))
+    queries = queries.join(lengths, on="doc_id", how="left")
+    starts = _span_starts(queries)
+    if starts is not None:
+        first = starts.list.min()
+    elif "rel_pos" in queries.columns:
+        first = (pl.col("rel_pos") * pl.col("_doc_chars")).floor()
+    else:
+        first = pl.lit(None)
+    derived = [first.cast(pl.Int64).alias("evidence_start")]
+    if "rel_pos" not in queries.columns and starts is not None:
+        derived.append((starts.list.mean() / pl.col("_doc_chars")).clip(0.0, 1.0).alias("rel_pos"))
+    return queries.with_columns(derived).drop("_doc_chars", "spans", strict=False)
+
+
+def _span_starts(queries: pl.DataFrame) -> pl.Expr | None:
+    """The start offsets of a query's spans, where the spans column has them."""
+    dtype = queries.schema.get("spans")
+    if not (isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct)):
+        return None
+    if "start" not in {f.name for f in dtype.inner.fields}:
+        return None
+    return pl.col("spans").list.eval(pl.element().struct.field("start"))
+
+
+def _fingerprint(files: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode())
+        with path.open("rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+    return digest.hexdigest()

