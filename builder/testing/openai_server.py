@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
-import os
 import signal
 import socket
 import threading
@@ -68,6 +68,8 @@ class FaultPlan:
     """Spoils a fixed share of requests; the choice depends only on body, attempt and seed.
 
     A retry of the same body is a new attempt and rolls again, so retries get through.
+    garbage, fenced and chatty alter the answer text: they are meant for JSON answers
+    read through `chat_json`, which must see through them (or re-ask).
     Kinds: 429, 500, slow (answer after `slow_s`), garbage (truncated answer), fenced,
     chatty (answer wrapped in prose), plus opt-in badbody (broken HTTP body) and empty.
     """
@@ -97,15 +99,6 @@ class FaultPlan:
             "empty": replace(reply, text=None),
         }
         return spoiled[kind]
-
-
-def _new_loop() -> asyncio.AbstractEventLoop:
-    if os.environ.get("NOUV"): return asyncio.new_event_loop()
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
 
 
 def _words(text: str | None) -> int:
@@ -165,7 +158,7 @@ class FakeOpenAIServer:
         return f"http://{self._host}:{self._port}/v1"
 
     def start(self) -> FakeOpenAIServer:
-        loop = _new_loop()
+        loop = asyncio.new_event_loop()
         self._loop = loop
         self._thread = threading.Thread(target=loop.run_forever, name="fake-openai", daemon=True)
         self._thread.start()
@@ -228,7 +221,9 @@ class FakeOpenAIServer:
         finally:
             self.in_flight -= 1
         if reply.body is not None:
-            return web.Response(text=reply.body, status=reply.status, headers=reply.headers, content_type="application/json")
+            return web.Response(
+                text=reply.body, status=reply.status, headers=reply.headers, content_type="application/json"
+            )
         payload = _completion(body, reply.text, self.request_count) if reply.status == 200 else _error(reply.status)
         return web.json_response(payload, status=reply.status, headers=reply.headers)
 
@@ -285,10 +280,8 @@ def main(argv: list[str] | None = None) -> None:
     with server:
         # The first line tells a parent process where to connect.
         print(server.base_url, flush=True)
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             stop.wait()
-        except KeyboardInterrupt:
-            pass
 
 
 if __name__ == "__main__":

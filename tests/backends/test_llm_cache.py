@@ -6,7 +6,10 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from builder.backends.llm import LLMCache, key_for
+from builder.backends.llm.cache import CacheWriter
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 SAMPLING = {"temperature": 0.0, "max_tokens": 10}
@@ -49,10 +52,12 @@ def test_threads_and_processes_can_write_together(tmp_path: Path) -> None:
     repo = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
     other = subprocess.Popen([sys.executable, "-c", writer, str(path)], env=env)
-    threads = [
-        threading.Thread(target=lambda t=t: [cache.put(f"t{t}-{i}", "y", 0, 0) for i in range(100)])
-        for t in range(4)
-    ]
+
+    def write(thread_no: int) -> None:
+        for i in range(100):
+            cache.put(f"t{thread_no}-{i}", "y", 0, 0)
+
+    threads = [threading.Thread(target=write, args=(t,)) for t in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -65,3 +70,22 @@ def test_memory_cache_is_private() -> None:
     first, second = LLMCache.memory(), LLMCache.memory()
     first.put("a", "x", 0, 0)
     assert second.get("a") is None and len(first) == 1
+
+
+def test_writer_commits_everything_by_flush(tmp_path: Path) -> None:
+    cache = LLMCache(tmp_path / "w.sqlite")
+    writer = CacheWriter(cache)
+    for i in range(500):
+        writer.put(f"k{i}", "x", 1, 1)
+    writer.flush()
+    assert len(LLMCache(tmp_path / "w.sqlite")) == 500
+    writer.close()
+
+
+def test_writer_reports_a_failed_write() -> None:
+    cache = LLMCache.memory()
+    writer = CacheWriter(cache)
+    cache.close()
+    writer.put("k", "x", 0, 0)
+    with pytest.raises(RuntimeError, match="cache"):
+        writer.flush()

@@ -33,7 +33,7 @@ def ask(text: str, item_id: str = "") -> ChatRequest:
     [
         ('{"a": 1}', {"a": 1}),
         ('```json\n{"a": 1}\n```', {"a": 1}),
-        ('```\n[1, 2]\n```', [1, 2]),
+        ("```\n[1, 2]\n```", [1, 2]),
         ('Sure! Here it is: {"a": {"b": [1]}} Anything else?', {"a": {"b": [1]}}),
         ('{"a": [1, 2,], "b": "x,]",}', {"a": [1, 2], "b": "x,]"}),
         ('<think>maybe {"a": 0}?</think>\n{"a": 1}', {"a": 1}),

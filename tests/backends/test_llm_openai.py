@@ -8,6 +8,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from builder.backends.llm import ChatRequest, LLMCache
 from builder.testing.openai_server import Reply
 
@@ -143,3 +145,12 @@ def test_request_body_follows_the_config(fake_openai: Start, make_backend: MakeB
     assert "response_format" not in plain and plain["max_tokens"] == 1024 and "seed" not in plain
     assert shaped["response_format"]["json_schema"]["schema"] == schema
     assert (shaped["seed"], shaped["top_p"], shaped["top_k"], shaped["max_tokens"]) == (7, 0.5, 3, 9)
+
+
+def test_empty_batches_and_closing(fake_openai: Start, make_backend: MakeBackend) -> None:
+    backend = make_backend(fake_openai())
+    assert backend.chat_many([]) == []
+    backend.close()
+    backend.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        backend.chat_many([ask("late")])

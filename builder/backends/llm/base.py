@@ -102,8 +102,12 @@ class LLMBackend(Protocol):
     """What the build stages need from a model."""
 
     name: str
-    config: OpenAIModelConfig | VLLMModelConfig
     usage: LLMUsage
+
+    @property
+    def config(self) -> OpenAIModelConfig | VLLMModelConfig:
+        """The model's settings from the recipe."""
+        ...
 
     def chat_many(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import queue
 import sqlite3
 import threading
 import time
@@ -126,9 +127,65 @@ class LLMCache:
             self._db.close()
 
 
-def split_cached(
-    cache: LLMCache, keys: Sequence[str]
-) -> tuple[list[ChatResponse | None], dict[str, list[int]]]:
+class CacheWriter:
+    """Commits answers from a background thread, one transaction per burst.
+
+    An event loop handing answers over pays a queue put instead of a disk write;
+    `flush` returns once everything handed over so far is committed.
+    """
+
+    def __init__(self, cache: LLMCache) -> None:
+        self._cache = cache
+        self._queue: queue.SimpleQueue[tuple[str, str, int, int] | threading.Event | None] = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="llm-cache-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, key: str, text: str, prompt_tokens: int, completion_tokens: int) -> None:
+        self._queue.put((key, text, prompt_tokens, completion_tokens))
+
+    def flush(self) -> None:
+        if not self._thread.is_alive():
+            raise RuntimeError("the cache writer is closed")
+        done = threading.Event()
+        self._queue.put(done)
+        done.wait()
+        error, self._error = self._error, None
+        if error is not None:
+            raise RuntimeError("could not write LLM answers to the cache") from error
+
+    def close(self) -> None:
+        if not self._thread.is_alive():
+            return
+        self.flush()
+        self._queue.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            burst = [self._queue.get()]
+            while True:
+                try:
+                    burst.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            self._commit([item for item in burst if isinstance(item, tuple)])
+            for item in burst:
+                if isinstance(item, threading.Event):
+                    item.set()
+            if None in burst:
+                return
+
+    def _commit(self, rows: list[tuple[str, str, int, int]]) -> None:
+        if not rows:
+            return
+        try:
+            self._cache.put_many(rows)
+        except Exception as error:  # reported to the caller by flush()
+            self._error = error
+
+
+def split_cached(cache: LLMCache, keys: Sequence[str]) -> tuple[list[ChatResponse | None], dict[str, list[int]]]:
     """Answers already cached (None elsewhere), and the positions of each missing key.
 
     Identical requests in one batch share a key, so each missing key is sent once.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
@@ -13,11 +13,11 @@ class _SamplingConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str
-    temperature: float = Field(0.0, ge=0.0)
-    top_p: float | None = Field(None, gt=0.0, le=1.0)
-    max_tokens: int = Field(1024, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    max_tokens: int = Field(default=1024, ge=1)
     seed: int | None = None
-    max_reasks: int = Field(2, ge=0)
+    max_reasks: int = Field(default=2, ge=0)
 
     def sampling(self, max_tokens: int | None = None) -> dict[str, Any]:
         """Sampling settings that change the answer, so they belong in the cache key."""
@@ -36,11 +36,11 @@ class OpenAIModelConfig(_SamplingConfig):
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     extra_body: dict[str, Any] = Field(default_factory=dict)
-    max_concurrency: int = Field(16, ge=1)
-    timeout_s: float = Field(120.0, gt=0.0)
-    max_retries: int = Field(6, ge=0)
-    backoff_initial_s: float = Field(1.0, ge=0.0)
-    backoff_max_s: float = Field(60.0, ge=0.0)
+    max_concurrency: int = Field(default=16, ge=1)
+    timeout_s: float = Field(default=120.0, gt=0.0)
+    max_retries: int = Field(default=6, ge=0)
+    backoff_initial_s: float = Field(default=1.0, ge=0.0)
+    backoff_max_s: float = Field(default=60.0, ge=0.0)
     structured_output: bool = False
 
     def sampling(self, max_tokens: int | None = None) -> dict[str, Any]:
@@ -64,9 +64,6 @@ def _backend_tag(value: Any) -> str:
 
 
 ModelConfig = Annotated[
-    Union[
-        Annotated[OpenAIModelConfig, Tag("openai")],
-        Annotated[VLLMModelConfig, Tag("vllm")],
-    ],
+    Annotated[OpenAIModelConfig, Tag("openai")] | Annotated[VLLMModelConfig, Tag("vllm")],
     Discriminator(_backend_tag),
 ]

@@ -94,8 +94,7 @@ def _problem(error: Exception) -> str:
 
 def _reask(request: ChatRequest, raw: str, problem: str) -> ChatRequest:
     complaint = (
-        f"That answer could not be used ({problem}). "
-        "Reply again with only the corrected JSON, and nothing else."
+        f"That answer could not be used ({problem}). Reply again with only the corrected JSON, and nothing else."
     )
     messages = [*request.messages, {"role": "assistant", "content": raw}, {"role": "user", "content": complaint}]
     return ChatRequest.of(messages, request.item_id, request.json_schema, request.max_tokens)
@@ -127,7 +126,7 @@ def chat_json(
         order = list(current)
         responses = backend.chat_many([current[i] for i in order], on_done if round_no == 0 else None)
         retry: dict[int, ChatRequest] = {}
-        for i, response in zip(order, responses):
+        for i, response in zip(order, responses, strict=True):
             attempts = round_no + 1
             if not response.ok:
                 last_raw = problems[i][1] if i in problems else None

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 import openai
 
 from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatResponse, LLMUsage
-from builder.backends.llm.cache import LLMCache, fill, key_for, split_cached
+from builder.backends.llm.cache import CacheWriter, LLMCache, fill, key_for, split_cached
 from builder.backends.llm.config import OpenAIModelConfig
 
 T = TypeVar("T")
@@ -106,6 +106,7 @@ class OpenAIBackend:
             http_client=_http_client(config.max_concurrency),
         )
         self._raw_response = _http_module().Response
+        self._writer = CacheWriter(cache)
         self._slots = asyncio.Semaphore(config.max_concurrency)
         self._loop = _LoopThread(f"llm-{name}")
         self._closed = False
@@ -115,13 +116,19 @@ class OpenAIBackend:
         requests: Sequence[ChatRequest],
         on_done: Callable[[int], None] | None = None,
     ) -> list[ChatResponse]:
+        if self._closed:
+            raise RuntimeError(f"LLM backend {self.name!r} is closed")
         keys = [self._key(r) for r in requests]
         responses, missing = split_cached(self.cache, keys)
         hits = len(requests) - sum(len(p) for p in missing.values())
         if on_done is not None and hits:
             on_done(hits)
         if missing:
-            self._wait(requests, responses, missing, on_done)
+            try:
+                self._wait(requests, responses, missing, on_done)
+            finally:
+                # Whatever arrived, even before an interrupt, is on disk when we return.
+                self._writer.flush()
         done = cast(list[ChatResponse], responses)
         with self._usage_lock:
             self.usage.record(done)
@@ -133,6 +140,7 @@ class OpenAIBackend:
         self._closed = True
         self._loop.submit(self._client.close()).result()
         self._loop.stop()
+        self._writer.close()
 
     def __enter__(self) -> OpenAIBackend:
         return self
@@ -179,7 +187,7 @@ class OpenAIBackend:
             async with self._slots:
                 answer = await self._with_retries(requests[positions[0]])
             if answer.ok:
-                self.cache.put(key, cast(str, answer.text), answer.prompt_tokens, answer.completion_tokens)
+                self._writer.put(key, cast(str, answer.text), answer.prompt_tokens, answer.completion_tokens)
             fill(responses, positions, answer)
             if progress is not None:
                 progress.put(len(positions))
@@ -220,7 +228,7 @@ class OpenAIBackend:
                 # cost more CPU per call than everything else here put together.
                 raw = await self._client.post("/chat/completions", body=body, cast_to=self._raw_response)
                 answer = _answer(json.loads(raw.content), attempt)
-            except Exception as error:  # noqa: BLE001 - one bad request must not sink the batch
+            except Exception as error:  # one bad request must not sink the batch
                 reason, retryable, retry_after = _classify(error)
                 if not retryable:
                     return ChatResponse.failed(reason, attempt)

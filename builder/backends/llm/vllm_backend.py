@@ -69,11 +69,11 @@ class VLLMBackend:
         for start in range(0, len(pending), _CHUNK):
             chunk = pending[start : start + _CHUNK]
             answers = self._generate([requests[positions[0]] for _, positions in chunk])
-            for (_, positions), answer in zip(chunk, answers):
+            for (_, positions), answer in zip(chunk, answers, strict=True):
                 fill(responses, positions, answer)
             self.cache.put_many(
                 (key, cast(str, a.text), a.prompt_tokens, a.completion_tokens)
-                for (key, _), a in zip(chunk, answers)
+                for (key, _), a in zip(chunk, answers, strict=True)
                 if a.ok
             )
             if on_done is not None:
@@ -112,7 +112,7 @@ class VLLMBackend:
         params = [self._sampling(r) for r in requests]
         try:
             outputs = self._llm.chat(conversations, sampling_params=params, use_tqdm=False)
-        except Exception as error:  # noqa: BLE001 - turned into per-request failures below
+        except Exception as error:  # turned into per-request failures below
             if len(requests) == 1:
                 return [ChatResponse.failed(f"{type(error).__name__}: {error}"[:200])]
             # One bad prompt (say, longer than the context) fails the whole batch: isolate it.
