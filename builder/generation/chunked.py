@@ -9,7 +9,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
-from builder.generation.records import GenerationOutcome, QueryDraft
+from builder.generation.records import GenerationOutcome, QueryDraft, check_question_items
 from builder.textutil.positions import requested_of_region, tag_chunk
 
 if TYPE_CHECKING:
@@ -35,13 +35,7 @@ ANSWER_SCHEMA: dict[str, Any] = {
 def validate_answer(value: Any) -> list[dict[str, str]]:
     if isinstance(value, dict) and isinstance(value.get("questions"), list):
         value = value["questions"]  # some models wrap the list in an object
-    if not isinstance(value, list) or not value:
-        raise ValueError("expected a non-empty JSON list of questions")
-    for item in value:
-        if not (isinstance(item, dict) and isinstance(item.get("question"), str)
-                and item["question"].strip() and isinstance(item.get("answer"), str)):
-            raise ValueError('each item needs non-empty "question" and "answer" strings')
-    return value
+    return check_question_items(value)
 
 
 def make_splitter(p: GenerateParams, count: Callable[[str], int]) -> RecursiveCharacterTextSplitter:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -26,3 +27,14 @@ class GenerationOutcome:
     failed: dict[str, tuple[str, str]] = field(default_factory=dict)
     unusable_docs: set[str] = field(default_factory=set)
     notes: dict[str, int] = field(default_factory=dict)
+
+
+def check_question_items(items: Any) -> list[dict[str, Any]]:
+    """A model's question list: non-empty, each item with non-empty question and answer."""
+    if not isinstance(items, list) or not items:
+        raise ValueError("expected a non-empty JSON list of questions")
+    for item in items:
+        if not (isinstance(item, dict) and isinstance(item.get("question"), str)
+                and item["question"].strip() and isinstance(item.get("answer"), str)):
+            raise ValueError('each question needs non-empty "question" and "answer" strings')
+    return items

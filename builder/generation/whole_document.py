@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
-from builder.generation.records import GenerationOutcome, QueryDraft
+from builder.generation.records import GenerationOutcome, QueryDraft, check_question_items
 
 if TYPE_CHECKING:
     import polars as pl
@@ -46,13 +46,7 @@ def validate_answer(value: Any) -> dict[str, Any]:
         raise ValueError('expected an object with a boolean "usable"')
     if not value["usable"]:
         return {"usable": False, "questions": []}
-    items = value.get("questions")
-    if not isinstance(items, list) or not items:
-        raise ValueError('"questions" must be a non-empty list when usable is true')
-    for item in items:
-        if not (isinstance(item, dict) and isinstance(item.get("question"), str)
-                and item["question"].strip() and isinstance(item.get("answer"), str)):
-            raise ValueError('each question needs non-empty "question" and "answer" strings')
+    check_question_items(value.get("questions"))
     return value
 
 
