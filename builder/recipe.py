@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from builder.backends.llm.config import ModelConfig, OpenAIModelConfig, VLLMModelConfig
 from builder.backends.tokenizers import TokenizerConfig
 from builder.publish import PushConfig
+from builder.io.multilingual import MultilingualOutput
 from builder.io.sources import HFSource, JsonlSource, ParquetSource, PythonDocsSource, SourceSpec
 from builder.recipe_yaml import Problem, RecipeError, apply_overrides, expand_env, line_of
 from builder.stages import STAGES, Stage, StageParams
@@ -23,8 +24,7 @@ from builder.stages.base import did_you_mean
 _SOURCE_TYPES = (JsonlSource, ParquetSource, HFSource, PythonDocsSource)
 
 
-class OutputConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class OutputConfig(MultilingualOutput):
     dir: str | None = None
 
 

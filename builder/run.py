@@ -25,6 +25,7 @@ from builder.bench import Bench
 from builder.context import StageContext
 from builder.io.beir import write_beir
 from builder.io.corpus_loader import load_sources
+from builder.io.multilingual import write_multilingual
 from builder.progress import RichProgress
 from builder.prompt_templates import PromptLibrary
 from builder.publish.hub import push
@@ -124,6 +125,9 @@ class Runner:
             stats.append(st)
         out_dir = self.options.out_dir or Path(self.recipe.output.dir or f"out/{self.recipe.name}")
         write_beir(bench, out_dir, stats=self._summary(stats))
+        o = self.recipe.output
+        if o.per_language or o.posir_layout or o.cross_lingual:
+            write_multilingual(bench, out_dir, o, stats=self._summary(stats))
         publish_outputs(bench, out_dir, self._summary(stats), self.loaded)
         self.close()
         if self.recipe.push is not None:

@@ -1,0 +1,1 @@
+"""Helpers of the multilingual stages: language names, span markers, text pieces, cleanup."""
