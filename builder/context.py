@@ -14,6 +14,7 @@ from builder.seeding import rng_for
 
 if TYPE_CHECKING:
     from builder.backends.llm import LLMBackend
+    from builder.backends.rerankers import Reranker
     from builder.backends.tokenizers import TokenCounter
     from builder.recipe import RecipeBase
 
@@ -37,6 +38,7 @@ class StageContext:
     progress: Progress
     llm_factory: Callable[[str], LLMBackend]
     stats: dict[str, Any] = field(default_factory=dict)  # extra figures a stage reports
+    reranker_factory: Callable[[str], Reranker] | None = None
     base_dir: Path | None = None  # the recipe's folder, for relative input paths
 
     @property
@@ -54,6 +56,14 @@ class StageContext:
 
     def llm(self, name: str) -> LLMBackend:
         return self.llm_factory(name)
+
+    def reranker(self, name: str) -> Reranker:
+        """A `rerankers:` entry (or the built-in `bm25`), shared across stages by the runner."""
+        if self.reranker_factory is not None:
+            return self.reranker_factory(name)
+        from builder.backends.rerankers import make_reranker, reranker_configs
+
+        return make_reranker(name, reranker_configs(self.recipe)[name], self.llm, self.prompts)
 
     def render(self, prompt: str, **variables: object) -> tuple[Message, ...]:
         return self.prompts.get(prompt).render(**variables)

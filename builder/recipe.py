@@ -12,6 +12,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model
 
 from builder.backends.llm.config import ModelConfig, OpenAIModelConfig, VLLMModelConfig
+from builder.backends.rerankers.config import BACKENDS as RERANKER_BACKENDS
+from builder.backends.rerankers.config import RERANKER_TYPES, RerankerConfig
 from builder.backends.tokenizers import TokenizerConfig
 from builder.publish import PushConfig
 from builder.io.multilingual import MultilingualOutput
@@ -36,6 +38,7 @@ class RecipeBase(BaseModel):
     sources: list[SourceSpec] = Field(default_factory=list)
     tokenizer: TokenizerConfig = TokenizerConfig()
     models: dict[str, ModelConfig] = {}
+    rerankers: dict[str, RerankerConfig] = {}
     output: OutputConfig = OutputConfig()
     push: PushConfig | None = None
 
@@ -122,7 +125,7 @@ def _loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _tags() -> set[str]:
     sources = {a.__args__[0] for a in (s.model_fields["type"].annotation for s in _SOURCE_TYPES)}
-    return set(STAGES) | {"openai", "vllm"} | sources
+    return set(STAGES) | {"openai", "vllm"} | sources | set(RERANKER_BACKENDS)
 
 
 class LoadedRecipe(BaseModel):
@@ -187,6 +190,8 @@ def _known_keys(parent: tuple[Any, ...]) -> list[str]:
         return list(STAGES[parent[2]].Params.model_fields)
     if len(parent) == 0:
         return [*RecipeBase.model_fields, "stages"]
+    if len(parent) == 2 and parent[0] == "rerankers":
+        return sorted({f for t in RERANKER_TYPES for f in t.model_fields})
     if len(parent) == 2 and parent[0] == "models":
         return sorted({*OpenAIModelConfig.model_fields, *VLLMModelConfig.model_fields})
     if len(parent) == 2 and parent[0] == "sources":

@@ -20,6 +20,7 @@ import polars as pl
 from rich.console import Console
 
 from builder.backends.llm import LLMBackend, LLMCache, LLMUsage, make_llm
+from builder.backends.rerankers import Reranker, make_reranker, reranker_configs, reranker_fingerprint
 from builder.backends.tokenizers import TokenCounter, make_counter
 from builder.bench import Bench
 from builder.context import StageContext
@@ -69,6 +70,7 @@ class Runner:
         self.console = console or Console(stderr=True)
         self.prompts = PromptLibrary(loaded.base_dir)
         self._llms: dict[str, LLMBackend] = {}
+        self._rerankers: dict[str, Reranker] = {}
         self._tokenizer: TokenCounter | None = None
         self._cache: LLMCache | None = None
         base = _hash(loaded.data.get("sources"), loaded.data.get("tokenizer"), options.limit)
@@ -90,6 +92,12 @@ class Runner:
             self._llms[name] = make_llm(name, self.recipe.models[name], self._cache)
         return self._llms[name]
 
+    def reranker(self, name: str) -> Reranker:
+        if name not in self._rerankers:
+            config = reranker_configs(self.recipe)[name]
+            self._rerankers[name] = make_reranker(name, config, self.llm, self.prompts)
+        return self._rerankers[name]
+
     def _usage(self) -> LLMUsage:
         total = LLMUsage()
         for backend in self._llms.values():
@@ -97,6 +105,8 @@ class Runner:
         return total
 
     def close(self) -> None:
+        for reranker in self._rerankers.values():
+            reranker.close()
         for backend in self._llms.values():
             backend.close()
 
@@ -105,8 +115,9 @@ class Runner:
     def _stage_fingerprint(self, previous: str, stage: Stage) -> str:
         prompts = {name: self.prompts.get(name).sha256 for name in stage.prompts_used()}
         models = {m: self.recipe.models[m].model_dump(mode="json") for m in stage.models_used()}
+        rerankers = reranker_fingerprint(self.recipe, stage.rerankers_used())
         return _hash(previous, stage.name, stage.params.model_dump(mode="json"), prompts, models,
-                     self.recipe.seed)
+                     rerankers, self.recipe.seed)
 
     # -- the run --------------------------------------------------------------
 
@@ -173,6 +184,7 @@ class Runner:
             recipe=self.recipe, label=label, index=index, tokenizer=self.tokenizer,
             work_dir=work_dir, prompts=self.prompts,
             progress=RichProgress(self.console, label), llm_factory=self.llm,
+            reranker_factory=self.reranker,
             base_dir=self.loaded.base_dir,
         )
         before = self._usage()

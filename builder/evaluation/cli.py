@@ -34,6 +34,7 @@ def eval_command(
     from builder.evaluation.data import EvalError, load_eval_data
     from builder.evaluation.evaluate import evaluate
     from builder.evaluation.report import plot, print_report, write_json
+    from builder.evaluation.rerankers import reranker_factories
     from builder.evaluation.retrievers import parse_spec
 
     err, console = Console(stderr=True), Console()
@@ -41,8 +42,9 @@ def eval_command(
     try:
         specs = [parse_spec(text, defaults) for text in retrievers]
         data = load_eval_data(folder)
+        factories = reranker_factories(data, [s.reranker for s in specs if s.reranker])
         report = evaluate(data, specs, cache_dir or folder / ".eval_cache", batch_size,
-                          log=lambda line: err.print(line, highlight=False))
+                          rerankers=factories, log=lambda line: err.print(line, highlight=False))
     except EvalError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from None

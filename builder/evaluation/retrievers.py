@@ -167,11 +167,11 @@ def rerank(base: Retrieval, data: EvalData, scorer: Scorer, depth: int = 100) ->
 def get_scorer(name: str, rerankers: Mapping[str, RerankerFactory] | None) -> Scorer:
     if rerankers and name in rerankers:
         return rerankers[name](name)
-    known = ", ".join(sorted(rerankers or {})) or "none yet"
+    known = ", ".join(sorted(rerankers or {})) or "none"
     raise EvalError(
-        f"reranker {name!r} is not available (known: {known}). Reranker backends are not "
-        "part of build-bench yet; in Python, pass rerankers={name: factory} to evaluate(), "
-        "where factory(name) returns a score(query, texts) -> list[float] callable."
+        f"reranker {name!r} is not available (known: {known}); in Python, pass "
+        "rerankers={name: factory} to evaluate(), where factory(name) returns a "
+        "score(query, texts) -> list[float] callable."
     )
 
 

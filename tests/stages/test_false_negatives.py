@@ -1,0 +1,96 @@
+import json
+from types import SimpleNamespace
+
+import polars as pl
+import pytest
+
+from builder.backends.rerankers import BM25Config, LLMJudgeConfig
+from builder.stages.false_negatives import FalseNegativeParams, FalseNegatives
+from tests.stages.qc_factories import bench_of, graders, qc_ctx
+
+
+@pytest.fixture
+def grader(fake_openai):
+    yield from graders(fake_openai)
+
+
+DOCS = {
+    "tower": "The Eiffel Tower was completed in 1889 for the world fair in Paris. It is made of wrought "
+             "iron and stands 330 metres tall. Millions of tourists climb its stairs every year.",
+    # A near-duplicate of "tower": the same opening sentence in a shorter text.
+    "planted": "The Eiffel Tower was completed in 1889 for the world fair in Paris. Its wrought iron "
+               "frame is painted every seven years.",
+    "rome": "The Colosseum in Rome is an ancient amphitheatre built under the Flavian emperors.",
+    "fruit": "Bananas are a yellow fruit rich in potassium and grow in tropical climates.",
+}
+QUERIES = [
+    ("q_tower", "When was the Eiffel Tower completed for the world fair?", "tower"),
+    ("q_planted", "How often is the wrought iron frame painted?", "planted"),
+    ("q_rome", "Which emperors built the Colosseum amphitheatre?", "rome"),
+]
+
+
+def _bench():
+    return bench_of(DOCS, [{"query_id": q, "text": t, "doc_id": d} for q, t, d in QUERIES])
+
+
+def test_posir_mode_removes_the_document_and_cascades(tmp_path):
+    ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()})
+    out = FalseNegatives(FalseNegativeParams()).run(_bench(), ctx)
+    assert sorted(out.drops.select("kind", "id", "reason").rows()) == [
+        ("doc", "planted", "false_negative"), ("query", "q_planted", "doc_removed:false_negative")]
+    assert out.queries["query_id"].to_list() == ["q_tower", "q_rome"]
+    assert sorted(out.corpus["doc_id"]) == ["fruit", "rome", "tower"]
+    detail = pl.read_parquet(tmp_path / "false_negatives.parquet")
+    assert detail.rows() == [("q_tower", "planted", ["bm25"])]
+    assert ctx.stats["false_negative_docs"] == 1
+
+
+def test_problems_name_unknown_unfit_and_raw_rerankers():
+    recipe = SimpleNamespace(models={}, rerankers={
+        "raw": BM25Config(), "judge": LLMJudgeConfig(backend="llm_judge", llm="missing", prompt="nope")})
+    params = FalseNegativeParams(mode="fineweb_posq", retriever="judge", rerankers=["raw", "bm52"])
+    problems = FalseNegatives(params).problems(recipe)
+    assert [field for field, _ in problems] == ["retriever"] * 3 + ["rerankers"] * 2
+    text = " | ".join(m for _, m in problems)
+    assert "needs one of: bm25, bi_encoder" in text and "model 'missing'" in text
+    assert "prompt 'nope' not found" in text
+    assert "'bm52' is not declared" in text and "did you mean 'bm25'" in text
+    assert "'raw' gives raw scores" in text
+
+
+def _judges(grader, votes_for_planted: int):
+    """Three judges; the first `votes_for_planted` grade every pair by word overlap, the
+    others always answer 0."""
+    def never(body):
+        n = body["messages"][-1]["content"].split("<questions>")[1].count("?")
+        return json.dumps([0] * n)
+
+    return {f"j{i}": grader(f"j{i}", responder=None if i < votes_for_planted else never) for i in range(3)}
+
+
+@pytest.mark.parametrize("votes, dropped", [(2, True), (1, False)])
+def test_fineweb_mode_needs_two_judges_to_confirm(tmp_path, grader, votes, dropped):
+    judges = _judges(grader, votes)
+    configs = {"bm25": BM25Config(normalize=True), "judge": LLMJudgeConfig(backend="llm_judge", llm="j0")}
+    ctx = qc_ctx(tmp_path, configs=configs, llms=judges)
+    params = FalseNegativeParams(mode="fineweb_posq", rerankers=["bm25", "judge"], judges=list(judges))
+    out = FalseNegatives(params).run(_bench(), ctx)
+    assert out.corpus.height == 4
+    expected = [("query", "q_tower", "false_negative_confirmed")] if dropped else []
+    assert out.drops.select("kind", "id", "reason").rows() == expected
+    detail = pl.read_parquet(tmp_path / "false_negatives.parquet")
+    assert detail.rows() == [("q_tower", "planted", ["bm25", "judge"], votes)]
+
+
+def test_fineweb_mode_without_judges_trusts_the_rerankers(tmp_path):
+    ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config(normalize=True)})
+    out = FalseNegatives(FalseNegativeParams(mode="fineweb_posq")).run(_bench(), ctx)
+    assert out.drops.select("id", "reason").rows() == [("q_tower", "false_negative_confirmed")]
+
+
+def test_params_reject_judges_in_posir_mode():
+    with pytest.raises(ValueError, match="fineweb_posq only"):
+        FalseNegativeParams(judges=["a"])
+    with pytest.raises(ValueError, match="more than the 1 judges"):
+        FalseNegativeParams(mode="fineweb_posq", judges=["a"])

@@ -1,0 +1,64 @@
+import json
+
+import pytest
+
+from builder.stages.relevance_check import LLMRelevance, RelevanceParams, remove_spans
+from tests.fixtures.scripted_grader import grade_answer
+from tests.stages.qc_factories import bench_of, graders, qc_ctx, span
+
+
+@pytest.fixture
+def grader(fake_openai):
+    yield from graders(fake_openai)
+
+
+DOC = ("Marie Curie discovered polonium and radium with her husband Pierre. "
+       "She received two Nobel prizes, in physics and in chemistry. "
+       "Warsaw was her birthplace, long under Russian rule.")
+QUERIES = [
+    ("full", "When had Marie Curie discovered polonium and radium?", "Marie Curie discovered polonium and radium"),
+    ("partial", "Which Nobel prizes came in geology?", "She received two Nobel prizes"),
+    ("elsewhere", "Was Marie Curie born in Warsaw?", "She received two Nobel prizes"),
+    ("off", "How do volcanoes erupt?", "Warsaw was her birthplace"),
+]
+
+
+def _bench():
+    return bench_of({"d": DOC}, [{"query_id": q, "text": t, "doc_id": "d", "spans": span(s, DOC)}
+                                 for q, t, s in QUERIES])
+
+
+def test_remove_spans_cuts_and_joins():
+    text = "aaa bbb ccc ddd"
+    assert remove_spans(text, [{"start": 4, "end": 8}]) == "aaa ccc ddd"
+    assert remove_spans(text, [{"start": 8, "end": 11}, {"start": 0, "end": 3}]) == "bbb ddd"
+    assert remove_spans(text, [{"start": 0, "end": 15}]) == ""
+
+
+def test_grade_threshold_without_contrast(tmp_path, grader):
+    ctx = qc_ctx(tmp_path, llms={"judge": grader()})
+    out = LLMRelevance(RelevanceParams(llm="judge", contrast=False, questions_per_call=3)).run(_bench(), ctx)
+    assert out.queries["query_id"].to_list() == ["full", "elsewhere"]
+    assert sorted(out.drops.select("id", "reason").rows()) == [
+        ("off", "llm_grade_below:3"), ("partial", "llm_grade_below:3")]
+    assert ctx.stats["llm_grades_with_span"] == {"0": 1, "2": 1, "3": 1, "4": 1}
+
+
+def test_contrast_needs_a_higher_grade_with_the_span(tmp_path, grader):
+    ctx = qc_ctx(tmp_path, llms={"judge": grader()})
+    out = LLMRelevance(RelevanceParams(llm="judge")).run(_bench(), ctx)
+    # "elsewhere" is answered outside its span: cutting the span leaves the grade unchanged.
+    assert out.queries["query_id"].to_list() == ["full"]
+    assert dict(out.drops.select("id", "reason").rows()) == {
+        "partial": "llm_grade_below:3", "elsewhere": "llm_not_higher", "off": "llm_grade_below:3"}
+
+
+def test_unusable_answers_are_counted_drops(tmp_path, grader):
+    def answer(body):
+        text = grade_answer(body)
+        return "no idea" if "volcanoes" in json.dumps(body) else text
+
+    ctx = qc_ctx(tmp_path, llms={"judge": grader(responder=answer, max_reasks=1)})
+    out = LLMRelevance(RelevanceParams(llm="judge", contrast=False, questions_per_call=1)).run(_bench(), ctx)
+    assert dict(out.drops.select("id", "reason").rows())["off"] == "llm_unparseable"
+    assert (tmp_path / "unparseable.jsonl").exists()

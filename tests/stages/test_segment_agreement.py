@@ -1,0 +1,67 @@
+import pytest
+
+from builder.backends.rerankers import BM25Config
+from builder.stages.segment_agreement import SegmentAgreement, SegmentParams, thirds
+from tests.stages.qc_factories import ByLength, bench_of, graders, qc_ctx
+
+
+@pytest.fixture
+def grader(fake_openai):
+    yield from graders(fake_openai)
+
+
+PARTS = [
+    "Volcanoes erupt when magma rises. Hot lava flows down the slopes of the volcano and cools into basalt.",
+    "Glaciers are rivers of ice. Warming ocean water makes the glacier ice melt and retreat every summer.",
+    "Coral reefs grow in warm ocean water. Reef fish hide among the coral from larger hunters nearby.",
+]
+WIDTH = max(map(len, PARTS)) + 1
+DOC = "".join(p.ljust(WIDTH) for p in PARTS)
+QUERIES = [
+    ("lava", "Where do lava flows come from in a volcano?", "beginning"),
+    ("lava_mislabelled", "Where do lava flows come from in a volcano?", "end"),
+    ("unlabelled", "Where do lava flows come from in a volcano?", None),
+    ("ocean", "Where is ocean water?", "end"),
+    ("warm", "Is ocean water warm?", "middle"),
+    ("reef", "Do reef fish hide among coral?", "end"),
+]
+
+
+def _bench():
+    docs = {"d": DOC, "other": "Deserts are dry. Camels cross the sand dunes."}
+    return bench_of(docs, [{"query_id": q, "text": t, "doc_id": "d", "chunk_tag": tag} for q, t, tag in QUERIES])
+
+
+def test_thirds_are_equal_parts():
+    assert [p.strip() for p in thirds(DOC)] == PARTS
+
+
+def test_rerankers_must_rank_the_labelled_third_first(tmp_path):
+    ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()})
+    out = SegmentAgreement(SegmentParams()).run(_bench(), ctx)
+    assert out.queries["query_id"].to_list() == ["lava", "reef"]
+    assert dict(out.drops.select("id", "reason").rows()) == {
+        "lava_mislabelled": "segment_disagreement:bm25", "unlabelled": "no_position_label",
+        "ocean": "segment_disagreement:bm25", "warm": "segment_disagreement:bm25"}
+
+
+def test_majority_of_rerankers(tmp_path):
+    # Equal-length thirds tie under the length "reranker", which therefore never agrees.
+    ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()}, rerankers={"len": ByLength("len")})
+    out = SegmentAgreement(SegmentParams(rerankers=["bm25", "len"], require="majority")).run(_bench(), ctx)
+    assert out.queries.height == 0
+    assert dict(out.drops.select("id", "reason").rows())["lava"] == "segment_disagreement:len"
+
+
+def test_llm_step_needs_a_high_and_distinct_grade(tmp_path, grader):
+    ctx = qc_ctx(tmp_path, llms={"judge": grader()})
+    out = SegmentAgreement(SegmentParams(rerankers=[], llm="judge")).run(_bench(), ctx)
+    assert out.queries["query_id"].to_list() == ["lava", "reef"]
+    assert dict(out.drops.select("id", "reason").rows()) == {
+        "lava_mislabelled": "llm_grade_below:3", "unlabelled": "no_position_label",
+        "ocean": "llm_segment_not_higher", "warm": "llm_grade_below:3"}
+
+
+def test_needs_a_reranker_or_an_llm():
+    with pytest.raises(ValueError, match="rerankers, an llm, or both"):
+        SegmentParams(rerankers=[])

@@ -1,0 +1,79 @@
+import pytest
+
+from builder.backends.rerankers import BM25Config
+from builder.stages.span_contrast import SpanContrast, SpanContrastParams
+from tests.stages.qc_factories import ByLength, bench_of, graders, qc_ctx, span
+
+
+@pytest.fixture
+def grader(fake_openai):
+    yield from graders(fake_openai)
+
+
+DOC = ("Paris is the capital of France and its largest city. "
+       "Bananas are a yellow fruit rich in potassium. "
+       "The Eiffel Tower was completed in 1889 for the world fair.")
+OTHERS = {
+    "d2": "Rome is the capital of Italy. The Colosseum is an ancient amphitheatre.",
+    "d3": "Apples and pears grow in orchards. Potassium is found in many fruit.",
+}
+QUESTION = "When was the Eiffel Tower completed?"
+
+
+def _bench():
+    return bench_of({"d1": DOC, **OTHERS}, [
+        {"query_id": "good", "text": QUESTION, "doc_id": "d1",
+         "spans": span("The Eiffel Tower was completed in 1889 for the world fair.", DOC)},
+        {"query_id": "bad", "text": QUESTION, "doc_id": "d1",
+         "spans": span("Bananas are a yellow fruit rich in potassium.", DOC)},
+        {"query_id": "none", "text": QUESTION, "doc_id": "d1", "spans": None},
+    ])
+
+
+def test_span_holding_the_answer_is_kept_and_an_irrelevant_span_dropped(tmp_path):
+    ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()})
+    out = SpanContrast(SpanContrastParams()).run(_bench(), ctx)
+    assert out.queries["query_id"].to_list() == ["good"]
+    assert sorted(out.drops.select("id", "reason").rows()) == [
+        ("bad", "contrast_not_higher:bm25"), ("none", "no_spans")]
+    assert out.corpus.height == 3
+    assert ctx.stats["span_contrast"]["bm25"] == {"higher": 1, "not_higher": 1, "no_score": 0}
+
+
+def test_require_all_versus_majority(tmp_path):
+    scorers = {"longer": ByLength("longer"), "shorter": ByLength("shorter", -1)}
+    ctx = qc_ctx(tmp_path, rerankers=scorers, configs={"bm25": BM25Config()})
+    names = ["bm25", "longer", "shorter"]
+    strict = SpanContrast(SpanContrastParams(rerankers=names)).run(_bench(), ctx)
+    assert strict.queries.height == 0
+    assert dict(strict.drops.select("id", "reason").rows())["good"] == "contrast_not_higher:shorter"
+    lenient = SpanContrast(SpanContrastParams(rerankers=names, require="majority")).run(_bench(), ctx)
+    assert lenient.queries["query_id"].to_list() == ["good"]
+    assert dict(lenient.drops.select("id", "reason").rows())["bad"] == "contrast_not_higher:bm25"
+
+
+def test_llm_contrast_check(tmp_path, grader):
+    ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()}, llms={"judge": grader()},
+                 rerankers={"longer": ByLength("longer")})
+    # Both spans pass the length "reranker"; the grader finds the question's words gone
+    # only when the span holding the answer is cut.
+    out = SpanContrast(SpanContrastParams(rerankers=["longer"], llm="judge")).run(_bench(), ctx)
+    assert out.queries["query_id"].to_list() == ["good"]
+    assert dict(out.drops.select("id", "reason").rows()) == {"none": "no_spans", "bad": "llm_contrast_failed"}
+    assert ctx.stats["llm_grades_with_span"] == {"4": 2}
+
+
+def test_a_neural_reranker_without_the_extra_is_a_recipe_problem(monkeypatch):
+    import importlib.util
+    from types import SimpleNamespace
+
+    from builder.backends.rerankers import INSTALL_HINT, CrossEncoderConfig
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "sentence_transformers" else real(name, *a))
+    recipe = SimpleNamespace(models={}, rerankers={"ce": CrossEncoderConfig(backend="cross_encoder", model="m")})
+    problems = SpanContrast(SpanContrastParams(rerankers=["ce", "bm25"])).problems(recipe)
+    expected = (f"reranker 'ce': backend 'cross_encoder' needs sentence_transformers, which is not "
+                f"installed; install it with: {INSTALL_HINT}")
+    assert problems == [("rerankers", expected)]
