@@ -19,7 +19,7 @@ from builder.publish import PushConfig
 from builder.io.multilingual import MultilingualOutput
 from builder.io.sources import HFSource, JsonlSource, ParquetSource, PythonDocsSource, SourceSpec
 from builder.recipe_yaml import Problem, RecipeError, apply_overrides, expand_env, line_of
-from builder.stages import STAGES, Stage, StageParams
+from builder.stages import STAGES, Stage
 from builder.stages.base import did_you_mean
 
 

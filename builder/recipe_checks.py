@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from builder.backends.rerankers import reranker_problems
 from builder.prompt_templates import PromptError, PromptLibrary
 from builder.recipe_yaml import Problem, line_of
 from builder.stages.base import did_you_mean
@@ -37,6 +38,9 @@ def cross_check(loaded: LoadedRecipe) -> list[Problem]:
             if unknown:
                 add((*here, "prompt"), f"prompt {name!r} uses variables this stage does not "
                     f"provide: {', '.join(unknown)} (it provides: {', '.join(sorted(provided))})")
+        if isinstance(getattr(stage.params, "rerankers", None), list):
+            for message in reranker_problems(recipe, stage.params.rerankers):
+                add((*here, "rerankers"), message)
         for field, message in stage.problems(recipe):
             add((*here, field), message)
     return problems

@@ -60,7 +60,8 @@ class Stage(ABC):
 
     def rerankers_used(self) -> list[str]:
         """Names under the recipe's `rerankers:` (or the built-in `bm25`) this stage scores with."""
-        return []
+        names = getattr(self.params, "rerankers", None)
+        return list(names) if isinstance(names, list) else []
 
     def prompts_used(self) -> dict[str, set[str]]:
         """Prompt names this stage renders, with the template variables it provides."""

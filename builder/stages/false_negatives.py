@@ -77,7 +77,6 @@ class FalseNegatives(Stage):
         p = self.params
         out = [("retriever", m) for m in reranker_problems(
             recipe, [p.retriever], need="retriever", allowed=("bm25", "bi_encoder"))]
-        out += [("rerankers", m) for m in reranker_problems(recipe, p.rerankers)]
         if p.mode == "fineweb_posq":
             configs = reranker_configs(recipe)
             for name in p.rerankers:

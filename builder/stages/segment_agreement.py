@@ -10,11 +10,11 @@ runs the rerankers, balances, then the LLM step: list the stage twice for that.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
-from builder.backends.rerankers import get_reranker, is_missing, reranker_problems
+from builder.backends.rerankers import get_reranker, is_missing
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.relevance_check import grade, grade_histogram
 from builder.stages.span_contrast import verdict
@@ -58,14 +58,8 @@ class SegmentAgreement(Stage):
     Params = SegmentParams
     params: SegmentParams
 
-    def rerankers_used(self) -> list[str]:
-        return list(self.params.rerankers)
-
     def prompts_used(self) -> dict[str, set[str]]:
         return {self.params.prompt: {"document", "questions"}} if self.params.llm else {}
-
-    def problems(self, recipe: Any) -> list[tuple[str, str]]:
-        return [("rerankers", m) for m in reranker_problems(recipe, self.params.rerankers)]
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         rows, reasons = self._rows(bench)

@@ -8,11 +8,11 @@ the span characters cut out; the query stays only if the full document scores hi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from builder.backends.rerankers import get_reranker, is_missing, reranker_problems
+from builder.backends.rerankers import get_reranker, is_missing
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.relevance_check import contrast_rows, contrast_verdicts
 
@@ -48,14 +48,8 @@ class SpanContrast(Stage):
     Params = SpanContrastParams
     params: SpanContrastParams
 
-    def rerankers_used(self) -> list[str]:
-        return list(self.params.rerankers)
-
     def prompts_used(self) -> dict[str, set[str]]:
         return {self.params.prompt: {"document", "questions"}} if self.params.llm else {}
-
-    def problems(self, recipe: Any) -> list[tuple[str, str]]:
-        return [("rerankers", m) for m in reranker_problems(recipe, self.params.rerankers)]
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         p = self.params

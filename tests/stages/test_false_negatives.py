@@ -1,5 +1,4 @@
 import json
-from types import SimpleNamespace
 
 import polars as pl
 import pytest
@@ -46,13 +45,19 @@ def test_posir_mode_removes_the_document_and_cascades(tmp_path):
     assert ctx.stats["false_negative_docs"] == 1
 
 
-def test_problems_name_unknown_unfit_and_raw_rerankers():
-    recipe = SimpleNamespace(models={}, rerankers={
-        "raw": BM25Config(), "judge": LLMJudgeConfig(backend="llm_judge", llm="missing", prompt="nope")})
-    params = FalseNegativeParams(mode="fineweb_posq", retriever="judge", rerankers=["raw", "bm52"])
-    problems = FalseNegatives(params).problems(recipe)
-    assert [field for field, _ in problems] == ["retriever"] * 3 + ["rerankers"] * 2
-    text = " | ".join(m for _, m in problems)
+def test_problems_name_unknown_unfit_and_raw_rerankers(write_recipe):
+    from builder.recipe import parse_recipe
+    from builder.recipe_yaml import RecipeError
+
+    path = write_recipe(
+        "name: t\nrerankers:\n  raw: {backend: bm25}\n"
+        "  judge: {backend: llm_judge, llm: missing, prompt: nope}\n"
+        "stages:\n  - false_negatives: {mode: fineweb_posq, retriever: judge, rerankers: [raw, bm52]}\n")
+    with pytest.raises(RecipeError) as caught:
+        parse_recipe(path)
+    problems = caught.value.problems
+    assert sorted(p.loc[-1] for p in problems) == ["rerankers"] * 2 + ["retriever"] * 3
+    text = " | ".join(p.message for p in problems)
     assert "needs one of: bm25, bi_encoder" in text and "model 'missing'" in text
     assert "prompt 'nope' not found" in text
     assert "'bm52' is not declared" in text and "did you mean 'bm25'" in text

@@ -63,17 +63,21 @@ def test_llm_contrast_check(tmp_path, grader):
     assert ctx.stats["llm_grades_with_span"] == {"4": 2}
 
 
-def test_a_neural_reranker_without_the_extra_is_a_recipe_problem(monkeypatch):
+def test_a_neural_reranker_without_the_extra_is_a_recipe_problem(monkeypatch, write_recipe):
     import importlib.util
-    from types import SimpleNamespace
 
-    from builder.backends.rerankers import INSTALL_HINT, CrossEncoderConfig
+    from builder.backends.rerankers import INSTALL_HINT
+    from builder.recipe import parse_recipe
+    from builder.recipe_yaml import RecipeError
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "sentence_transformers" else real(name, *a))
-    recipe = SimpleNamespace(models={}, rerankers={"ce": CrossEncoderConfig(backend="cross_encoder", model="m")})
-    problems = SpanContrast(SpanContrastParams(rerankers=["ce", "bm25"])).problems(recipe)
+    path = write_recipe("name: t\nrerankers:\n  ce: {backend: cross_encoder, model: m}\n"
+                        "stages:\n  - span_contrast: {rerankers: [ce, bm25]}\n")
+    with pytest.raises(RecipeError) as caught:
+        parse_recipe(path)
     expected = (f"reranker 'ce': backend 'cross_encoder' needs sentence_transformers, which is not "
                 f"installed; install it with: {INSTALL_HINT}")
-    assert problems == [("rerankers", expected)]
+    assert [(p.loc, p.message, p.line) for p in caught.value.problems] == [
+        (("stages", 0, "span_contrast", "rerankers"), expected, 5)]
