@@ -10,6 +10,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, model_validator
 
 _WORD = re.compile(r"\S+")
+_SLICE = 4096
 
 
 class TokenizerConfig(BaseModel):
@@ -89,8 +90,12 @@ class HFCounter:
         self._tok.no_padding()
 
     def count_many(self, texts: list[str]) -> list[int]:
-        encodings = self._tok.encode_batch_fast(texts, add_special_tokens=False)
-        return [len(e.ids) for e in encodings]
+        # In slices, so a large corpus never holds every token id in memory at once.
+        counts: list[int] = []
+        for at in range(0, len(texts), _SLICE):
+            encodings = self._tok.encode_batch_fast(texts[at: at + _SLICE], add_special_tokens=False)
+            counts.extend(len(e.ids) for e in encodings)
+        return counts
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         return list(self._tok.encode(text, add_special_tokens=False).offsets)
