@@ -12,6 +12,7 @@ import hashlib
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from rich.console import Console
 from builder.backends.llm import LLMBackend, LLMCache, LLMUsage, make_llm
 from builder.backends.rerankers import Reranker, make_reranker, reranker_configs, reranker_fingerprint
 from builder.backends.tokenizers import TokenCounter, make_counter
-from builder.bench import Bench
+from builder.bench import Bench, replace_dir
 from builder.context import StageContext
 from builder.io.beir import write_beir
 from builder.io.corpus_loader import load_sources
@@ -122,6 +123,18 @@ class Runner:
     # -- the run --------------------------------------------------------------
 
     def run(self) -> RunResult:
+        try:
+            bench, stats = self._stages()
+            out_dir = self.options.out_dir or Path(self.recipe.output.dir or f"out/{self.recipe.name}")
+            self._write(bench, stats, out_dir)
+        finally:
+            self.close()
+        if self.recipe.push is not None:
+            cfg = self.recipe.push
+            push(out_dir, cfg.repo, private=cfg.private, tag=cfg.tag, console=self.console)
+        return RunResult(bench=bench, out_dir=out_dir, run_dir=self.run_dir, stage_stats=stats)
+
+    def _stages(self) -> tuple[Bench, list[dict[str, Any]]]:
         stats: list[dict[str, Any]] = []
         fp = _hash(self.loaded.data.get("sources"), self.loaded.data.get("tokenizer"),
                    self.options.limit, "load")
@@ -134,19 +147,22 @@ class Runner:
                 label, fp, lambda b=bench, s=stage, i=i, lab=label: self._run_stage(b, s, i, lab)
             )
             stats.append(st)
-        out_dir = self.options.out_dir or Path(self.recipe.output.dir or f"out/{self.recipe.name}")
-        write_beir(bench, out_dir, stats=self._summary(stats))
+        return bench, stats
+
+    def _write(self, bench: Bench, stats: list[dict[str, Any]], out_dir: Path) -> None:
+        """Everything is written into a staging folder that replaces `out_dir` only when
+        complete, so a failure never leaves a half-written dataset behind."""
+        staging = out_dir.with_name(f".{out_dir.name}.staging")
+        summary = self._summary(stats)
+        write_beir(bench, staging, stats=summary)
         o = self.recipe.output
         if o.per_language or o.posir_layout or o.cross_lingual:
-            write_multilingual(bench, out_dir, o, stats=self._summary(stats))
-        publish_outputs(bench, out_dir, self._summary(stats), self.loaded)
-        self.close()
-        if self.recipe.push is not None:
-            cfg = self.recipe.push
-            push(out_dir, cfg.repo, private=cfg.private, tag=cfg.tag, console=self.console)
-        return RunResult(bench=bench, out_dir=out_dir, run_dir=self.run_dir, stage_stats=stats)
+            write_multilingual(bench, staging, o, stats=summary)
+        publish_outputs(bench, staging, summary, self.loaded)
+        replace_dir(staging, out_dir)
 
-    def _checkpointed(self, label: str, fp: str, compute: Any) -> tuple[Bench, dict[str, Any]]:
+    def _checkpointed(self, label: str, fp: str, compute: Callable[[], tuple[Bench, dict[str, Any]]]
+                      ) -> tuple[Bench, dict[str, Any]]:
         stage_dir = self.run_dir / label
         stamp = stage_dir / "fingerprint.txt"
         if not self.options.fresh and stamp.exists() and stamp.read_text() == fp:

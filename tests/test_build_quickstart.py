@@ -66,3 +66,19 @@ def test_limit_and_fresh(tmp_path):
     drops = pl.read_parquet(tmp_path / "out" / "drops.parquet")
     assert (drops.filter(pl.col("reason") == "not_sampled").height
             + drops.filter(pl.col("stage") == "01_sample_by_length").height) > 0
+
+
+def test_a_failure_while_writing_leaves_the_previous_output_untouched(tmp_path, monkeypatch):
+    import builder.run
+
+    assert _build(tmp_path).exit_code == 0
+    before = (tmp_path / "out" / "queries.jsonl").read_bytes()
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(builder.run, "publish_outputs", broken)
+    result = _build(tmp_path, "--set", "stages.sample_by_length.n_docs=10")
+    assert result.exit_code != 0
+    assert (tmp_path / "out" / "queries.jsonl").read_bytes() == before
+    assert (tmp_path / "out" / "README.md").exists()
