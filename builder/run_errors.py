@@ -15,7 +15,7 @@ from builder.prompt_templates import PromptError
 from builder.publish.hub import PushError
 from builder.run import InvariantError
 
-_EXPECTED = (SourceError, TokenizerLoadError, BackendUnavailable, PromptError, PushError)
+_EXPECTED = (SourceError, TokenizerLoadError, BackendUnavailable, PromptError, PushError, OSError)
 
 
 @contextmanager

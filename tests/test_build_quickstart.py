@@ -79,6 +79,6 @@ def test_a_failure_while_writing_leaves_the_previous_output_untouched(tmp_path, 
 
     monkeypatch.setattr(builder.run, "publish_outputs", broken)
     result = _build(tmp_path, "--set", "stages.sample_by_length.n_docs=10")
-    assert result.exit_code != 0
+    assert result.exit_code == 1 and "error: disk full" in result.output
     assert (tmp_path / "out" / "queries.jsonl").read_bytes() == before
     assert (tmp_path / "out" / "README.md").exists()
