@@ -7,7 +7,6 @@ cascade (document -> its queries -> their qrels), so nothing disappears silently
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -15,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
+
+from builder.io.atomic import replace_dir
 
 CORPUS_SCHEMA: dict[str, pl.DataType] = {
     "doc_id": pl.Utf8(),
@@ -177,14 +178,3 @@ class Bench:
 
     def counts(self) -> dict[str, int]:
         return {"docs": self.corpus.height, "queries": self.queries.height, "qrels": self.qrels.height}
-
-
-def replace_dir(src: Path, dst: Path) -> None:
-    """Move a finished folder into place, swapping out any previous version."""
-    old = None
-    if dst.exists():
-        old = dst.with_name(f".{dst.name}.old-{os.getpid()}")
-        os.replace(dst, old)
-    os.replace(src, dst)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)

@@ -23,7 +23,8 @@ from rich.console import Console
 from builder.backends.llm import LLMBackend, LLMCache, LLMUsage, make_llm
 from builder.backends.rerankers import Reranker, make_reranker, reranker_configs, reranker_fingerprint
 from builder.backends.tokenizers import TokenCounter, make_counter
-from builder.bench import Bench, replace_dir
+from builder.bench import Bench
+from builder.io.atomic import replace_dir, write_text_atomic
 from builder.context import StageContext
 from builder.io.beir import write_beir
 from builder.io.corpus_loader import load_sources
@@ -172,8 +173,8 @@ class Runner:
             return Bench.load(stage_dir), stats
         bench, stats = compute()
         bench.save(stage_dir)
-        _write_atomic(stage_dir / "stats.json", json.dumps(stats, indent=2, default=str))
-        _write_atomic(stamp, fp)
+        write_text_atomic(stage_dir / "stats.json", json.dumps(stats, indent=2, default=str))
+        write_text_atomic(stamp, fp)
         return bench, stats
 
     def _load(self) -> tuple[Bench, dict[str, Any]]:
@@ -255,10 +256,3 @@ def check_invariants(before: Bench, after: Bench, stage: Stage, label: str) -> d
         raise InvariantError(f"{label}: {bad.height} qrels point at removed queries or documents")
     stats["dropped"] = dict(Counter(drops["reason"].to_list()))
     return stats
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)

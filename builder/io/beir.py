@@ -10,7 +10,8 @@ from typing import Any
 
 import polars as pl
 
-from builder.bench import Bench, replace_dir
+from builder.bench import Bench
+from builder.io.atomic import replace_dir
 
 
 def write_beir(bench: Bench, out_dir: Path, stats: dict[str, Any] | None = None) -> Path:

@@ -17,7 +17,8 @@ from typing import Any
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
-from builder.bench import Bench, replace_dir
+from builder.bench import Bench
+from builder.io.atomic import replace_dir
 from builder.io.beir import write_beir
 
 _INTERNAL = ("source_doc_id", "source_query_id", "piece_starts")

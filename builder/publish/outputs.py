@@ -9,11 +9,11 @@ stage parameters.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from builder.io.atomic import write_text_atomic
 from builder.publish.stats import compute_stats, stage_list
 
 if TYPE_CHECKING:
@@ -29,12 +29,6 @@ class Published:
     stats: dict[str, Any]
     plots: dict[str, Any]
     configs: list[str]
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _license(loaded: LoadedRecipe | None) -> str:
