@@ -41,11 +41,11 @@ from builder.backends.rerankers import BM25Config
 from builder.backends.rerankers.bm25 import BM25Retriever, BM25Scorer
 from builder.backends.tokenizers import WordCounter
 from builder.bench import Bench
-from builder.context import StageContext
-from builder.progress import RichProgress
+from builder.stages.context import StageContext
+from builder.run.progress import RichProgress
 from builder.prompt_templates import PromptLibrary
-from builder.recipe import recipe_model
-from builder.stages.false_negatives import FalseNegativeParams, FalseNegatives
+from builder.recipe.model import recipe_model
+from builder.stages.qc.false_negatives import FalseNegativeParams, FalseNegatives
 
 DATA = Path(__file__).resolve().parents[1] / "../shared/data/scifact_beir"
 TARGET_QPS = 200.0

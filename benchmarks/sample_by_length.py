@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from builder.backends.tokenizers import HFCounter  # noqa: E402
 from builder.bench import Bench  # noqa: E402
-from builder.stages.sampling import SampleByLength, SampleParams  # noqa: E402
+from builder.stages.sample_by_length import SampleByLength, SampleParams  # noqa: E402
 from tests.helpers import make_ctx  # noqa: E402
 
 

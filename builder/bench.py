@@ -15,7 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
-from builder.io.atomic import replace_dir
+from builder.atomic import replace_dir
 
 CORPUS_SCHEMA: dict[str, pl.DataType] = {
     "doc_id": pl.Utf8(),

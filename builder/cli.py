@@ -28,8 +28,8 @@ LimitOpt = Annotated[
 
 def _load(recipe: str, overrides: list[str] | None):
     """Load and validate a recipe, or print what is wrong and exit 2."""
-    from builder.recipe import parse_recipe
-    from builder.recipe_yaml import RecipeError
+    from builder.recipe.model import parse_recipe
+    from builder.recipe.yaml_text import RecipeError
     from builder.resources import find_recipe
 
     try:
@@ -54,9 +54,9 @@ def build(
     fresh: Annotated[bool, typer.Option("--fresh", help="Ignore checkpoints (keeps the LLM cache).")] = False,
 ) -> None:
     """Build the dataset a recipe describes."""
-    from builder.report import print_run_summary
-    from builder.run import Runner, RunOptions
-    from builder.run_errors import friendly_errors
+    from builder.run.report import print_run_summary
+    from builder.run.runner import Runner, RunOptions
+    from builder.run.errors import friendly_errors
 
     loaded = _load(recipe, overrides)
     options = RunOptions(run_root=run_dir, out_dir=out_dir, limit=limit, fresh=fresh)
@@ -83,8 +83,8 @@ def plan(
     overrides: SetOpt = None,
 ) -> None:
     """Show the stages, the models they use and the LLM calls and tokens they will cost."""
-    from builder.plan import make_plan, print_plan
-    from builder.run_errors import friendly_errors
+    from builder.run.plan import make_plan, print_plan
+    from builder.run.errors import friendly_errors
 
     loaded = _load(recipe, overrides)
     with friendly_errors(err):
@@ -95,7 +95,7 @@ def plan(
 @app.command()
 def stages() -> None:
     """List every registered stage with its parameters."""
-    from builder.report import print_stages
+    from builder.run.report import print_stages
 
     print_stages(out)
 

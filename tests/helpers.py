@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from builder.backends.tokenizers import TokenCounter, WordCounter
-from builder.context import StageContext
+from builder.stages.context import StageContext
 from builder.prompt_templates import PromptLibrary
-from builder.recipe import recipe_model
+from builder.recipe.model import recipe_model
 
 
 class _NoTask:

@@ -17,8 +17,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from builder.recipe import parse_recipe
-from builder.run import Runner, RunOptions
+from builder.recipe.model import parse_recipe
+from builder.run.runner import Runner, RunOptions
 from builder.testing.openai_server import FaultPlan
 from tests.fixtures.scripted_grader import with_grades
 from tests.fixtures.scripted_llm import scripted_llm

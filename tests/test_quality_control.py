@@ -10,9 +10,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from builder.recipe import RecipeBase, parse_recipe
-from builder.recipe_yaml import RecipeError
-from builder.run import Runner, RunOptions
+from builder.recipe.model import RecipeBase, parse_recipe
+from builder.recipe.yaml_text import RecipeError
+from builder.run.runner import Runner, RunOptions
 from tests.fixtures.scripted_grader import with_grades
 from tests.fixtures.scripted_llm import scripted_llm
 

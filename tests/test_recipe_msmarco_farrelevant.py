@@ -12,9 +12,9 @@ from collections import Counter
 
 from builder.backends.tokenizers import HFCounter
 from builder.bench import Bench
-from builder.io.beir import read_beir
-from builder.recipe import parse_recipe
-from builder.run import Runner, RunOptions
+from builder.publish.beir import read_beir
+from builder.recipe.model import parse_recipe
+from builder.run.runner import Runner, RunOptions
 from tests.conftest import REPO
 
 LIMIT = ["stages.from_beir.limit_queries=30"]

@@ -10,8 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from builder.recipe import parse_recipe
-from builder.run import Runner, RunOptions
+from builder.recipe.model import parse_recipe
+from builder.run.runner import Runner, RunOptions
 from builder.testing.openai_server import FakeOpenAIServer
 from tests.conftest import SHARED
 from tests.fixtures.scripted_translator import NAMES, SCENARIOS, Tatoeba, scenario, translator

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from builder.io.beir import read_beir
-from builder.recipe import parse_recipe
-from builder.run import Runner, RunOptions
+from builder.publish.beir import read_beir
+from builder.recipe.model import parse_recipe
+from builder.run.runner import Runner, RunOptions
 from tests.conftest import REPO
 
 # Answer-start buckets of the 2,910 answerable questions (half-open, 100 characters wide).

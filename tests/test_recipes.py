@@ -43,7 +43,7 @@ def test_broken_recipe_names_the_line_and_exits_2(recipe: Path, monkeypatch):
 
 
 def test_set_overrides_a_stage_param_by_stage_name(tmp_path):
-    from builder.recipe import parse_recipe
+    from builder.recipe.model import parse_recipe
     from builder.resources import find_recipe
 
     loaded = parse_recipe(find_recipe("quickstart"), ["stages.sample_by_length.n_docs=7", "seed=5"])
@@ -58,7 +58,7 @@ def test_set_to_a_missing_place_is_a_recipe_error():
 
 
 def test_env_expansion_with_default(write_recipe, monkeypatch):
-    from builder.recipe import parse_recipe
+    from builder.recipe.model import parse_recipe
 
     monkeypatch.setenv("BB_TEST_URL", "http://127.0.0.1:1234/v1")
     path = write_recipe(

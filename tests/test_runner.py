@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 
 from builder.bench import Bench
 from builder.cli import app
-from builder.run import InvariantError, check_invariants
-from builder.stages.sampling import SampleByLength, SampleParams
+from builder.run.runner import InvariantError, check_invariants
+from builder.stages.sample_by_length import SampleByLength, SampleParams
 
 runner = CliRunner()
 STAGE = SampleByLength(SampleParams(n_docs=1))

@@ -22,7 +22,7 @@ from builder.resources import shipped_dir
 
 if TYPE_CHECKING:
     from builder.publish.layout import HubLayout
-    from builder.recipe import LoadedRecipe
+    from builder.recipe.model import LoadedRecipe
 
 DEFAULT_TEMPLATE = "default.md.j2"
 _SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.io.atomic import write_text_atomic
+from builder.atomic import write_text_atomic
 from builder.publish.stats import compute_stats, stage_list
 
 if TYPE_CHECKING:
     from builder.bench import Bench
-    from builder.recipe import LoadedRecipe
+    from builder.recipe.model import LoadedRecipe
 
 STATS_FILE = "stats.json"
 CARD_FILE = "README.md"
@@ -81,7 +81,7 @@ def read_run_stats(folder: Path) -> dict[str, Any]:
 
 def refresh_stats(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """Recompute stats.json and the plots of a folder written by `write_beir`."""
-    from builder.io.beir import read_beir
+    from builder.publish.beir import read_beir
 
     run = read_run_stats(folder)
     return write_stats(read_beir(Path(folder)), Path(folder), run, run.get("recipe"))
@@ -89,7 +89,7 @@ def refresh_stats(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def publish_folder(folder: Path) -> Published:
     """Everything `publish_outputs` writes, for a folder built without it (no recipe at hand)."""
-    from builder.io.beir import read_beir
+    from builder.publish.beir import read_beir
 
     folder = Path(folder)
     return publish_outputs(read_beir(folder), folder, read_run_stats(folder), None)

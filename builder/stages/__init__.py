@@ -1,4 +1,5 @@
-"""Stage registry; importing this package registers every stage module in it."""
+"""Stage registry: importing this package registers every stage module under it,
+sub-packages (one per stage family) included."""
 
 import importlib
 import pkgutil
@@ -6,8 +7,7 @@ import pkgutil
 from builder.stages.base import STAGES, Estimate, Flow, Stage, StageParams, register_stage
 
 # Each module registers its stages on import; new modules need no edit here.
-for _mod in pkgutil.iter_modules(__path__):
-    if _mod.name != "base":
-        importlib.import_module(f"{__name__}.{_mod.name}")
+for _mod in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
+    importlib.import_module(_mod.name)
 
 __all__ = ["STAGES", "Estimate", "Flow", "Stage", "StageParams", "register_stage"]

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     from builder.bench import Bench
-    from builder.context import StageContext
+    from builder.stages.context import StageContext
 
 
 class StageParams(BaseModel):

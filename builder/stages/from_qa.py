@@ -25,7 +25,7 @@ from builder.textutil.positions import char_bucket
 
 if TYPE_CHECKING:
     from builder.bench import Bench
-    from builder.context import StageContext
+    from builder.stages.context import StageContext
 
 
 class FromQAParams(StageParams):

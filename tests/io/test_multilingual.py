@@ -4,7 +4,7 @@ import polars as pl
 import pytest
 
 from builder.bench import Bench
-from builder.io.multilingual import MultilingualOutput, language_views, write_multilingual
+from builder.publish.multilingual import MultilingualOutput, language_views, write_multilingual
 
 LANGS = ["eng-Latn", "fra-Latn", "deu-Latn"]
 

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from builder.bench import Bench
-from builder.io.beir import write_beir
+from builder.publish.beir import write_beir
 
 LLM = {"calls": 4, "cache_hits": 1, "retries": 0, "failures": 1, "prompt_tokens": 100, "completion_tokens": 20}
 NO_LLM = dict.fromkeys(LLM, 0)
@@ -66,9 +66,9 @@ def mini_folder(tmp_path: Path) -> Path:
 def quickstart_build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The shipped quickstart recipe built through the runner, then published."""
     from builder.publish.outputs import publish_outputs
-    from builder.recipe import parse_recipe
+    from builder.recipe.model import parse_recipe
     from builder.resources import find_recipe
-    from builder.run import Runner, RunOptions
+    from builder.run.runner import Runner, RunOptions
 
     root = tmp_path_factory.mktemp("quickstart")
     loaded = parse_recipe(find_recipe("quickstart"))

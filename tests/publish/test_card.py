@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builder.io.beir import write_beir
+from builder.publish.beir import write_beir
 from builder.publish.masking import mask_mapping, mask_recipe_text
 from builder.publish.outputs import publish_outputs
-from builder.recipe import parse_recipe
+from builder.recipe.model import parse_recipe
 from builder.resources import shipped_recipes
 from tests.publish.conftest import PROMPT_SHA, mini_bench, mini_run_stats
 

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
-from builder.io.beir import write_beir
+from builder.publish.beir import write_beir
 from builder.publish.cli import push_command
 from builder.publish.hub import PushError, push
 from builder.publish.outputs import publish_outputs

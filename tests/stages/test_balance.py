@@ -1,6 +1,7 @@
 from collections import Counter
 
-from builder.stages.balance import Balance, BalanceParams, Subset, SubsetParams
+from builder.stages.qc.balance import Balance, BalanceParams
+from builder.stages.qc.subset import Subset, SubsetParams
 from tests.stages.qc_factories import bench_of, qc_ctx
 
 SIZES = {"beginning": 7, "middle": 12, "end": 4}

@@ -7,9 +7,9 @@ from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.backends.tokenizers import WordCounter
 from builder.bench import SPAN_DTYPE, Bench
 from builder.position_columns import PositionOptions
-from builder.stages.clean_translations import CleanTranslations, CleanTranslationsParams
-from builder.translation.cleanup import find_prefix, refusal_hit, shift
-from builder.translation.rows import annotate_translated
+from builder.stages.translate.clean_translations import CleanTranslations, CleanTranslationsParams
+from builder.stages.translate.cleanup import find_prefix, refusal_hit, shift
+from builder.stages.translate.rows import annotate_translated
 from tests.helpers import make_ctx
 
 EN = ("The cat sleeps on the sofa all afternoon. It likes warm places near the window. "
@@ -133,7 +133,7 @@ def test_prefix_rules():
 
 
 def test_positions_must_match_translate():
-    from builder.recipe import recipe_model
+    from builder.recipe.model import recipe_model
 
     recipe = recipe_model().model_validate({"name": "t", "models": {"g": {"model": "m"}}, "stages": [
         {"translate": {"llm": "g", "languages": ["fra-Latn"], "positions": {"n_bins": 10}}},

@@ -4,7 +4,7 @@ import polars as pl
 import pytest
 
 from builder.backends.rerankers import BM25Config, LLMJudgeConfig
-from builder.stages.false_negatives import FalseNegativeParams, FalseNegatives
+from builder.stages.qc.false_negatives import FalseNegativeParams, FalseNegatives
 from tests.stages.qc_factories import bench_of, graders, qc_ctx
 
 
@@ -46,8 +46,8 @@ def test_posir_mode_removes_the_document_and_cascades(tmp_path):
 
 
 def test_problems_name_unknown_unfit_and_raw_rerankers(write_recipe):
-    from builder.recipe import parse_recipe
-    from builder.recipe_yaml import RecipeError
+    from builder.recipe.model import parse_recipe
+    from builder.recipe.yaml_text import RecipeError
 
     path = write_recipe(
         "name: t\nrerankers:\n  raw: {backend: bm25}\n"

@@ -12,9 +12,10 @@ import pytest
 from builder.backends.tokenizers import HFCounter
 from builder.bench import Bench
 from builder.io.sources import SourceError
-from builder.run import check_invariants
-from builder.stages.far_relevant import FarRelevant, FromBEIR
-from builder.textutil.assembly import Limits, Passage, assemble
+from builder.run.runner import check_invariants
+from builder.stages.far_relevant.far_relevant import FarRelevant
+from builder.stages.far_relevant.from_beir import FromBEIR
+from builder.stages.far_relevant.assembly import Limits, Passage, assemble
 from tests.conftest import FIXTURES
 from tests.helpers import make_ctx
 

@@ -10,7 +10,7 @@ import pytest
 
 from builder.bench import Bench
 from builder.io.sources import SourceError
-from builder.run import check_invariants
+from builder.run.runner import check_invariants
 from builder.stages.from_qa import FromQA
 from tests.conftest import FIXTURES
 from tests.helpers import make_ctx

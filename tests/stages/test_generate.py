@@ -5,8 +5,8 @@ import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.bench import Bench
-from builder.generation.extractive import sentences
-from builder.stages.generate import GenerateParams, GenerateQueries
+from builder.stages.generate.extractive import sentences
+from builder.stages.generate.generate_queries import GenerateParams, GenerateQueries
 from tests.helpers import make_ctx
 
 DOC = (

@@ -2,7 +2,7 @@ import polars as pl
 import pytest
 
 from builder.bench import Bench
-from builder.stages.iqr_filter import IQRFilter, IQRFilterParams
+from builder.stages.translate.iqr_filter import IQRFilter, IQRFilterParams
 from tests.helpers import make_ctx
 
 # fra-Latn/web, 12 documents; sorted, Q1 sits at index 2.75 and Q3 at 8.25 (linear):

@@ -4,7 +4,7 @@ import polars as pl
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.bench import Bench
-from builder.stages.localize import LocalizeParams, LocalizeSpans
+from builder.stages.localize_spans import LocalizeParams, LocalizeSpans
 from tests.helpers import make_ctx
 
 DOC = "Intro line here. The cat sat on the mat. A “quoted” phrase—with a dash. Repeat me. Repeat me. End."

@@ -10,8 +10,8 @@ import yaml
 
 from builder.bench import Bench
 from builder.io.sources import SourceError
-from builder.run import check_invariants
-from builder.stages.position_probes import PositionProbes
+from builder.run.runner import check_invariants
+from builder.stages.colder.position_probes import PositionProbes
 from tests.conftest import FIXTURES, REPO
 from tests.helpers import make_ctx
 

@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from builder.stages.relevance_check import LLMRelevance, RelevanceParams, remove_spans
+from builder.stages.qc.grading import remove_spans
+from builder.stages.qc.llm_relevance import LLMRelevance, RelevanceParams
 from tests.fixtures.scripted_grader import grade_answer
 from tests.stages.qc_factories import bench_of, graders, qc_ctx, span
 

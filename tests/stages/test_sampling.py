@@ -2,7 +2,7 @@ import polars as pl
 import pytest
 
 from builder.bench import Bench
-from builder.stages.sampling import SampleByLength, SampleParams, bucket_targets
+from builder.stages.sample_by_length import SampleByLength, SampleParams, bucket_targets
 from tests.helpers import make_ctx
 
 

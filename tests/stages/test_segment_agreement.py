@@ -1,7 +1,7 @@
 import pytest
 
 from builder.backends.rerankers import BM25Config
-from builder.stages.segment_agreement import SegmentAgreement, SegmentParams, thirds
+from builder.stages.qc.segment_agreement import SegmentAgreement, SegmentParams, thirds
 from tests.stages.qc_factories import ByLength, bench_of, graders, qc_ctx
 
 

@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 
 from builder.bench import SPAN_DTYPE, Bench
-from builder.run import check_invariants
-from builder.stages.shuffle_debias import ShuffleDebias
-from builder.textutil.segments import shuffle_segments, word_gaps
+from builder.run.runner import check_invariants
+from builder.stages.far_relevant.shuffle_debias import ShuffleDebias
+from builder.stages.far_relevant.segments import shuffle_segments, word_gaps
 from tests.helpers import make_ctx
 
 TEXT = "one two three four five six seven eight nine ten eleven twelve"

@@ -1,7 +1,7 @@
 import pytest
 
 from builder.backends.rerankers import BM25Config
-from builder.stages.span_contrast import SpanContrast, SpanContrastParams
+from builder.stages.qc.span_contrast import SpanContrast, SpanContrastParams
 from tests.stages.qc_factories import ByLength, bench_of, graders, qc_ctx, span
 
 
@@ -67,8 +67,8 @@ def test_a_neural_reranker_without_the_extra_is_a_recipe_problem(monkeypatch, wr
     import importlib.util
 
     from builder.backends.rerankers import INSTALL_HINT
-    from builder.recipe import parse_recipe
-    from builder.recipe_yaml import RecipeError
+    from builder.recipe.model import parse_recipe
+    from builder.recipe.yaml_text import RecipeError
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",

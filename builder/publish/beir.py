@@ -1,0 +1,76 @@
+"""Write a Bench as a BEIR folder (jsonl + qrels tsv) with parquet copies and stats."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from builder.bench import Bench
+from builder.atomic import replace_dir
+
+
+def write_beir(bench: Bench, out_dir: Path, stats: dict[str, Any] | None = None) -> Path:
+    """The folder appears whole or not at all: it is built beside the target, then renamed."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        _write_tables(bench, tmp)
+        _write_settings(bench, tmp)
+        summary = {"counts": bench.counts(), **(stats or {})}
+        (tmp / "stats.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+        replace_dir(tmp, out_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out_dir
+
+
+def _write_beir_files(bench: Bench, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    bench.corpus.select(pl.col("doc_id").alias("_id"), "title", "text").write_ndjson(folder / "corpus.jsonl")
+    bench.queries.rename({"query_id": "_id"}).write_ndjson(folder / "queries.jsonl")
+    (folder / "qrels").mkdir(exist_ok=True)
+    bench.qrels.select(
+        pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"), "score"
+    ).write_csv(folder / "qrels" / "test.tsv", separator="\t")
+
+
+def _write_settings(bench: Bench, folder: Path) -> None:
+    """Controlled-probe builds (a `setting` column) also get one BEIR folder per setting
+    under settings/, and their document pairs as pairs.parquet."""
+    if "setting" not in bench.queries.columns:
+        return
+    for setting in sorted(bench.queries["setting"].drop_nulls().unique().to_list()):
+        queries = bench.queries.filter(pl.col("setting") == setting)
+        qrels = bench.qrels.filter(pl.col("query_id").is_in(queries["query_id"].implode()))
+        in_setting = (pl.col("setting") == setting) if "setting" in bench.corpus.columns \
+            else pl.col("doc_id").is_in(qrels["doc_id"].implode())
+        corpus = bench.corpus.filter(in_setting)
+        _write_beir_files(Bench.of(corpus, queries, qrels), folder / "settings" / setting)
+    if "pairs" in bench.queries.columns:
+        pairs = bench.queries.select("query_id", "setting", "pairs").explode("pairs").drop_nulls("pairs")
+        pairs.unnest("pairs").write_parquet(folder / "pairs.parquet")
+
+
+def _write_tables(bench: Bench, folder: Path) -> None:
+    _write_beir_files(bench, folder)
+    bench.corpus.write_parquet(folder / "corpus.parquet")
+    bench.queries.write_parquet(folder / "queries.parquet")
+    bench.qrels.write_parquet(folder / "qrels.parquet")
+    bench.drops.write_parquet(folder / "drops.parquet")
+
+
+def read_beir(folder: Path) -> Bench:
+    """Read a folder written by `write_beir` (the parquet copies keep every column)."""
+    folder = Path(folder)
+    return Bench.of(
+        corpus=pl.read_parquet(folder / "corpus.parquet"),
+        queries=pl.read_parquet(folder / "queries.parquet"),
+        qrels=pl.read_parquet(folder / "qrels.parquet"),
+        drops=pl.read_parquet(folder / "drops.parquet"),
+    )

@@ -1,0 +1,1 @@
+"""Recipes: YAML text with line numbers, the pydantic models, and cross-checks."""

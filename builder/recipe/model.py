@@ -1,0 +1,202 @@
+"""Recipes: YAML -> validated pydantic models, with errors that name the line at fault."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Any, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model
+
+from builder.backends.llm.config import ModelConfig, OpenAIModelConfig, VLLMModelConfig
+from builder.backends.rerankers.config import BACKENDS as RERANKER_BACKENDS
+from builder.backends.rerankers.config import RERANKER_TYPES, RerankerConfig
+from builder.backends.tokenizers import TokenizerConfig
+from builder.publish import PushConfig
+from builder.publish.multilingual import MultilingualOutput
+from builder.io.sources import HFSource, JsonlSource, ParquetSource, PythonDocsSource, SourceSpec
+from builder.recipe.yaml_text import Problem, RecipeError, apply_overrides, expand_env, line_of
+from builder.stages import STAGES, Stage
+from builder.stages.base import did_you_mean
+
+
+_SOURCE_TYPES = (JsonlSource, ParquetSource, HFSource, PythonDocsSource)
+
+
+class OutputConfig(MultilingualOutput):
+    dir: str | None = None
+
+
+class RecipeBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    seed: int = 0
+    sources: list[SourceSpec] = Field(default_factory=list)
+    tokenizer: TokenizerConfig = TokenizerConfig()
+    models: dict[str, ModelConfig] = {}
+    rerankers: dict[str, RerankerConfig] = {}
+    output: OutputConfig = OutputConfig()
+    push: PushConfig | None = None
+
+    def stage_objects(self) -> list[Stage]:
+        out = []
+        for item in getattr(self, "stages"):
+            (name,) = type(item).model_fields
+            out.append(STAGES[name](getattr(item, name)))
+        return out
+
+
+def _stage_tag(value: Any) -> str | None:
+    if isinstance(value, dict) and len(value) == 1:
+        return next(iter(value))
+    if isinstance(value, BaseModel):
+        return next(iter(type(value).model_fields))
+    return None
+
+
+@functools.cache
+def _recipe_model(stage_names: tuple[str, ...]) -> type[RecipeBase]:
+    specs = [
+        Annotated[
+            create_model(f"{name}_spec", __config__=ConfigDict(extra="forbid"),
+                         **{name: (STAGES[name].Params, ...)}),
+            Tag(name),
+        ]
+        for name in stage_names
+    ]
+    item = Annotated[Union[tuple(specs)], Discriminator(_stage_tag)]  # noqa: UP007
+    return create_model("Recipe", __base__=RecipeBase, stages=(list[item], Field(min_length=1)))
+
+
+def recipe_model() -> type[RecipeBase]:
+    return _recipe_model(tuple(sorted(STAGES)))
+
+
+def _normalise_stages(data: Any) -> None:
+    """`- summarize` and `- summarize:` mean the stage with default params."""
+    stages = data.get("stages") if isinstance(data, dict) else None
+    if not isinstance(stages, list):
+        return
+    for i, item in enumerate(stages):
+        if isinstance(item, str):
+            stages[i] = {item: {}}
+        elif isinstance(item, dict) and len(item) == 1:
+            key = next(iter(item))
+            if item[key] is None:
+                item[key] = {}
+
+
+def _message(err: dict[str, Any]) -> str:
+    if err["type"] == "union_tag_invalid":
+        tag = err["ctx"]["tag"]
+        if err["loc"][:1] == ("stages",):
+            return f"unknown stage {tag!r}{did_you_mean(tag, sorted(STAGES))}"
+        expected = [t.strip("'\" ") for t in err["ctx"]["expected_tags"].split(",")]
+        field = err["ctx"]["discriminator"].strip("'")
+        return f"unknown {field} {tag!r} (expected one of: {', '.join(expected)}){did_you_mean(tag, expected)}"
+    if err["type"] == "union_tag_not_found":
+        return "a stage must be a mapping with exactly one key: the stage name"
+    if err["type"] == "extra_forbidden":
+        return f"unknown key {err['loc'][-1]!r}"
+    return err["msg"].removeprefix("Value error, ")
+
+
+def _loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Drop the union tags pydantic puts in error locations (stage names, source types,
+    model backends) where the YAML itself has no such key, so locations match the file."""
+    out: list[Any] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part not in node and isinstance(part, str) and part in _tags():
+            continue
+        out.append(part)
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            node = None
+    return tuple(out)
+
+
+def _tags() -> set[str]:
+    sources = {a.__args__[0] for a in (s.model_fields["type"].annotation for s in _SOURCE_TYPES)}
+    return set(STAGES) | {"openai", "vllm"} | sources | set(RERANKER_BACKENDS)
+
+
+class LoadedRecipe(BaseModel):
+    """A validated recipe with the text it came from, for hashing and the data card."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    recipe: RecipeBase
+    path: Path
+    text: str
+    data: dict[str, Any]
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(json.dumps(self.data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def parse_recipe(path: Path, overrides: list[str] | None = None) -> LoadedRecipe:
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        raise RecipeError(path, [Problem((), f"not valid YAML: {getattr(exc, 'problem', exc)}", line)])
+    if not isinstance(data, dict):
+        raise RecipeError(path, [Problem((), "a recipe must be a YAML mapping", 1)])
+    problems = expand_env(data, text) + apply_overrides(data, overrides or [])
+    if problems:
+        raise RecipeError(path, problems)
+    _normalise_stages(data)
+    model = recipe_model()
+    try:
+        recipe = model.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = _loc(data, err["loc"])
+            problems.append(Problem(loc, _message(err) + _key_hint(err, loc), line_of(text, loc)))
+        raise RecipeError(path, problems) from None
+    loaded = LoadedRecipe(recipe=recipe, path=path, text=text, data=data)
+    from builder.recipe.checks import cross_check
+
+    problems = cross_check(loaded)
+    if problems:
+        raise RecipeError(path, problems)
+    return loaded
+
+
+def _key_hint(err: dict[str, Any], loc: tuple[Any, ...]) -> str:
+    """For an unknown key, suggest the closest known one of that model."""
+    if err["type"] != "extra_forbidden" or not loc:
+        return ""
+    known = _known_keys(loc[:-1])
+    return did_you_mean(str(loc[-1]), known) if known else ""
+
+
+def _known_keys(parent: tuple[Any, ...]) -> list[str]:
+    if len(parent) == 3 and parent[0] == "stages" and parent[2] in STAGES:
+        return list(STAGES[parent[2]].Params.model_fields)
+    if len(parent) == 0:
+        return [*RecipeBase.model_fields, "stages"]
+    if len(parent) == 2 and parent[0] == "rerankers":
+        return sorted({f for t in RERANKER_TYPES for f in t.model_fields})
+    if len(parent) == 2 and parent[0] == "models":
+        return sorted({*OpenAIModelConfig.model_fields, *VLLMModelConfig.model_fields})
+    if len(parent) == 2 and parent[0] == "sources":
+        return sorted({f for s in _SOURCE_TYPES for f in s.model_fields})
+    top = {"tokenizer": TokenizerConfig, "output": OutputConfig, "push": PushConfig}
+    if len(parent) == 1 and parent[0] in top:
+        return list(top[parent[0]].model_fields)
+    return []

@@ -1,0 +1,1 @@
+"""Running a recipe: the runner with checkpoints, the plan, progress and run reports."""

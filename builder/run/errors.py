@@ -1,0 +1,34 @@
+"""Turn expected failures (missing files, offline hubs, missing extras) into one clear line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+from rich.console import Console
+
+from builder.backends.llm import BackendUnavailable
+from builder.backends.tokenizers import TokenizerLoadError
+from builder.io.sources import SourceError
+from builder.prompt_templates import PromptError
+from builder.publish.hub import PushError
+from builder.run.runner import InvariantError
+
+_EXPECTED = (SourceError, TokenizerLoadError, BackendUnavailable, PromptError, PushError, OSError)
+
+
+@contextmanager
+def friendly_errors(console: Console) -> Iterator[None]:
+    try:
+        yield
+    except _EXPECTED as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    except InvariantError as exc:
+        console.print(f"[red]internal error (please report):[/] {exc}", highlight=False)
+        raise typer.Exit(3) from None
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted; finished stages and every LLM answer are kept — "
+                      "run the same command again to resume[/]")
+        raise typer.Exit(130) from None

@@ -1,0 +1,60 @@
+"""`build-bench plan`: what a recipe will do and cost, before anything is spent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+
+from builder.backends.tokenizers import make_counter
+from builder.io.corpus_loader import load_sources
+from builder.stages.base import Estimate, Flow
+
+if TYPE_CHECKING:
+    from builder.recipe.model import LoadedRecipe
+
+
+@dataclass
+class PlanRow:
+    label: str
+    models: list[str]
+    flow_in: Flow
+    flow_out: Flow
+    estimate: Estimate
+
+
+def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
+    """Reads the sources (no model is called) and walks the stages' own estimates."""
+    recipe = loaded.recipe
+    corpus, _ = load_sources(recipe.sources, loaded.base_dir, limit)
+    counts = make_counter(recipe.tokenizer).count_many(corpus["text"].to_list())
+    flow = Flow(docs=corpus.height, queries=0, doc_tokens=sum(counts) / max(len(counts), 1))
+    rows = [PlanRow("00_load", [], flow, flow, Estimate())]
+    for i, stage in enumerate(recipe.stage_objects(), start=1):
+        nxt, est = stage.plan(flow)
+        rows.append(PlanRow(f"{i:02d}_{stage.name}", stage.models_used(), flow, nxt, est))
+        flow = nxt
+    return rows
+
+
+def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> None:
+    recipe = loaded.recipe
+    table = Table(title=f"plan for {recipe.name} ({loaded.path})", title_justify="left")
+    for col in ("stage", "models", "docs in", "queries in", "LLM calls",
+                "prompt tokens", "completion tokens"):
+        table.add_column(col, justify="left" if col in ("stage", "models") else "right")
+    for r in rows:
+        table.add_row(
+            r.label,
+            ", ".join(f"{m} ({recipe.models[m].model})" for m in r.models) or "-",
+            str(r.flow_in.docs), str(r.flow_in.queries), f"{r.estimate.calls:,}",
+            f"{r.estimate.prompt_tokens:,}", f"{r.estimate.completion_tokens:,}",
+        )
+    total = sum(r.estimate.calls for r in rows)
+    ptok = sum(r.estimate.prompt_tokens for r in rows)
+    ctok = sum(r.estimate.completion_tokens for r in rows)
+    table.add_row("total", "", "", "", f"{total:,}", f"{ptok:,}", f"{ctok:,}", style="bold")
+    console.print(table)
+    console.print("Estimates assume no cache hits and no re-asks; answers already cached cost nothing.")

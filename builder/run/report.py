@@ -1,0 +1,54 @@
+"""Terminal tables: the end-of-run summary and the stage catalogue."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from builder.run.runner import RunResult
+
+
+def _dropped(stats: dict) -> str:
+    items = sorted(stats.get("dropped", {}).items(), key=lambda kv: -kv[1])
+    return ", ".join(f"{reason} {n}" for reason, n in items) or "-"
+
+
+def print_run_summary(console: Console, result: RunResult) -> None:
+    table = Table(title=f"build finished: {result.out_dir}", title_justify="left")
+    for col in ("stage", "docs in→out", "queries in→out", "dropped by reason",
+                "LLM calls", "cache hits", "retries", "seconds"):
+        table.add_column(col, overflow="fold")
+    for st in result.stage_stats:
+        llm = st.get("llm", {})
+        table.add_row(
+            st["stage"] + (" (resumed)" if st.get("resumed") else ""),
+            f"{st['docs_in']}→{st['docs_out']}",
+            f"{st['queries_in']}→{st['queries_out']}",
+            _dropped(st),
+            str(llm.get("calls", 0)), str(llm.get("cache_hits", 0)), str(llm.get("retries", 0)),
+            f"{st.get('seconds', 0):.1f}",
+        )
+    console.print(table)
+    counts = result.bench.counts()
+    console.print(f"{counts['docs']} documents, {counts['queries']} queries, "
+                  f"{counts['qrels']} qrels written to {result.out_dir}")
+
+
+def print_stages(console: Console) -> None:
+    from builder.stages import STAGES
+
+    for name in sorted(STAGES):
+        cls = STAGES[name]
+        table = Table(title=f"[bold]{name}[/] — {cls.summary()}", title_justify="left")
+        table.add_column("param")
+        table.add_column("type")
+        table.add_column("default")
+        table.add_column("meaning", overflow="fold")
+        for field, info in cls.Params.model_fields.items():
+            default = "required" if info.is_required() else repr(info.get_default(call_default_factory=True))
+            annotation = getattr(info.annotation, "__name__", str(info.annotation))
+            table.add_row(field, annotation.replace("typing.", ""), default, info.description or "")
+        console.print(table)

@@ -1,0 +1,258 @@
+"""Execute a recipe: load sources, run stages with checkpoints, write the dataset.
+
+Each finished stage leaves `NN_<stage>/` in the run folder with the Bench (parquet),
+its stats and a fingerprint chained from every earlier stage, so a rerun skips a stage
+exactly when nothing it depends on changed. LLM answers are cached separately, per call,
+so a run killed mid-stage pays for nothing twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from rich.console import Console
+
+from builder.backends.llm import LLMBackend, LLMCache, LLMUsage, make_llm
+from builder.backends.rerankers import Reranker, make_reranker, reranker_configs, reranker_fingerprint
+from builder.backends.tokenizers import TokenCounter, make_counter
+from builder.bench import Bench
+from builder.atomic import replace_dir, write_text_atomic
+from builder.stages.context import StageContext
+from builder.publish.beir import write_beir
+from builder.io.corpus_loader import load_sources
+from builder.publish.multilingual import write_multilingual
+from builder.run.progress import RichProgress
+from builder.prompt_templates import PromptLibrary
+from builder.publish.hub import push
+from builder.publish.outputs import publish_outputs
+from builder.recipe.model import LoadedRecipe
+from builder.stages.base import Stage
+
+LOAD_LABEL = "00_load"
+
+
+class InvariantError(RuntimeError):
+    """A stage lost or invented rows without recording why: a bug in that stage."""
+
+
+@dataclass
+class RunOptions:
+    run_root: Path = Path("runs")
+    out_dir: Path | None = None
+    limit: int | None = None
+    fresh: bool = False
+
+
+@dataclass
+class RunResult:
+    bench: Bench
+    out_dir: Path
+    run_dir: Path
+    stage_stats: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _hash(*parts: Any) -> str:
+    blob = json.dumps(parts, sort_keys=True, default=str).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()
+
+
+class Runner:
+    def __init__(self, loaded: LoadedRecipe, options: RunOptions, console: Console | None = None):
+        self.loaded = loaded
+        self.recipe = loaded.recipe
+        self.options = options
+        self.console = console or Console(stderr=True)
+        self.prompts = PromptLibrary(loaded.base_dir)
+        self._llms: dict[str, LLMBackend] = {}
+        self._rerankers: dict[str, Reranker] = {}
+        self._tokenizer: TokenCounter | None = None
+        self._cache: LLMCache | None = None
+        base = _hash(loaded.data.get("sources"), loaded.data.get("tokenizer"), options.limit)
+        self.run_dir = options.run_root / self.recipe.name / base[:12]
+
+    # -- shared resources -----------------------------------------------------
+
+    @property
+    def tokenizer(self) -> TokenCounter:
+        if self._tokenizer is None:
+            self._tokenizer = make_counter(self.recipe.tokenizer)
+        return self._tokenizer
+
+    def llm(self, name: str) -> LLMBackend:
+        if name not in self._llms:
+            if self._cache is None:
+                self.options.run_root.mkdir(parents=True, exist_ok=True)
+                self._cache = LLMCache(self.options.run_root / "llm_cache.sqlite")
+            self._llms[name] = make_llm(name, self.recipe.models[name], self._cache)
+        return self._llms[name]
+
+    def reranker(self, name: str) -> Reranker:
+        if name not in self._rerankers:
+            config = reranker_configs(self.recipe)[name]
+            self._rerankers[name] = make_reranker(name, config, self.llm, self.prompts)
+        return self._rerankers[name]
+
+    def _usage(self) -> LLMUsage:
+        total = LLMUsage()
+        for backend in self._llms.values():
+            total = total + backend.usage
+        return total
+
+    def close(self) -> None:
+        for reranker in self._rerankers.values():
+            reranker.close()
+        for backend in self._llms.values():
+            backend.close()
+
+    # -- fingerprints ---------------------------------------------------------
+
+    def _stage_fingerprint(self, previous: str, stage: Stage) -> str:
+        prompts = {name: self.prompts.get(name).sha256 for name in stage.prompts_used()}
+        models = {m: self.recipe.models[m].model_dump(mode="json") for m in stage.models_used()}
+        rerankers = reranker_fingerprint(self.recipe, stage.rerankers_used())
+        return _hash(previous, stage.name, stage.params.model_dump(mode="json"), prompts, models,
+                     rerankers, self.recipe.seed)
+
+    # -- the run --------------------------------------------------------------
+
+    def run(self) -> RunResult:
+        try:
+            bench, stats = self._stages()
+            out_dir = self.options.out_dir or Path(self.recipe.output.dir or f"out/{self.recipe.name}")
+            self._write(bench, stats, out_dir)
+        finally:
+            self.close()
+        if self.recipe.push is not None:
+            cfg = self.recipe.push
+            push(out_dir, cfg.repo, private=cfg.private, tag=cfg.tag, console=self.console)
+        return RunResult(bench=bench, out_dir=out_dir, run_dir=self.run_dir, stage_stats=stats)
+
+    def _stages(self) -> tuple[Bench, list[dict[str, Any]]]:
+        stats: list[dict[str, Any]] = []
+        fp = _hash(self.loaded.data.get("sources"), self.loaded.data.get("tokenizer"),
+                   self.options.limit, "load")
+        bench, st = self._checkpointed(LOAD_LABEL, fp, self._load)
+        stats.append(st)
+        for i, stage in enumerate(self.recipe.stage_objects(), start=1):
+            fp = self._stage_fingerprint(fp, stage)
+            label = f"{i:02d}_{stage.name}"
+            bench, st = self._checkpointed(
+                label, fp, lambda b=bench, s=stage, i=i, lab=label: self._run_stage(b, s, i, lab)
+            )
+            stats.append(st)
+        return bench, stats
+
+    def _write(self, bench: Bench, stats: list[dict[str, Any]], out_dir: Path) -> None:
+        """Everything is written into a staging folder that replaces `out_dir` only when
+        complete, so a failure never leaves a half-written dataset behind."""
+        staging = out_dir.with_name(f".{out_dir.name}.staging")
+        summary = self._summary(stats)
+        write_beir(bench, staging, stats=summary)
+        o = self.recipe.output
+        if o.per_language or o.posir_layout or o.cross_lingual:
+            write_multilingual(bench, staging, o, stats=summary)
+        publish_outputs(bench, staging, summary, self.loaded)
+        replace_dir(staging, out_dir)
+
+    def _checkpointed(self, label: str, fp: str, compute: Callable[[], tuple[Bench, dict[str, Any]]]
+                      ) -> tuple[Bench, dict[str, Any]]:
+        stage_dir = self.run_dir / label
+        stamp = stage_dir / "fingerprint.txt"
+        if not self.options.fresh and stamp.exists() and stamp.read_text() == fp:
+            stats = json.loads((stage_dir / "stats.json").read_text())
+            stats["resumed"] = True
+            self.console.print(f"[dim]{label}: unchanged, loaded from checkpoint[/]")
+            return Bench.load(stage_dir), stats
+        bench, stats = compute()
+        bench.save(stage_dir)
+        write_text_atomic(stage_dir / "stats.json", json.dumps(stats, indent=2, default=str))
+        write_text_atomic(stamp, fp)
+        return bench, stats
+
+    def _load(self) -> tuple[Bench, dict[str, Any]]:
+        t0 = time.perf_counter()
+        corpus, bad = load_sources(self.recipe.sources, self.loaded.base_dir, self.options.limit)
+        counts = self.tokenizer.count_many(corpus["text"].to_list())
+        corpus = corpus.with_columns(pl.Series("n_tokens", counts, dtype=pl.Int64))
+        drops = bad.select(pl.lit(LOAD_LABEL).alias("stage"), pl.lit("doc").alias("kind"), "id", "reason")
+        bench = Bench.of(corpus=corpus, drops=drops)
+        stats = {
+            "stage": LOAD_LABEL, "docs_in": corpus.height + bad.height, "docs_out": corpus.height,
+            "queries_in": 0, "queries_out": 0,
+            "dropped": dict(Counter(bad["reason"].to_list())),
+            "seconds": round(time.perf_counter() - t0, 3), "tokenizer": self.tokenizer.name,
+        }
+        self.console.print(f"{LOAD_LABEL}: {corpus.height} documents ({bad.height} rows dropped)")
+        return bench, stats
+
+    def _run_stage(self, bench: Bench, stage: Stage, index: int, label: str
+                   ) -> tuple[Bench, dict[str, Any]]:
+        work_dir = self.run_dir / "work" / label
+        work_dir.mkdir(parents=True, exist_ok=True)
+        ctx = StageContext(
+            recipe=self.recipe, label=label, index=index, tokenizer=self.tokenizer,
+            work_dir=work_dir, prompts=self.prompts,
+            progress=RichProgress(self.console, label), llm_factory=self.llm,
+            reranker_factory=self.reranker,
+            base_dir=self.loaded.base_dir,
+        )
+        before = self._usage()
+        t0 = time.perf_counter()
+        out = stage.run(bench, ctx)
+        seconds = time.perf_counter() - t0
+        stats = check_invariants(bench, out, stage, label)
+        usage = self._usage() - before
+        stats.update({
+            "seconds": round(seconds, 3),
+            "llm": usage.__dict__,
+            "prompts": {n: self.prompts.get(n).sha256 for n in stage.prompts_used()},
+            **ctx.stats,
+        })
+        self.console.print(
+            f"{label}: docs {stats['docs_in']}→{stats['docs_out']}, "
+            f"queries {stats['queries_in']}→{stats['queries_out']}"
+            + (f", dropped {sum(stats['dropped'].values())}" if stats["dropped"] else "")
+        )
+        return out, stats
+
+    def _summary(self, stats: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"recipe": self.recipe.name, "stages": stats}
+
+
+def check_invariants(before: Bench, after: Bench, stage: Stage, label: str) -> dict[str, Any]:
+    """in == out + dropped, for documents and queries; unique ids; qrels point at live rows."""
+    stats: dict[str, Any] = {"stage": label}
+    drops = after.drops.filter(pl.col("stage") == label)
+    for kind, table, key in (("doc", "corpus", "doc_id"), ("query", "queries", "query_id")):
+        ids_in = set(getattr(before, table)[key].to_list())
+        out_col = getattr(after, table)[key]
+        if out_col.n_unique() != out_col.len():
+            raise InvariantError(f"{label}: duplicate {key} values in the output")
+        ids_out = set(out_col.to_list())
+        dropped = set(drops.filter(pl.col("kind") == kind)["id"].to_list())
+        gone = ids_in - ids_out
+        if table not in stage.rebuilds and gone != dropped & ids_in:
+            lost = sorted(gone - dropped)[:5]
+            raise InvariantError(
+                f"{label}: {len(gone - dropped)} {table} rows vanished without a drop reason "
+                f"(e.g. {lost}); a stage must record every removal"
+            )
+        name = "docs" if kind == "doc" else "queries"
+        stats[f"{name}_in"] = len(ids_in)
+        stats[f"{name}_out"] = len(ids_out)
+        stats[f"{name}_added"] = len(ids_out - ids_in)
+    live_q = set(after.queries["query_id"].to_list())
+    live_d = set(after.corpus["doc_id"].to_list())
+    bad = after.qrels.filter(~pl.col("query_id").is_in(list(live_q)) | ~pl.col("doc_id").is_in(list(live_d)))
+    if bad.height:
+        raise InvariantError(f"{label}: {bad.height} qrels point at removed queries or documents")
+    stats["dropped"] = dict(Counter(drops["reason"].to_list()))
+    return stats

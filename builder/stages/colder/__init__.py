@@ -1,0 +1,1 @@
+"""ColDeR: controlled document pairs from Re-DocRED probing position, brevity, repetition and foils."""

@@ -1,0 +1,1 @@
+"""MS MARCO FarRelevant: BEIR input, far-relevant document assembly, split-and-shuffle de-biasing."""

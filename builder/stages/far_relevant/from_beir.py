@@ -1,0 +1,49 @@
+"""Load a BEIR folder (corpus, queries, qrels) into the bench, e.g. as FarRelevant's input."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+from pydantic import Field
+
+from builder.io.beir_input import read_beir_input
+from builder.io.bench_rows import add_rows, input_path
+from builder.stages.base import Stage, StageParams, register_stage
+
+if TYPE_CHECKING:
+    from builder.bench import Bench
+    from builder.stages.context import StageContext
+
+
+class FromBEIRParams(StageParams):
+    path: str = Field(description="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv); "
+                                  "a relative path resolves from the working directory")
+    split: str = "test"
+    limit_queries: int | None = Field(default=None, ge=1,
+                                      description="keep the first N queries that have qrels")
+    lang: str = "en"
+    domain: str = "general"
+    id_prefix: str = Field(default="", description="prepended to document and query ids")
+
+
+@register_stage
+class FromBEIR(Stage):
+    """Load a BEIR folder into the bench; malformed rows are counted drops."""
+
+    name = "from_beir"
+    Params = FromBEIRParams
+    params: FromBEIRParams
+
+    def run(self, bench: Bench, ctx: StageContext) -> Bench:
+        p = self.params
+        loaded = read_beir_input(input_path(p.path, ctx.base_dir), p.split, p.id_prefix, p.limit_queries)
+        corpus = loaded.corpus.with_columns(
+            pl.lit(p.lang).alias("lang"), pl.lit(p.domain).alias("domain"),
+            pl.Series("n_tokens", ctx.tokenizer.count_many(loaded.corpus["text"].to_list()),
+                      pl.Int64),
+        )
+        queries = loaded.queries.with_columns(pl.lit(p.lang).alias("lang"))
+        ctx.stats.update(loaded.stats)
+        return add_rows(bench, ctx.label, corpus=corpus, queries=queries, qrels=loaded.qrels,
+                        rejected=loaded.rejected)

@@ -1,0 +1,96 @@
+"""FineWeb-PosQ-style generation: the global summary plus one chunk at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+from builder.backends.llm import ChatRequest
+from builder.backends.llm.json_answers import chat_json
+from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items
+from builder.textutil.positions import requested_of_region, tag_chunk
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from builder.stages.context import StageContext
+    from builder.stages.generate.params import GenerateParams
+
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {
+            "question": {"type": "string"},
+            "answer": {"type": "string"},
+            "type": {"type": "string", "enum": ["simple", "complicated"]},
+        },
+        "required": ["question", "answer", "type"],
+    },
+}
+
+
+def validate_answer(value: Any) -> list[dict[str, str]]:
+    if isinstance(value, dict) and isinstance(value.get("questions"), list):
+        value = value["questions"]  # some models wrap the list in an object
+    return check_question_items(value)
+
+
+def make_splitter(p: GenerateParams, count: Callable[[str], int]) -> RecursiveCharacterTextSplitter:
+    return RecursiveCharacterTextSplitter(
+        chunk_size=p.chunk_size, chunk_overlap=p.chunk_overlap,
+        length_function=count, add_start_index=True,
+    )
+
+
+def split_with_offsets(splitter: RecursiveCharacterTextSplitter, text: str) -> list[tuple[int, int, str]]:
+    """Chunks with their [start, end) character offsets in the original text."""
+    docs = splitter.create_documents([text])
+    out = []
+    for d in docs:
+        start = d.metadata["start_index"]
+        if start < 0 or text[start:start + len(d.page_content)] != d.page_content:
+            start = text.find(d.page_content)
+        out.append((start, start + len(d.page_content), d.page_content))
+    return out
+
+
+def _counter(p: GenerateParams, ctx: StageContext) -> Callable[[str], int]:
+    if p.chunk_unit == "words":
+        return lambda s: len(s.split())
+    return lambda s: ctx.tokenizer.count_many([s])[0]
+
+
+def generate_chunked(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams) -> GenerationOutcome:
+    assert p.llm is not None
+    splitter = make_splitter(p, _counter(p, ctx))
+    calls: list[tuple[str, str, int, int, str]] = []
+    requests: list[ChatRequest] = []
+    for doc in corpus.select("doc_id", "text", "summary").iter_rows(named=True):
+        for k, (start, end, chunk) in enumerate(split_with_offsets(splitter, doc["text"])):
+            call_id = f"{doc['doc_id']}/c{k}"
+            tag = tag_chunk(start, end, len(doc["text"]))
+            messages = ctx.render(p.prompt, summary=doc["summary"] or "", chunk=chunk,
+                                  max_questions=p.questions_per_call)
+            calls.append((doc["doc_id"], call_id, start, end, tag))
+            requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=ANSWER_SCHEMA))
+    with ctx.progress.task("generating per chunk", len(requests)) as bar:
+        answers = chat_json(ctx.llm(p.llm), requests, validate_answer,
+                            raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
+    outcome = GenerationOutcome(notes={"chunks": len(requests)})
+    for (doc_id, call_id, start, end, tag), answer in zip(calls, answers):
+        if answer.error is not None:
+            outcome.failed[call_id] = (doc_id, answer.error)
+            continue
+        for j, item in enumerate(answer.value[: p.questions_per_call]):
+            qtype = str(item.get("type") or "").lower()
+            outcome.drafts.append(QueryDraft(
+                query_id=f"{call_id}-{j}", doc_id=doc_id, text=item["question"].strip(),
+                answer=item["answer"].strip(),
+                qtype=qtype if qtype in ("simple", "complicated") else "complicated",
+                requested_position=requested_of_region(tag),
+                chunk_start=start, chunk_end=end, chunk_tag=tag,
+            ))
+    return outcome

@@ -1,0 +1,97 @@
+"""Position-constrained question generation (PosIR C.1, FineWeb-PosQ B.2, or offline cloze)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from builder.stages.generate.chunked import generate_chunked
+from builder.stages.generate.extractive import generate_extractive
+from builder.stages.generate.records import GenerationOutcome
+from builder.stages.generate.whole_document import generate_whole_document
+from builder.stages.base import Estimate, Flow, Stage, register_stage
+from builder.stages.generate.params import GenerateParams
+
+if TYPE_CHECKING:
+    from builder.bench import Bench
+    from builder.stages.context import StageContext
+
+_MODES = {
+    "whole_document": generate_whole_document,
+    "chunked": generate_chunked,
+    "extractive": generate_extractive,
+}
+
+
+@register_stage
+class GenerateQueries(Stage):
+    """Generate questions aimed at a region of each document, with their answers."""
+
+    name = "generate_queries"
+    Params = GenerateParams
+    params: GenerateParams
+
+    def prompts_used(self) -> dict[str, set[str]]:
+        p = self.params
+        if p.prompt is None:
+            return {}
+        if p.mode == "chunked":
+            return {p.prompt: {"summary", "chunk", "max_questions"}}
+        return {p.prompt: {"document", "n_questions", "region_instruction", "question_types", "styles"}}
+
+    def problems(self, recipe: Any) -> list[tuple[str, str]]:
+        names = [s.name for s in recipe.stage_objects()]
+        if self.params.mode == "chunked" and "summarize" not in names:
+            return [("mode", "chunked generation needs a summarize stage before it")]
+        return []
+
+    def run(self, bench: Bench, ctx: StageContext) -> Bench:
+        outcome = _MODES[self.params.mode](bench.corpus, ctx, self.params)
+        ctx.stats.update(outcome.notes)
+        return _apply(bench, outcome, ctx)
+
+    def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
+        p = self.params
+        if p.mode == "extractive":
+            n = flow.docs * p.calls_per_doc * p.questions_per_call
+            return Flow(flow.docs, flow.queries + n, flow.doc_tokens), Estimate()
+        if p.mode == "chunked":
+            calls = int(flow.docs * max(1.0, flow.doc_tokens / p.chunk_size))
+            prompt_tokens = calls * (p.chunk_size * 1.4 + 350)
+        else:
+            calls = flow.docs * p.calls_per_doc
+            prompt_tokens = calls * (flow.doc_tokens + 450)
+        n = calls * p.questions_per_call
+        est = Estimate(calls=calls, prompt_tokens=int(prompt_tokens), completion_tokens=n * 60)
+        return Flow(flow.docs, flow.queries + n, flow.doc_tokens), est
+
+
+def _apply(bench: Bench, outcome: GenerationOutcome, ctx: StageContext) -> Bench:
+    langs = dict(bench.corpus.select("doc_id", "lang").iter_rows())
+    rows = [
+        {"query_id": d.query_id, "text": d.text, "doc_id": d.doc_id, "lang": langs[d.doc_id],
+         "answer": d.answer, "qtype": d.qtype, "requested_position": d.requested_position,
+         "reference_texts": list(d.reference_texts) or None, "chunk_start": d.chunk_start,
+         "chunk_end": d.chunk_end, "chunk_tag": d.chunk_tag}
+        for d in outcome.drafts
+    ]
+    # A failed call becomes a placeholder query that is dropped at once, so the loss shows.
+    rows += [
+        {"query_id": call_id, "text": None, "doc_id": doc_id, "lang": langs[doc_id]}
+        for call_id, (doc_id, _) in outcome.failed.items()
+    ]
+    new = pl.DataFrame(rows, schema=_QUERY_SCHEMA)
+    queries = pl.concat([bench.queries, new], how="diagonal_relaxed")
+    qrels = pl.concat([bench.qrels, new.select(
+        "query_id", "doc_id", pl.lit(1, dtype=pl.Int64).alias("score"))])
+    bench = bench.replace(queries=queries, qrels=qrels)
+    bench = bench.drop_queries({c: reason for c, (_, reason) in outcome.failed.items()}, ctx.label)
+    return bench.drop_docs(dict.fromkeys(outcome.unusable_docs, "doc_unusable"), ctx.label)
+
+
+_QUERY_SCHEMA = {
+    "query_id": pl.Utf8, "text": pl.Utf8, "doc_id": pl.Utf8, "lang": pl.Utf8, "answer": pl.Utf8,
+    "qtype": pl.Utf8, "requested_position": pl.Utf8, "reference_texts": pl.List(pl.Utf8),
+    "chunk_start": pl.Int64, "chunk_end": pl.Int64, "chunk_tag": pl.Utf8,
+}

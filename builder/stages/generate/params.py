@@ -1,0 +1,48 @@
+"""Parameters of `generate_queries`, apart from the stage so the generation modes can
+import them without importing the stage."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from builder.stages.base import StageParams
+
+# PosIR's over-complete list of question types, in our own short wording.
+POSIR_TYPES = [
+    "fact lookup", "how-to steps", "cause and reason", "comparison", "concept explanation",
+    "checking a claim", "grounded prediction", "yes/no", "background and context",
+    "advice", "open discussion", "emotional support", "feasibility and cost",
+    "calculation or logic", "writing request", "relationship advice", "troubleshooting",
+    "hypothetical scenario", "decision support", "personal growth",
+]
+POSIR_STYLES = ["short and casual", "formal and professional", "technical or academic"]
+_DEFAULT_PROMPT = {"whole_document": "posir_generate", "chunked": "chunk_qa", "extractive": None}
+
+
+class GenerateParams(StageParams):
+    mode: Literal["whole_document", "chunked", "extractive"] = "whole_document"
+    llm: str | None = Field(default=None, description="model name; not used by extractive")
+    prompt: str | None = Field(default=None, description="defaults: posir_generate / chunk_qa")
+    calls_per_doc: int = Field(default=1, ge=1, description="whole_document: one region drawn per call")
+    questions_per_call: int = Field(default=3, ge=1, description="questions asked per call / chunk")
+    region_weights: dict[Literal["first", "middle", "final"], float] = Field(
+        default={"first": 1.0, "middle": 1.0, "final": 1.0})
+    question_types: list[str] = Field(default_factory=lambda: list(POSIR_TYPES))
+    styles: list[str] = Field(default_factory=lambda: list(POSIR_STYLES))
+    chunk_size: int = Field(default=256, ge=16, description="chunked: chunk length in chunk_unit")
+    chunk_overlap: int = Field(default=0, ge=0)
+    chunk_unit: Literal["words", "tokens"] = "words"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GenerateParams:
+        if self.mode != "extractive" and not self.llm:
+            raise ValueError(f"mode {self.mode!r} needs an llm")
+        if self.mode == "extractive" and self.llm:
+            raise ValueError("mode 'extractive' uses no llm; remove it")
+        if self.prompt is None:
+            self.prompt = _DEFAULT_PROMPT[self.mode]
+        if not any(w > 0 for w in self.region_weights.values()):
+            raise ValueError("region_weights need at least one positive weight")
+        return self

@@ -1,0 +1,59 @@
+"""One LLM summary per document, kept on the corpus row for later prompts (FineWeb-PosQ)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+from pydantic import Field
+
+from builder.backends.llm import ChatRequest
+from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+
+if TYPE_CHECKING:
+    from builder.bench import Bench
+    from builder.stages.context import StageContext
+
+
+class SummarizeParams(StageParams):
+    llm: str
+    prompt: str = "summarize"
+    max_words: int = Field(default=120, ge=10, description="length the prompt asks for")
+
+
+@register_stage
+class Summarize(Stage):
+    """Write a short global summary of every document with an LLM (column `summary`)."""
+
+    name = "summarize"
+    Params = SummarizeParams
+    params: SummarizeParams
+
+    def prompts_used(self) -> dict[str, set[str]]:
+        return {self.params.prompt: {"title", "text", "max_words"}}
+
+    def run(self, bench: Bench, ctx: StageContext) -> Bench:
+        p = self.params
+        corpus = bench.corpus
+        requests = [
+            ChatRequest.of(ctx.render(p.prompt, title=row["title"], text=row["text"],
+                                      max_words=p.max_words), item_id=row["doc_id"])
+            for row in corpus.select("doc_id", "title", "text").iter_rows(named=True)
+        ]
+        with ctx.progress.task("summarizing", len(requests)) as bar:
+            answers = ctx.llm(p.llm).chat_many(requests, on_done=bar.advance)
+        summaries = [a.text.strip() if a.text else None for a in answers]
+        reasons = [
+            None if s else ("llm_failed" if a.error else "empty_summary")
+            for s, a in zip(summaries, answers)
+        ]
+        bench = bench.replace(corpus=corpus.with_columns(pl.Series("summary", summaries, pl.Utf8)))
+        return bench.keep_docs(pl.Series(reasons, dtype=pl.Utf8), ctx.label)
+
+    def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
+        est = Estimate(
+            calls=flow.docs,
+            prompt_tokens=int(flow.docs * (flow.doc_tokens + 120)),
+            completion_tokens=int(flow.docs * self.params.max_words * 1.4),
+        )
+        return flow, est

@@ -1,0 +1,89 @@
+"""PosIR-style generation: the whole document, one positional requirement per call."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from builder.backends.llm import ChatRequest
+from builder.backends.llm.json_answers import chat_json
+from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from builder.stages.context import StageContext
+    from builder.stages.generate.params import GenerateParams
+
+REGION_INSTRUCTIONS = {
+    "first": "Base every question mainly on the first third of the document.",
+    "middle": "Base every question mainly on the middle third of the document.",
+    "final": "Base every question mainly on the final third of the document.",
+}
+
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "usable": {"type": "boolean"},
+        "questions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "question": {"type": "string"},
+                    "answer": {"type": "string"},
+                    "type": {"type": "string"},
+                },
+                "required": ["question", "answer"],
+            },
+        },
+    },
+    "required": ["usable"],
+}
+
+
+def validate_answer(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict) or not isinstance(value.get("usable"), bool):
+        raise ValueError('expected an object with a boolean "usable"')
+    if not value["usable"]:
+        return {"usable": False, "questions": []}
+    check_question_items(value.get("questions"))
+    return value
+
+
+def pick_region(ctx: StageContext, key: str, weights: dict[str, float]) -> str:
+    regions = [r for r in ("first", "middle", "final") if weights.get(r, 0) > 0]
+    return ctx.item_rng(key).choices(regions, [weights[r] for r in regions])[0]
+
+
+def generate_whole_document(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams) -> GenerationOutcome:
+    assert p.llm is not None
+    calls: list[tuple[str, str, str]] = []  # (doc_id, call id, region)
+    requests: list[ChatRequest] = []
+    for doc in corpus.select("doc_id", "text").iter_rows(named=True):
+        for k in range(p.calls_per_doc):
+            call_id = f"{doc['doc_id']}/g{k}"
+            region = pick_region(ctx, call_id, p.region_weights)
+            messages = ctx.render(
+                p.prompt, document=doc["text"], n_questions=p.questions_per_call,
+                region_instruction=REGION_INSTRUCTIONS[region],
+                question_types=p.question_types, styles=p.styles,
+            )
+            calls.append((doc["doc_id"], call_id, region))
+            requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=ANSWER_SCHEMA))
+    with ctx.progress.task("generating questions", len(requests)) as bar:
+        answers = chat_json(ctx.llm(p.llm), requests, validate_answer,
+                            raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
+    outcome = GenerationOutcome()
+    for (doc_id, call_id, region), answer in zip(calls, answers):
+        if answer.error is not None:
+            outcome.failed[call_id] = (doc_id, answer.error)
+        elif not answer.value["usable"]:
+            outcome.unusable_docs.add(doc_id)
+        else:
+            for j, item in enumerate(answer.value["questions"][: p.questions_per_call]):
+                outcome.drafts.append(QueryDraft(
+                    query_id=f"{call_id}-{j}", doc_id=doc_id, text=item["question"].strip(),
+                    answer=item["answer"].strip(), qtype=str(item.get("type") or ""),
+                    requested_position=region,
+                ))
+    return outcome

@@ -1,0 +1,163 @@
+"""Reference-span localization (PosIR C.2): verbatim extraction, then character offsets.
+
+With an `llm`, the model copies the supporting passages for several questions of one
+document per call. Without one, the queries' own `reference_texts` are located (the
+extractive generator provides them). Either way each passage is matched exactly, then
+normalized, then fuzzily; the query then gets its spans and every position field.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+from pydantic import Field
+
+from builder.backends.llm import ChatRequest
+from builder.backends.llm.json_answers import JSONAnswer, chat_json
+from builder.bench import SPAN_DTYPE
+from builder.position_columns import PositionOptions, annotate_positions
+from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.textutil.spans import DocumentIndex, SpanFailure, locate_references
+
+if TYPE_CHECKING:
+    from builder.bench import Bench
+    from builder.stages.context import StageContext
+
+
+class LocalizeParams(StageParams):
+    llm: str | None = Field(default=None, description="model that extracts passages; none = use reference_texts")
+    prompt: str = "locate_reference"
+    questions_per_call: int = Field(default=8, ge=1)
+    fuzzy_min_score: float = Field(default=90.0, ge=50.0, le=100.0)
+    drop_off_target: bool = Field(default=False, description="drop queries whose span is outside the requested third")
+    positions: PositionOptions = PositionOptions()
+
+
+def _validate_for(ids: list[int]):
+    def validate(value: Any) -> dict[int, list[str]]:
+        if isinstance(value, dict):
+            value = value.get("answers", value.get("questions", [value]))
+        if not isinstance(value, list):
+            raise ValueError("expected a JSON list with one entry per question")
+        found: dict[int, list[str]] = {}
+        for item in value:
+            if not isinstance(item, dict) or "reference_texts" not in item:
+                raise ValueError('each entry needs "id" and "reference_texts"')
+            refs = item["reference_texts"]
+            if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+                raise ValueError('"reference_texts" must be a list of strings')
+            try:
+                found[int(item.get("id"))] = [r for r in refs if r.strip()]
+            except (TypeError, ValueError):
+                raise ValueError('every entry needs its numeric question "id"') from None
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise ValueError(f"no entry for question ids {missing}")
+        return found
+
+    return validate
+
+
+@register_stage
+class LocalizeSpans(Stage):
+    """Find each question's supporting passages and their exact character offsets."""
+
+    name = "localize_spans"
+    Params = LocalizeParams
+    params: LocalizeParams
+
+    def prompts_used(self) -> dict[str, set[str]]:
+        return {self.params.prompt: {"document", "questions"}} if self.params.llm else {}
+
+    def run(self, bench: Bench, ctx: StageContext) -> Bench:
+        refs = self._extract(bench, ctx) if self.params.llm else self._given(bench)
+        texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
+        spans: list[list[dict] | None] = []
+        reasons: list[str | None] = []
+        indexes: dict[str, DocumentIndex] = {}
+        for qid, doc_id in bench.queries.select("query_id", "doc_id").iter_rows():
+            found = refs.get(qid)
+            if isinstance(found, str):
+                spans.append(None)
+                reasons.append(found)
+                continue
+            index = indexes.setdefault(doc_id, DocumentIndex(texts[doc_id]))
+            result = locate_references(index, found or [], self.params.fuzzy_min_score)
+            if isinstance(result, SpanFailure):
+                spans.append(None)
+                reasons.append(str(result))
+            else:
+                spans.append([vars(s) for s in result])
+                reasons.append(None)
+        ref_col = [r if isinstance(r, list) else None for r in (refs.get(q) for q in bench.queries["query_id"])]
+        queries = bench.queries.with_columns(
+            pl.Series("spans", spans, dtype=SPAN_DTYPE),
+            pl.Series("reference_texts", ref_col, dtype=pl.List(pl.Utf8)),
+        )
+        bench = bench.replace(queries=queries).keep_queries(pl.Series(reasons, dtype=pl.Utf8), ctx.label)
+        bench = bench.replace(queries=annotate_positions(
+            bench.queries, bench.corpus, ctx.tokenizer, self.params.positions))
+        return self._off_target(bench, ctx)
+
+    def _given(self, bench: Bench) -> dict[str, list[str] | str]:
+        if "reference_texts" not in bench.queries.columns:
+            return dict.fromkeys(bench.queries["query_id"].to_list(), "no_reference_texts")
+        return {q: (r if r is not None else "no_reference_texts")
+                for q, r in bench.queries.select("query_id", "reference_texts").iter_rows()}
+
+    def _extract(self, bench: Bench, ctx: StageContext) -> dict[str, list[str] | str]:
+        p = self.params
+        texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
+        groups: list[tuple[list[str], ChatRequest, list[int]]] = []
+        for (doc_id,), part in bench.queries.group_by("doc_id", maintain_order=True):
+            rows = part.select("query_id", "text").rows()
+            for at in range(0, len(rows), p.questions_per_call):
+                batch = rows[at: at + p.questions_per_call]
+                ids = list(range(1, len(batch) + 1))
+                messages = ctx.render(p.prompt, document=texts[doc_id], questions=[
+                    {"id": i, "text": text} for i, (_, text) in zip(ids, batch)])
+                groups.append(([q for q, _ in batch], ChatRequest.of(messages, item_id=f"{doc_id}@{at}"), ids))
+        with ctx.progress.task("locating references", len(groups)) as bar:
+            answers = self._ask(groups, ctx, bar.advance)
+        out: dict[str, list[str] | str] = {}
+        for (qids, _, ids), answer in zip(groups, answers):
+            for qid, i in zip(qids, ids):
+                out[qid] = answer.error if answer.error else answer.value[i]
+        return out
+
+    def _ask(self, groups: list[tuple[list[str], ChatRequest, list[int]]], ctx: StageContext,
+             advance: Any) -> list[JSONAnswer]:
+        """One chat_json batch per group size, so each validator knows which ids to expect."""
+        answers: list[JSONAnswer | None] = [None] * len(groups)
+        for size in sorted({len(ids) for _, _, ids in groups}):
+            picked = [k for k, (_, _, ids) in enumerate(groups) if len(ids) == size]
+            got = chat_json(ctx.llm(self.params.llm), [groups[k][1] for k in picked],
+                            _validate_for(list(range(1, size + 1))),
+                            raw_log=ctx.work_dir / "unparseable.jsonl", on_done=advance)
+            for k, answer in zip(picked, got):
+                answers[k] = answer
+        return answers  # type: ignore[return-value]
+
+    def _off_target(self, bench: Bench, ctx: StageContext) -> Bench:
+        q = bench.queries
+        if "requested_position" not in q.columns:
+            return bench
+        region = pl.col("requested_position").replace_strict(
+            {"first": "beginning", "middle": "middle", "final": "end"}, default=None)
+        q = q.with_columns((region == pl.col("position_tag")).alias("on_target"))
+        ctx.stats["on_target"] = int(q["on_target"].sum() or 0)
+        bench = bench.replace(queries=q)
+        if not self.params.drop_off_target:
+            return bench
+        reasons = q.select(pl.when(pl.col("on_target").not_()).then(pl.lit("off_target_region"))).to_series()
+        return bench.keep_queries(reasons, ctx.label)
+
+    def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
+        if not self.params.llm:
+            return flow, Estimate()
+        calls = max(1, flow.queries // max(1, self.params.questions_per_call)) if flow.queries else 0
+        calls = max(calls, flow.docs if flow.queries else 0)
+        est = Estimate(calls=calls, prompt_tokens=int(calls * (flow.doc_tokens + 350)),
+                       completion_tokens=flow.queries * 80)
+        return flow, est

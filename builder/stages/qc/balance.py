@@ -1,0 +1,30 @@
+"""`balance`: downsample every position category to the smallest (FineWeb-PosQ)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from builder.stages.base import Stage, StageParams, register_stage
+from builder.stages.qc.categories import CategoryColumn, pick_per_category
+
+if TYPE_CHECKING:
+    from builder.bench import Bench
+    from builder.stages.context import StageContext
+
+
+class BalanceParams(StageParams):
+    column: CategoryColumn = Field(default="position_tag", description="query column holding the category")
+
+
+@register_stage
+class Balance(Stage):
+    """Downsample every category to the size of the smallest one."""
+
+    name = "balance"
+    Params = BalanceParams
+    params: BalanceParams
+
+    def run(self, bench: Bench, ctx: StageContext) -> Bench:
+        return pick_per_category(bench, ctx, self.params.column, None, "balanced_out")

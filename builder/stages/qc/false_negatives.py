@@ -1,0 +1,191 @@
+"""False-negative removal: no other document may answer a query as well as its positive.
+
+For each query a retriever recalls the top-k documents (default 1,000; BM25 by default,
+or a bi_encoder entry for dense recall), and the rerankers score them with the positive.
+
+- `mode: posir` (PosIR §2.3): a candidate scoring above the positive under any reranker
+  is removed from the corpus (`false_negative`); queries whose positive it was go with it.
+- `mode: fineweb_posq` (FineWeb-PosQ A.2, stage 2): a candidate that more than half of
+  the rerankers score above `threshold` (normalized scores) is sent to the LLM judges;
+  with at least `min_votes` grades of `min_grade` or more, the query is dropped
+  (`false_negative_confirmed`). To ask one model several times, declare it under several
+  names with different seeds.
+
+Every flagged (query, document) pair is written to `false_negatives.parquet` in the
+stage's work folder.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+import polars as pl
+from pydantic import Field, model_validator
+
+from builder.backends.rerankers import get_reranker, is_missing, make_retriever, reranker_configs, reranker_problems
+from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.qc.grading import grade
+
+if TYPE_CHECKING:
+    from builder.bench import Bench
+    from builder.stages.context import StageContext
+
+_BLOCK = 64  # queries scored together: bounds the pairs held at once
+
+
+class FalseNegativeParams(StageParams):
+    mode: Literal["posir", "fineweb_posq"] = "posir"
+    retriever: str = Field(default="bm25", description="a bm25 or bi_encoder entry under rerankers:")
+    top_k: int = Field(default=1000, ge=1, description="candidates recalled per query")
+    rerankers: list[str] = Field(default=["bm25"], min_length=1, description="names under rerankers:")
+    threshold: float = Field(default=0.5, description="fineweb_posq: a normalized score above this is a yes")
+    judges: list[str] = Field(default=[], description="fineweb_posq: models that confirm candidates; "
+                                                      "none = the rerankers' majority decides alone")
+    min_votes: int = Field(default=2, ge=1, description="judges that must grade at least min_grade")
+    min_grade: int = Field(default=3, ge=0, le=4)
+    prompt: str = "relevance_grade"
+    questions_per_call: int = Field(default=8, ge=1)
+
+    @model_validator(mode="after")
+    def _judges_fit_mode(self) -> FalseNegativeParams:
+        if self.mode == "posir" and self.judges:
+            raise ValueError("judges confirm candidates in mode fineweb_posq only")
+        if self.judges and self.min_votes > len(self.judges):
+            raise ValueError(f"min_votes {self.min_votes} is more than the {len(self.judges)} judges")
+        return self
+
+
+@register_stage
+class FalseNegatives(Stage):
+    """Find documents that answer a query as well as its positive; remove them (PosIR)
+    or the query (FineWeb-PosQ)."""
+
+    name = "false_negatives"
+    Params = FalseNegativeParams
+    params: FalseNegativeParams
+
+    def rerankers_used(self) -> list[str]:
+        return list(dict.fromkeys([self.params.retriever, *self.params.rerankers]))
+
+    def models_used(self) -> list[str]:
+        return list(self.params.judges)
+
+    def prompts_used(self) -> dict[str, set[str]]:
+        return {self.params.prompt: {"document", "questions"}} if self.params.judges else {}
+
+    def problems(self, recipe: Any) -> list[tuple[str, str]]:
+        p = self.params
+        out = [("retriever", m) for m in reranker_problems(
+            recipe, [p.retriever], need="retriever", allowed=("bm25", "bi_encoder"))]
+        if p.mode == "fineweb_posq":
+            configs = reranker_configs(recipe)
+            for name in p.rerankers:
+                if name in configs and not configs[name].normalize:
+                    message = (f"reranker {name!r} gives raw scores, but fineweb_posq compares them "
+                               f"with {p.threshold}: set normalize: true")
+                    out.append(("rerankers", message))
+        return out
+
+    def run(self, bench: Bench, ctx: StageContext) -> Bench:
+        flagged = self._flag(bench, ctx)
+        if self.params.mode == "posir":
+            return self._remove_documents(bench, flagged, ctx)
+        return self._drop_queries(bench, flagged, ctx)
+
+    def _flag(self, bench: Bench, ctx: StageContext) -> list[dict[str, Any]]:
+        """Recall, then score: one record per (query, candidate) the rerankers single out."""
+        p = self.params
+        texts = bench.corpus["text"].to_list()
+        doc_ids = bench.corpus["doc_id"].to_list()
+        row_of = {d: i for i, d in enumerate(doc_ids)}
+        queries = bench.queries.select("query_id", "text", "doc_id").rows()
+        first = get_reranker(ctx, p.retriever)
+        retriever = make_retriever(first, texts)
+        rerankers = [first if name == p.retriever else get_reranker(ctx, name) for name in p.rerankers]
+        for reranker in rerankers:
+            reranker.fit(texts)
+        records: list[dict[str, Any]] = []
+        n_candidates = 0
+        with ctx.progress.task("false negatives", len(queries)) as bar:
+            for at in range(0, len(queries), _BLOCK):
+                block = queries[at: at + _BLOCK]
+                hits = retriever.search([q for _, q, _ in block], p.top_k)
+                cands = [[int(r) for r in rows if r != row_of[d]] for (_, _, d), (rows, _) in zip(block, hits)]
+                n_candidates += sum(map(len, cands))
+                scores = [_block_scores(r, block, cands, texts, row_of, p.mode == "posir") for r in rerankers]
+                records += self._judge_block(block, cands, scores, doc_ids)
+                bar.advance(len(block))
+        ctx.stats["false_negative_candidates_scored"] = n_candidates
+        return records
+
+    def _judge_block(self, block: list[tuple], cands: list[list[int]], scores: list[list[list[float]]],
+                     doc_ids: list[str]) -> list[dict[str, Any]]:
+        p = self.params
+        out = []
+        posir = p.mode == "posir"
+        for k, (qid, query, positive) in enumerate(block):
+            for j, row in enumerate(cands[k]):
+                per = [s[k][j + posir] for s in scores]  # in posir mode index 0 holds the positive
+                if posir:
+                    above = [name for name, s, mine in zip(p.rerankers, per, (s[k][0] for s in scores))
+                             if not is_missing(s) and not is_missing(mine) and s > mine]
+                    hit = bool(above)
+                else:
+                    above = [name for name, s in zip(p.rerankers, per) if not is_missing(s) and s > p.threshold]
+                    hit = len(above) > len(p.rerankers) / 2
+                if hit:
+                    out.append({"query_id": qid, "query": query, "positive": positive,
+                                "doc_id": doc_ids[row], "row": row, "rerankers": above})
+        return out
+
+    def _remove_documents(self, bench: Bench, flagged: list[dict[str, Any]], ctx: StageContext) -> Bench:
+        _save(flagged, ctx, votes=None)
+        docs = dict.fromkeys((r["doc_id"] for r in flagged), "false_negative")
+        ctx.stats["false_negative_docs"] = len(docs)
+        return bench.drop_docs(docs, ctx.label)
+
+    def _drop_queries(self, bench: Bench, flagged: list[dict[str, Any]], ctx: StageContext) -> Bench:
+        p = self.params
+        ctx.stats["false_negative_candidates"] = len(flagged)
+        texts = bench.corpus["text"].to_list()
+        pairs = [(r["query"], texts[r["row"]]) for r in flagged]
+        votes = [0] * len(flagged)
+        for judge in p.judges:
+            grades = grade(ctx, judge, p.prompt, pairs, p.questions_per_call, f"judging with {judge}")
+            votes = [v + (g.value is not None and g.value >= p.min_grade) for v, g in zip(votes, grades)]
+        need = p.min_votes if p.judges else 0
+        confirmed = [r for r, v in zip(flagged, votes) if v >= need]
+        _save(flagged, ctx, votes=votes if p.judges else None)
+        ctx.stats["false_negatives_confirmed"] = len(confirmed)
+        return bench.drop_queries(dict.fromkeys((r["query_id"] for r in confirmed), "false_negative_confirmed"),
+                                  ctx.label)
+
+    def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
+        pairs = flow.queries * self.params.top_k * len(self.params.rerankers)
+        return flow, Estimate(notes=[f"up to {pairs} reranker pairs"])
+
+
+def _block_scores(reranker: Any, block: list[tuple], cands: list[list[int]], texts: list[str],
+                  row_of: dict[str, int], with_positive: bool) -> list[list[float]]:
+    """Per query of the block: the score of each candidate, after the positive's if asked."""
+    pairs, sizes = [], []
+    for (_, query, positive), rows in zip(block, cands):
+        head = [(query, texts[row_of[positive]])] if with_positive else []
+        pairs += head + [(query, texts[r]) for r in rows]
+        sizes.append(len(head) + len(rows))
+    flat = reranker.score_pairs(pairs)
+    out, at = [], 0
+    for n in sizes:
+        out.append(flat[at: at + n])
+        at += n
+    return out
+
+
+def _save(flagged: list[dict[str, Any]], ctx: StageContext, votes: list[int] | None) -> None:
+    table = pl.DataFrame(
+        {"query_id": [r["query_id"] for r in flagged], "doc_id": [r["doc_id"] for r in flagged],
+         "rerankers": [r["rerankers"] for r in flagged]},
+        schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "rerankers": pl.List(pl.Utf8)})
+    if votes is not None:
+        table = table.with_columns(pl.Series("judge_votes", votes, dtype=pl.Int64))
+    table.write_parquet(ctx.work_dir / "false_negatives.parquet")

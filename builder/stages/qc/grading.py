@@ -1,0 +1,82 @@
+"""Helpers shared by the QC stages: cutting spans out of a document, and grading
+(question, text) pairs with an LLM judge."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from builder.backends.rerankers import Grade, Pair, grade_pairs, request_count
+
+if TYPE_CHECKING:
+    from builder.bench import Bench
+    from builder.stages.context import StageContext
+
+
+def remove_spans(text: str, spans: Sequence[dict] | None, joiner: str = " ") -> str:
+    """The text with every span's characters cut out; the pieces left are joined by `joiner`."""
+    pieces, at = [], 0
+    for span in sorted(spans or [], key=lambda s: s["start"]):
+        start, end = max(at, span["start"]), max(at, span["end"])
+        pieces.append(text[at:start])
+        at = end
+    pieces.append(text[at:])
+    return joiner.join(p.strip() for p in pieces if p.strip())
+
+
+def contrast_rows(bench: Bench) -> tuple[list[tuple[str, str, str, str]], dict[str, str]]:
+    """(query_id, query, document, document without spans) per query that has spans, and
+    `no_spans` for those that have none."""
+    texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
+    spans_col = "spans" if "spans" in bench.queries.columns else None
+    rows, missing = [], {}
+    for qid, query, doc_id, spans in bench.queries.select(
+            "query_id", "text", "doc_id", pl.col(spans_col) if spans_col else pl.lit(None)).iter_rows():
+        if not spans:
+            missing[qid] = "no_spans"
+            continue
+        text = texts[doc_id]
+        rows.append((qid, query, text, remove_spans(text, spans)))
+    return rows, missing
+
+
+def grade(ctx: StageContext, llm: str, prompt: str, pairs: Sequence[Pair], questions_per_call: int,
+          what: str = "grading") -> list[Grade]:
+    """Grade (question, text) pairs with the recipe model `llm`, with a progress bar."""
+    if not pairs:
+        return []
+    with ctx.progress.task(what, request_count(pairs, questions_per_call)) as bar:
+        return grade_pairs(ctx.llm(llm), lambda **v: ctx.render(prompt, **v), pairs,
+                           questions_per_call=questions_per_call,
+                           raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
+
+
+def grade_histogram(grades: Sequence[Grade]) -> dict[str, int]:
+    return dict(sorted(Counter(str(g.value) if g.error is None else g.error for g in grades).items()))
+
+
+def contrast_verdicts(ctx: StageContext, rows: Sequence[tuple[str, str, str, str]], llm: str, prompt: str,
+                      min_grade: int, contrast: bool, questions_per_call: int) -> dict[str, str | None]:
+    """Per query: None (passes) or why not: a grading error, `llm_grade_below:<n>`, or
+    (with `contrast`) `llm_not_higher` when the text without spans grades as high."""
+    with_span = grade(ctx, llm, prompt, [(q, doc) for _, q, doc, _ in rows], questions_per_call,
+                      "grading with spans")
+    without = grade(ctx, llm, prompt, [(q, cut) for _, q, _, cut in rows], questions_per_call,
+                    "grading without spans") if contrast else [Grade(None, None)] * len(rows)
+    ctx.stats["llm_grades_with_span"] = grade_histogram(with_span)
+    if contrast:
+        ctx.stats["llm_grades_without_span"] = grade_histogram(without)
+    verdicts: dict[str, str | None] = {}
+    for (qid, *_), w, wo in zip(rows, with_span, without):
+        if w.error or wo.error:
+            verdicts[qid] = w.error or wo.error
+        elif w.value < min_grade:  # type: ignore[operator]
+            verdicts[qid] = f"llm_grade_below:{min_grade}"
+        elif contrast and w.value <= wo.value:  # type: ignore[operator]
+            verdicts[qid] = "llm_not_higher"
+        else:
+            verdicts[qid] = None
+    return verdicts

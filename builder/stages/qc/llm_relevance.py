@@ -1,0 +1,60 @@
+"""LLM relevance check (PosIR §2.3 and C.3): a 0-4 grade of each query against its
+document, and optionally against the document with the query's spans cut out."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import Field
+
+from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.qc.grading import contrast_rows, contrast_verdicts
+
+if TYPE_CHECKING:
+    from builder.bench import Bench
+    from builder.stages.context import StageContext
+
+
+class RelevanceParams(StageParams):
+    llm: str = Field(description="the grading model (PosIR used DeepSeek-V3.1, non-thinking)")
+    prompt: str = "relevance_grade"
+    min_grade: int = Field(default=3, ge=0, le=4, description="keep only grades at or above this")
+    contrast: bool = Field(default=True, description=(
+        "also grade the document without the query's spans and require a strictly higher grade with them"))
+    questions_per_call: int = Field(default=8, ge=1, description="questions about one text per request")
+
+
+@register_stage
+class LLMRelevance(Stage):
+    """Keep queries an LLM grades at least `min_grade` (0-4) against their document,
+    and (with `contrast`) higher than against the document without their spans."""
+
+    name = "llm_relevance"
+    Params = RelevanceParams
+    params: RelevanceParams
+
+    def prompts_used(self) -> dict[str, set[str]]:
+        return {self.params.prompt: {"document", "questions"}}
+
+    def run(self, bench: Bench, ctx: StageContext) -> Bench:
+        p = self.params
+        if p.contrast:
+            rows, reasons = contrast_rows(bench)
+        else:
+            texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
+            rows = [(qid, q, texts[d], "") for qid, q, d in bench.queries.select(
+                "query_id", "text", "doc_id").iter_rows()]
+            reasons = {}
+        verdicts = contrast_verdicts(ctx, rows, p.llm, p.prompt, p.min_grade, p.contrast, p.questions_per_call)
+        reasons.update({q: r for q, r in verdicts.items() if r})
+        return bench.drop_queries(reasons, ctx.label)
+
+    def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
+        p = self.params
+        calls = max(flow.docs, flow.queries // p.questions_per_call) if flow.queries else 0
+        if p.contrast:
+            calls += flow.queries
+        est = Estimate(calls=calls, prompt_tokens=int(calls * (flow.doc_tokens + 300)),
+                       completion_tokens=calls * 12 * min(p.questions_per_call, 4))
+        return flow, est
+

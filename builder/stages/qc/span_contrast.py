@@ -1,0 +1,99 @@
+"""Span contrast (PosIR §2.3): a query must be relevant because of its span.
+
+Each reranker scores the query against its document and against the document with
+the span characters cut out; the query stays only if the full document scores higher
+(under every reranker, or a majority). An optional LLM check repeats the contrast with
+0-4 grades.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
+
+from builder.backends.rerankers import get_reranker, is_missing
+from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.qc.grading import contrast_rows, contrast_verdicts
+
+if TYPE_CHECKING:
+    from builder.bench import Bench
+    from builder.stages.context import StageContext
+
+
+class SpanContrastParams(StageParams):
+    rerankers: list[str] = Field(default=["bm25"], min_length=1, description="names under rerankers:")
+    require: Literal["all", "majority"] = Field(
+        default="all", description="with > without under every reranker, or under more than half")
+    llm: str | None = Field(default=None, description="optional LLM contrast check after the rerankers")
+    prompt: str = "relevance_grade"
+    min_grade: int = Field(default=3, ge=0, le=4, description="LLM check: lowest grade with the span")
+    questions_per_call: int = Field(default=8, ge=1)
+
+
+def verdict(failed: list[str], n_rerankers: int, require: str) -> str | None:
+    """None to keep, else the reason naming the first reranker that failed."""
+    if not failed:
+        return None
+    if require == "majority" and n_rerankers - len(failed) > n_rerankers / 2:
+        return None
+    return failed[0]
+
+
+@register_stage
+class SpanContrast(Stage):
+    """Keep queries whose document scores higher with their span than without it."""
+
+    name = "span_contrast"
+    Params = SpanContrastParams
+    params: SpanContrastParams
+
+    def prompts_used(self) -> dict[str, set[str]]:
+        return {self.params.prompt: {"document", "questions"}} if self.params.llm else {}
+
+    def run(self, bench: Bench, ctx: StageContext) -> Bench:
+        p = self.params
+        rows, reasons = contrast_rows(bench)
+        failures: dict[str, list[str]] = {qid: [] for qid, *_ in rows}
+        corpus_texts = bench.corpus["text"].to_list()
+        counts: dict[str, dict[str, int]] = {}
+        for name in p.rerankers:
+            reranker = get_reranker(ctx, name)
+            reranker.fit(corpus_texts)
+            pairs = [(q, doc) for _, q, doc, _ in rows] + [(q, cut) for _, q, _, cut in rows]
+            with ctx.progress.task(f"contrast with {name}", 1) as bar:
+                scores = reranker.score_pairs(pairs)
+                bar.advance()
+            n = len(rows)
+            tally = counts.setdefault(name, {"higher": 0, "not_higher": 0, "no_score": 0})
+            for (qid, *_), with_span, without in zip(rows, scores[:n], scores[n:]):
+                if is_missing(with_span) or is_missing(without):
+                    failures[qid].append(f"no_score:{name}")
+                    tally["no_score"] += 1
+                elif with_span > without:
+                    tally["higher"] += 1
+                else:
+                    failures[qid].append(f"contrast_not_higher:{name}")
+                    tally["not_higher"] += 1
+        ctx.stats["span_contrast"] = counts
+        for qid, failed in failures.items():
+            reason = verdict(failed, len(p.rerankers), p.require)
+            if reason:
+                reasons[qid] = reason
+        if p.llm:
+            kept = [row for row in rows if row[0] not in reasons]
+            verdicts = contrast_verdicts(ctx, kept, p.llm, p.prompt, p.min_grade, True, p.questions_per_call)
+            reasons.update({q: _llm_reason(r) for q, r in verdicts.items() if r})
+        return bench.drop_queries(reasons, ctx.label)
+
+    def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
+        if not self.params.llm:
+            return flow, Estimate(notes=[f"{2 * flow.queries} reranker pairs per reranker"])
+        calls = flow.docs + flow.queries
+        return flow, Estimate(calls=calls, prompt_tokens=int(calls * (flow.doc_tokens + 300)),
+                              completion_tokens=calls * 30)
+
+
+def _llm_reason(reason: str) -> str:
+    """Grading errors keep their own reason; a failed contrast is one reason here."""
+    return reason if reason.startswith("llm_failed") or reason == "llm_unparseable" else "llm_contrast_failed"

@@ -1,0 +1,128 @@
+"""Length-bucket sampling of the corpus (PosIR §2.1; FineWeb-PosQ's word window)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+from pydantic import Field, model_validator
+
+from builder.stages.seeding import derive_seed
+from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+
+if TYPE_CHECKING:
+    from builder.bench import Bench
+    from builder.stages.context import StageContext
+
+
+class SampleParams(StageParams):
+    buckets: list[int] = Field(
+        default=[0, 256, 512, 768, 1024, 1280, 1536, 1792, 2048],
+        description="bucket edges in tokens; bucket k is [edge k, edge k+1)",
+    )
+    weights: list[float] = Field(default=[3, 3, 3, 3, 2, 2, 2, 2])
+    n_docs: int = Field(ge=1, description="how many documents to keep in all")
+    min_words: int | None = Field(default=None, ge=0)
+    max_words: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _shape(self) -> SampleParams:
+        if len(self.buckets) < 2 or any(b >= a for a, b in zip(self.buckets[1:], self.buckets)):
+            raise ValueError("buckets must be at least two strictly increasing edges")
+        if len(self.weights) != len(self.buckets) - 1:
+            raise ValueError(f"{len(self.buckets) - 1} buckets need as many weights, "
+                             f"got {len(self.weights)}")
+        if any(w < 0 for w in self.weights) or sum(self.weights) <= 0:
+            raise ValueError("weights must be non-negative and not all zero")
+        return self
+
+
+def bucket_targets(n_docs: int, weights: list[float]) -> list[int]:
+    """Split n_docs by weight, rounding by largest remainder so the sum is exact."""
+    total = sum(weights)
+    raw = [n_docs * w / total for w in weights]
+    base = [int(r) for r in raw]
+    order = sorted(range(len(raw)), key=lambda i: raw[i] - base[i], reverse=True)
+    for i in order[: n_docs - sum(base)]:
+        base[i] += 1
+    return base
+
+
+@register_stage
+class SampleByLength(Stage):
+    """Sample documents per token-length bucket with fixed weights (uniform within a bucket)."""
+
+    name = "sample_by_length"
+    Params = SampleParams
+    params: SampleParams
+
+    def run(self, bench: Bench, ctx: StageContext) -> Bench:
+        p = self.params
+        corpus = bench.corpus.with_columns(
+            _bucket_expr(p.buckets).alias("_bucket"),
+            pl.col("text").str.count_matches(r"\S+").alias("_words"),
+        )
+        corpus = corpus.with_columns(_reason_expr(p).alias("_reason"))
+        eligible = corpus.filter(pl.col("_reason").is_null())
+        seed = derive_seed(ctx.seed, ctx.label)
+        ranked = eligible.with_columns(
+            pl.col("doc_id").hash(seed).alias("_rank")
+        ).with_columns(pl.col("_rank").rank("ordinal").over("_bucket").alias("_order"))
+        targets = bucket_targets(p.n_docs, p.weights)
+        chosen = ranked.filter(
+            pl.col("_order") <= pl.col("_bucket").replace_strict(
+                list(range(len(targets))), targets, return_dtype=pl.UInt32)
+        )
+        self._report(ctx, eligible, chosen, targets)
+        keep = set(chosen["doc_id"].to_list())
+        reasons = corpus.select(
+            pl.coalesce(
+                "_reason",
+                pl.when(~pl.col("doc_id").is_in(list(keep))).then(pl.lit("not_sampled")),
+            )
+        ).to_series()
+        return bench.keep_docs(reasons, ctx.label)
+
+    def _report(self, ctx: StageContext, eligible: pl.DataFrame, chosen: pl.DataFrame,
+                targets: list[int]) -> None:
+        had = eligible.group_by("_bucket").len()
+        got = chosen.group_by("_bucket").len()
+        edges = self.params.buckets
+        ctx.stats["buckets"] = [
+            {
+                "bucket": f"[{edges[k]}, {edges[k + 1]})",
+                "had": _count(had, k),
+                "target": targets[k],
+                "got": _count(got, k),
+            }
+            for k in range(len(targets))
+        ]
+        short = sum(t - _count(got, k) for k, t in enumerate(targets))
+        if short:
+            ctx.stats["shortfall"] = short
+
+    def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
+        n = min(flow.docs, self.params.n_docs)
+        return Flow(docs=n, queries=flow.queries, doc_tokens=flow.doc_tokens), Estimate()
+
+
+def _reason_expr(p: SampleParams) -> pl.Expr:
+    reason = pl.when(pl.col("_bucket").is_null()).then(pl.lit("outside_length_buckets"))
+    if p.max_words is not None:
+        reason = pl.when(pl.col("_words") > p.max_words).then(pl.lit("too_many_words")).otherwise(reason)
+    if p.min_words is not None:
+        reason = pl.when(pl.col("_words") < p.min_words).then(pl.lit("too_few_words")).otherwise(reason)
+    return reason
+
+
+def _bucket_expr(edges: list[int]) -> pl.Expr:
+    expr = pl.lit(None, dtype=pl.Int64)
+    for k in reversed(range(len(edges) - 1)):
+        inside = (pl.col("n_tokens") >= edges[k]) & (pl.col("n_tokens") < edges[k + 1])
+        expr = pl.when(inside).then(pl.lit(k, dtype=pl.Int64)).otherwise(expr)
+    return expr
+
+
+def _count(table: pl.DataFrame, k: int) -> int:
+    row = table.filter(pl.col("_bucket") == k)
+    return int(row["len"][0]) if row.height else 0

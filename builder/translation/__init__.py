@@ -1,1 +1,0 @@
-"""Helpers of the multilingual stages: language names, span markers, text pieces, cleanup."""
