@@ -37,14 +37,13 @@ from pathlib import Path
 import polars as pl
 from rich.console import Console
 
-from builder.backends.rerankers import BM25Config
+from builder.backends.rerankers import BM25Config, make_reranker
 from builder.backends.rerankers.bm25 import BM25Retriever, BM25Scorer
 from builder.backends.tokenizers import WordCounter
 from builder.bench import Bench
 from builder.stages.context import StageContext
 from builder.run.progress import RichProgress
 from builder.prompt_templates import PromptLibrary
-from builder.recipe.model import recipe_model
 from builder.stages.qc.false_negatives import FalseNegativeParams, FalseNegatives
 
 DATA = Path(__file__).resolve().parents[1] / "../shared/data/scifact_beir"
@@ -95,11 +94,11 @@ def _stage_bench(corpus: list[str]) -> Bench:
 
 def _run_stage(corpus: list[str]) -> None:
     bench = _stage_bench(corpus)
-    recipe = recipe_model().model_validate({"name": "bench", "stages": [{"subset": {"per_category": 1}}]})
     with tempfile.TemporaryDirectory() as work:
-        ctx = StageContext(recipe=recipe, label="01_false_negatives", index=1, tokenizer=WordCounter(),
+        ctx = StageContext(seed=0, label="01_false_negatives", index=1, tokenizer=WordCounter(),
                            work_dir=Path(work), prompts=PromptLibrary(),
-                           progress=RichProgress(Console(file=io.StringIO()), "bench"), llm_factory=print)
+                           progress=RichProgress(Console(file=io.StringIO()), "bench"), llm_factory=print,
+                           reranker_factory=lambda name: make_reranker(name, BM25Config(), print))
         t0 = time.perf_counter()
         out = FalseNegatives(FalseNegativeParams()).run(bench, ctx)
         seconds = time.perf_counter() - t0

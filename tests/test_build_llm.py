@@ -105,7 +105,7 @@ def test_twenty_percent_faults_give_the_same_dataset(write_recipe, fake_openai, 
                          faults=FaultPlan(rate=0.2, seed=1, slow_s=1.5, kinds=("429", "500", "slow", "fenced", "chatty", "garbage")))
     runner = _run(_recipe(write_recipe, stormy.base_url), tmp_path / "stormy")
     assert _outputs(tmp_path / "calm") == _outputs(tmp_path / "stormy")
-    assert runner._usage().retries > 0
+    assert runner.backends.usage().retries > 0
 
 
 def test_posir_recipe_on_shared_english_and_chinese_docs(shared_data, fake_openai, tmp_path):

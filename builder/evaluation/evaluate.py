@@ -24,11 +24,12 @@ from builder.evaluation.metrics import (
     with_relative_bins,
 )
 from builder.evaluation.retrievers import (
+    BM25Retriever,
     RerankerFactory,
     Retrieval,
+    Retriever,
     RetrieverSpec,
     get_scorer,
-    make_retriever,
     rerank,
 )
 
@@ -156,3 +157,14 @@ def _truncation(data: EvalData, retrieval: Retrieval, scores: pl.DataFrame) -> d
         visible = scores.filter(pl.col("visibility") == "visible")
         out["visible_only"] = {g: grouped(visible, g) for g in data.groupings()}
     return out
+
+
+def make_retriever(spec: RetrieverSpec, batch_size: int = 32) -> Retriever:
+    """The first-stage retriever for a bm25/st/flag spec (rerank is composed by the caller)."""
+    if spec.kind == "bm25":
+        return BM25Retriever()
+    if spec.kind in ("st", "flag"):
+        from builder.evaluation.dense import DenseRetriever
+
+        return DenseRetriever(spec, batch_size)
+    raise EvalError(f"{spec.label!r} is not a first-stage retriever")

@@ -173,14 +173,3 @@ def get_scorer(name: str, rerankers: Mapping[str, RerankerFactory] | None) -> Sc
         "rerankers={name: factory} to evaluate(), where factory(name) returns a "
         "score(query, texts) -> list[float] callable."
     )
-
-
-def make_retriever(spec: RetrieverSpec, batch_size: int = 32) -> Retriever:
-    """The first-stage retriever for a bm25/st/flag spec (rerank is composed by the caller)."""
-    if spec.kind == "bm25":
-        return BM25Retriever()
-    if spec.kind in ("st", "flag"):
-        from builder.evaluation.dense import DenseRetriever
-
-        return DenseRetriever(spec, batch_size)
-    raise EvalError(f"{spec.label!r} is not a first-stage retriever")

@@ -1,46 +1,85 @@
-"""Checks that span several parts of a recipe: models, prompts and their variables."""
+"""Checks that span several parts of a recipe: every name a stage refers to (models,
+rerankers, prompts) is declared, runnable here, and given the variables it needs."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
-from builder.backends.rerankers import reranker_problems
+from builder.backends.rerankers.config import BACKENDS, LLMJudgeConfig, missing_extra, reranker_configs
 from builder.prompt_templates import PromptError, PromptLibrary
+from builder.recipe.suggest import did_you_mean
 from builder.recipe.yaml_text import Problem, line_of
-from builder.stages.base import did_you_mean
-
-if TYPE_CHECKING:
-    from builder.recipe.model import LoadedRecipe
+from builder.stages.refs import ModelRef, PromptRef, RerankerRef, refs_of
 
 
-def cross_check(loaded: LoadedRecipe) -> list[Problem]:
-    recipe = loaded.recipe
-    prompts = PromptLibrary(loaded.base_dir)
+def cross_check(recipe: Any, text: str, base_dir: Path) -> list[Problem]:
+    prompts = PromptLibrary(base_dir)
     problems: list[Problem] = []
 
     def add(loc: tuple, message: str) -> None:
-        problems.append(Problem(loc, message, line_of(loaded.text, loc)))
+        problems.append(Problem(loc, message, line_of(text, loc)))
 
     for i, stage in enumerate(recipe.stage_objects()):
         here = ("stages", i, stage.name)
-        for model in stage.models_used():
-            if model not in recipe.models:
+        for field, kind, name in refs_of(stage.params):
+            if issubclass(kind, ModelRef) and name not in recipe.models:
                 declared = sorted(recipe.models)
-                add((*here, "llm"), f"model {model!r} is not declared under models: "
-                    f"(declared: {', '.join(declared) or 'none'}){did_you_mean(model, declared)}")
+                add((*here, field), f"model {name!r} is not declared under models: "
+                    f"(declared: {', '.join(declared) or 'none'}){did_you_mean(name, declared)}")
+            elif issubclass(kind, RerankerRef):
+                for message in reranker_problems(recipe, [name], need=kind.need, allowed=kind.allowed):
+                    add((*here, field), message)
+        prompt_fields = {name: field for field, kind, name in refs_of(stage.params) if issubclass(kind, PromptRef)}
         for name, provided in stage.prompts_used().items():
+            loc = (*here, prompt_fields.get(name, "prompt"))
             try:
                 prompt = prompts.get(name)
             except PromptError as exc:
-                add((*here, "prompt"), str(exc))
+                add(loc, str(exc))
                 continue
             unknown = sorted(prompt.variables - provided)
             if unknown:
-                add((*here, "prompt"), f"prompt {name!r} uses variables this stage does not "
+                add(loc, f"prompt {name!r} uses variables this stage does not "
                     f"provide: {', '.join(unknown)} (it provides: {', '.join(sorted(provided))})")
-        if isinstance(getattr(stage.params, "rerankers", None), list):
-            for message in reranker_problems(recipe, stage.params.rerankers):
-                add((*here, "rerankers"), message)
         for field, message in stage.problems(recipe):
             add((*here, field), message)
     return problems
+
+
+def reranker_problems(recipe: Any, names: Iterable[str], *, need: str = "reranker",
+                      allowed: tuple[str, ...] = BACKENDS) -> list[str]:
+    """Messages for names that are undeclared, of a backend not `allowed`, unrunnable here,
+    or (llm_judge) pointing at an undeclared model."""
+    configs = reranker_configs(recipe)
+    models = getattr(recipe, "models", {}) or {}
+    out: list[str] = []
+    for name in names:
+        config = configs.get(name)
+        if config is None:
+            known = sorted(configs)
+            out.append(f"{need} {name!r} is not declared under rerankers: "
+                       f"(declared: {', '.join(known)}){did_you_mean(name, known)}")
+            continue
+        if config.backend not in allowed:
+            out.append(f"{need} {name!r} is a {config.backend} entry; this needs one of: {', '.join(allowed)}")
+        hint = missing_extra(config)
+        if hint:
+            out.append(f"{need} {name!r}: {hint}")
+        if isinstance(config, LLMJudgeConfig):
+            out += [f"{need} {name!r}: {m}" for m in _judge_problems(config, models)]
+    return out
+
+
+def _judge_problems(config: LLMJudgeConfig, models: dict[str, Any]) -> list[str]:
+    out = []
+    if config.llm not in models:
+        out.append(f"model {config.llm!r} is not declared under models:")
+    try:
+        unknown = PromptLibrary().get(config.prompt).variables - {"document", "questions"}
+    except PromptError as exc:
+        return [*out, str(exc)]
+    if unknown:
+        out.append(f"prompt {config.prompt!r} uses variables a judge does not provide: {', '.join(sorted(unknown))}")
+    return out

@@ -18,9 +18,10 @@ from builder.backends.tokenizers import TokenizerConfig
 from builder.publish import PushConfig
 from builder.publish.multilingual import MultilingualOutput
 from builder.io.sources import HFSource, JsonlSource, ParquetSource, PythonDocsSource, SourceSpec
+from builder.recipe.checks import cross_check
 from builder.recipe.yaml_text import Problem, RecipeError, apply_overrides, expand_env, line_of
 from builder.stages import STAGES, Stage
-from builder.stages.base import did_you_mean
+from builder.recipe.suggest import did_you_mean
 
 
 _SOURCE_TYPES = (JsonlSource, ParquetSource, HFSource, PythonDocsSource)
@@ -168,13 +169,10 @@ def parse_recipe(path: Path, overrides: list[str] | None = None) -> LoadedRecipe
             loc = _loc(data, err["loc"])
             problems.append(Problem(loc, _message(err) + _key_hint(err, loc), line_of(text, loc)))
         raise RecipeError(path, problems) from None
-    loaded = LoadedRecipe(recipe=recipe, path=path, text=text, data=data)
-    from builder.recipe.checks import cross_check
-
-    problems = cross_check(loaded)
+    problems = cross_check(recipe, text, path.parent)
     if problems:
         raise RecipeError(path, problems)
-    return loaded
+    return LoadedRecipe(recipe=recipe, path=path, text=text, data=data)
 
 
 def _key_hint(err: dict[str, Any], loc: tuple[Any, ...]) -> str:

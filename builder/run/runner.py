@@ -15,26 +15,28 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from rich.console import Console
 
-from builder.backends.llm import LLMBackend, LLMCache, LLMUsage, make_llm
-from builder.backends.rerankers import Reranker, make_reranker, reranker_configs, reranker_fingerprint
-from builder.backends.tokenizers import TokenCounter, make_counter
+from builder.backends.rerankers import reranker_fingerprint
 from builder.bench import Bench
 from builder.atomic import replace_dir, write_text_atomic
 from builder.stages.context import StageContext
 from builder.publish.beir import write_beir
 from builder.io.corpus_loader import load_sources
 from builder.publish.multilingual import write_multilingual
+from builder.run.backends import Backends
 from builder.run.progress import RichProgress
 from builder.prompt_templates import PromptLibrary
 from builder.publish.hub import push
 from builder.publish.outputs import publish_outputs
 from builder.recipe.model import LoadedRecipe
 from builder.stages.base import Stage
+
+if TYPE_CHECKING:
+    from builder.backends.tokenizers import TokenCounter
 
 LOAD_LABEL = "00_load"
 
@@ -71,46 +73,19 @@ class Runner:
         self.options = options
         self.console = console or Console(stderr=True)
         self.prompts = PromptLibrary(loaded.base_dir)
-        self._llms: dict[str, LLMBackend] = {}
-        self._rerankers: dict[str, Reranker] = {}
-        self._tokenizer: TokenCounter | None = None
-        self._cache: LLMCache | None = None
-        base = _hash(loaded.data.get("sources"), loaded.data.get("tokenizer"), options.limit)
-        self.run_dir = options.run_root / self.recipe.name / base[:12]
+        self.backends = Backends(self.recipe, self.prompts, options.run_root / "llm_cache.sqlite")
+        self._inputs_fp = _hash(self._sources_json(), self.recipe.tokenizer.model_dump(mode="json"), options.limit)
+        self.run_dir = options.run_root / self.recipe.name / self._inputs_fp[:12]
 
-    # -- shared resources -----------------------------------------------------
+    def _sources_json(self) -> list[Any]:
+        return [s.model_dump(mode="json") for s in self.recipe.sources]
 
     @property
     def tokenizer(self) -> TokenCounter:
-        if self._tokenizer is None:
-            self._tokenizer = make_counter(self.recipe.tokenizer)
-        return self._tokenizer
-
-    def llm(self, name: str) -> LLMBackend:
-        if name not in self._llms:
-            if self._cache is None:
-                self.options.run_root.mkdir(parents=True, exist_ok=True)
-                self._cache = LLMCache(self.options.run_root / "llm_cache.sqlite")
-            self._llms[name] = make_llm(name, self.recipe.models[name], self._cache)
-        return self._llms[name]
-
-    def reranker(self, name: str) -> Reranker:
-        if name not in self._rerankers:
-            config = reranker_configs(self.recipe)[name]
-            self._rerankers[name] = make_reranker(name, config, self.llm, self.prompts)
-        return self._rerankers[name]
-
-    def _usage(self) -> LLMUsage:
-        total = LLMUsage()
-        for backend in self._llms.values():
-            total = total + backend.usage
-        return total
+        return self.backends.tokenizer
 
     def close(self) -> None:
-        for reranker in self._rerankers.values():
-            reranker.close()
-        for backend in self._llms.values():
-            backend.close()
+        self.backends.close()
 
     # -- fingerprints ---------------------------------------------------------
 
@@ -137,8 +112,7 @@ class Runner:
 
     def _stages(self) -> tuple[Bench, list[dict[str, Any]]]:
         stats: list[dict[str, Any]] = []
-        fp = _hash(self.loaded.data.get("sources"), self.loaded.data.get("tokenizer"),
-                   self.options.limit, "load")
+        fp = _hash(self._inputs_fp, "load")
         bench, st = self._checkpointed(LOAD_LABEL, fp, self._load)
         stats.append(st)
         for i, stage in enumerate(self.recipe.stage_objects(), start=1):
@@ -198,18 +172,18 @@ class Runner:
         work_dir = self.run_dir / "work" / label
         work_dir.mkdir(parents=True, exist_ok=True)
         ctx = StageContext(
-            recipe=self.recipe, label=label, index=index, tokenizer=self.tokenizer,
+            seed=self.recipe.seed, label=label, index=index, tokenizer=self.tokenizer,
             work_dir=work_dir, prompts=self.prompts,
-            progress=RichProgress(self.console, label), llm_factory=self.llm,
-            reranker_factory=self.reranker,
+            progress=RichProgress(self.console, label), llm_factory=self.backends.llm,
+            reranker_factory=self.backends.reranker,
             base_dir=self.loaded.base_dir,
         )
-        before = self._usage()
+        before = self.backends.usage()
         t0 = time.perf_counter()
         out = stage.run(bench, ctx)
         seconds = time.perf_counter() - t0
         stats = check_invariants(bench, out, stage, label)
-        usage = self._usage() - before
+        usage = self.backends.usage() - before
         stats.update({
             "seconds": round(seconds, 3),
             "llm": usage.__dict__,

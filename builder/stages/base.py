@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+
+from builder.stages.refs import ModelRef, PromptRef, RerankerRef, refs_of
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -53,19 +54,26 @@ class Stage(ABC):
     @abstractmethod
     def run(self, bench: Bench, ctx: StageContext) -> Bench: ...
 
+    # Variables the stage passes to the prompts it renders (its PromptRef parameters).
+    prompt_variables: ClassVar[frozenset[str]] = frozenset()
+
+    def _refs(self, kind: type) -> list[str]:
+        return list(dict.fromkeys(name for _, k, name in refs_of(self.params) if issubclass(k, kind)))
+
     def models_used(self) -> list[str]:
-        """Names under the recipe's `models:` this stage calls."""
-        llm = getattr(self.params, "llm", None)
-        return [llm] if isinstance(llm, str) else []
+        """Names under the recipe's `models:` this stage calls: its ModelRef parameters."""
+        return self._refs(ModelRef)
 
     def rerankers_used(self) -> list[str]:
-        """Names under the recipe's `rerankers:` (or the built-in `bm25`) this stage scores with."""
-        names = getattr(self.params, "rerankers", None)
-        return list(names) if isinstance(names, list) else []
+        """Names under `rerankers:` (or the built-in `bm25`) it scores with: its RerankerRef parameters."""
+        return self._refs(RerankerRef)
 
     def prompts_used(self) -> dict[str, set[str]]:
-        """Prompt names this stage renders, with the template variables it provides."""
-        return {}
+        """Prompt names this stage renders, with the template variables it provides. A stage
+        renders its PromptRef parameters only when it calls a model."""
+        if not self.models_used():
+            return {}
+        return {name: set(self.prompt_variables) for name in self._refs(PromptRef)}
 
     def problems(self, recipe: Any) -> list[tuple[str, str]]:
         """Recipe-level checks beyond the params model: (param name, message) pairs."""
@@ -90,7 +98,3 @@ def register_stage(cls: type[Stage]) -> type[Stage]:
     STAGES[cls.name] = cls
     return cls
 
-
-def did_you_mean(word: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from builder.backends.llm import LLMBackend
     from builder.backends.rerankers import Reranker
     from builder.backends.tokenizers import TokenCounter
-    from builder.recipe.model import RecipeBase
 
 
 class ProgressTask(Protocol):
@@ -29,7 +28,7 @@ class Progress(Protocol):
 
 @dataclass
 class StageContext:
-    recipe: RecipeBase
+    seed: int  # the recipe's seed
     label: str  # e.g. "02_generate_queries": the stage column of the drops table
     index: int
     tokenizer: TokenCounter
@@ -37,13 +36,9 @@ class StageContext:
     prompts: PromptLibrary
     progress: Progress
     llm_factory: Callable[[str], LLMBackend]
+    reranker_factory: Callable[[str], Reranker]
     stats: dict[str, Any] = field(default_factory=dict)  # extra figures a stage reports
-    reranker_factory: Callable[[str], Reranker] | None = None
     base_dir: Path | None = None  # the recipe's folder, for relative input paths
-
-    @property
-    def seed(self) -> int:
-        return self.recipe.seed
 
     @property
     def rng(self) -> random.Random:
@@ -59,11 +54,7 @@ class StageContext:
 
     def reranker(self, name: str) -> Reranker:
         """A `rerankers:` entry (or the built-in `bm25`), shared across stages by the runner."""
-        if self.reranker_factory is not None:
-            return self.reranker_factory(name)
-        from builder.backends.rerankers import make_reranker, reranker_configs
-
-        return make_reranker(name, reranker_configs(self.recipe)[name], self.llm, self.prompts)
+        return self.reranker_factory(name)
 
     def render(self, prompt: str, **variables: object) -> tuple[Message, ...]:
         return self.prompts.get(prompt).render(**variables)

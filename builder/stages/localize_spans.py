@@ -18,6 +18,7 @@ from builder.backends.llm.json_answers import JSONAnswer, chat_json
 from builder.bench import SPAN_DTYPE
 from builder.position_columns import PositionOptions, annotate_positions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.refs import ModelRef, PromptRef
 from builder.textutil.spans import DocumentIndex, SpanFailure, locate_references
 
 if TYPE_CHECKING:
@@ -26,8 +27,8 @@ if TYPE_CHECKING:
 
 
 class LocalizeParams(StageParams):
-    llm: str | None = Field(default=None, description="model that extracts passages; none = use reference_texts")
-    prompt: str = "locate_reference"
+    llm: ModelRef | None = Field(default=None, description="model that extracts passages; none = use reference_texts")
+    prompt: PromptRef = "locate_reference"
     questions_per_call: int = Field(default=8, ge=1)
     fuzzy_min_score: float = Field(default=90.0, ge=50.0, le=100.0)
     drop_off_target: bool = Field(default=False, description="drop queries whose span is outside the requested third")
@@ -67,8 +68,7 @@ class LocalizeSpans(Stage):
     Params = LocalizeParams
     params: LocalizeParams
 
-    def prompts_used(self) -> dict[str, set[str]]:
-        return {self.params.prompt: {"document", "questions"}} if self.params.llm else {}
+    prompt_variables = frozenset({"document", "questions"})
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         refs = self._extract(bench, ctx) if self.params.llm else self._given(bench)

@@ -78,5 +78,5 @@ def qc_ctx(tmp_path: Path, *, rerankers: dict[str, Any] | None = None,
     ready = dict(rerankers or {})
     for name, config in (configs or {}).items():
         ready[name] = make_reranker(name, config, ctx.llm, PromptLibrary())
-    ctx.reranker = ready.__getitem__
+    ctx.reranker_factory = ready.__getitem__
     return ctx

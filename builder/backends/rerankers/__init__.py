@@ -18,12 +18,10 @@ from builder.backends.rerankers.config import (
     missing_extra,
     reranker_configs,
     reranker_fingerprint,
-    reranker_problems,
 )
 from builder.backends.rerankers.factory import (
     RerankerUnavailable,
     Retriever,
-    get_reranker,
     make_reranker,
     make_retriever,
 )
@@ -43,7 +41,6 @@ __all__ = [
     "RerankerConfig",
     "RerankerUnavailable",
     "Retriever",
-    "get_reranker",
     "grade_pairs",
     "is_missing",
     "make_reranker",
@@ -52,5 +49,4 @@ __all__ = [
     "request_count",
     "reranker_configs",
     "reranker_fingerprint",
-    "reranker_problems",
 ]

@@ -18,7 +18,6 @@ from builder.backends.rerankers.config import (
     FlagConfig,
     LLMJudgeConfig,
     missing_extra,
-    reranker_configs,
 )
 from builder.backends.rerankers.llm_judge import LLMJudge
 
@@ -54,18 +53,6 @@ def make_reranker(name: str, config: AnyRerankerConfig, llm_lookup: Callable[[st
         return CrossEncoderScorer(name, config)
     assert isinstance(config, BiEncoderConfig)
     return BiEncoderScorer(name, config)
-
-
-def get_reranker(ctx: Any, name: str) -> Reranker:
-    """A stage's way to its rerankers: `ctx.reranker(name)` where the runner provides it,
-    else a fresh one built from the recipe's `rerankers:` entries."""
-    accessor = getattr(ctx, "reranker", None)
-    if callable(accessor):
-        return accessor(name)
-    configs = reranker_configs(ctx.recipe)
-    if name not in configs:
-        raise RerankerUnavailable(f"reranker {name!r} is not declared under rerankers:")
-    return make_reranker(name, configs[name], ctx.llm, ctx.prompts)
 
 
 class Retriever(Protocol):

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from builder.stages.base import StageParams
+from builder.stages.refs import ModelRef, PromptRef
 
 # PosIR's over-complete list of question types, in our own short wording.
 POSIR_TYPES = [
@@ -23,8 +24,8 @@ _DEFAULT_PROMPT = {"whole_document": "posir_generate", "chunked": "chunk_qa", "e
 
 class GenerateParams(StageParams):
     mode: Literal["whole_document", "chunked", "extractive"] = "whole_document"
-    llm: str | None = Field(default=None, description="model name; not used by extractive")
-    prompt: str | None = Field(default=None, description="defaults: posir_generate / chunk_qa")
+    llm: ModelRef | None = Field(default=None, description="model name; not used by extractive")
+    prompt: PromptRef | None = Field(default=None, description="defaults: posir_generate / chunk_qa")
     calls_per_doc: int = Field(default=1, ge=1, description="whole_document: one region drawn per call")
     questions_per_call: int = Field(default=3, ge=1, description="questions asked per call / chunk")
     region_weights: dict[Literal["first", "middle", "final"], float] = Field(

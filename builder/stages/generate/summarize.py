@@ -9,6 +9,7 @@ from pydantic import Field
 
 from builder.backends.llm import ChatRequest
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.refs import ModelRef, PromptRef
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -16,8 +17,8 @@ if TYPE_CHECKING:
 
 
 class SummarizeParams(StageParams):
-    llm: str
-    prompt: str = "summarize"
+    llm: ModelRef
+    prompt: PromptRef = "summarize"
     max_words: int = Field(default=120, ge=10, description="length the prompt asks for")
 
 
@@ -29,8 +30,7 @@ class Summarize(Stage):
     Params = SummarizeParams
     params: SummarizeParams
 
-    def prompts_used(self) -> dict[str, set[str]]:
-        return {self.params.prompt: {"title", "text", "max_words"}}
+    prompt_variables = frozenset({"title", "text", "max_words"})
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         p = self.params

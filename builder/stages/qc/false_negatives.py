@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 from pydantic import Field, model_validator
 
-from builder.backends.rerankers import get_reranker, is_missing, make_retriever, reranker_configs, reranker_problems
+from builder.backends.rerankers import is_missing, make_retriever, reranker_configs
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.refs import ModelRef, PromptRef, RerankerRef, RetrieverRef
 from builder.stages.qc.grading import grade
 
 if TYPE_CHECKING:
@@ -35,15 +36,15 @@ _BLOCK = 64  # queries scored together: bounds the pairs held at once
 
 class FalseNegativeParams(StageParams):
     mode: Literal["posir", "fineweb_posq"] = "posir"
-    retriever: str = Field(default="bm25", description="a bm25 or bi_encoder entry under rerankers:")
+    retriever: RetrieverRef = Field(default="bm25", description="a bm25 or bi_encoder entry under rerankers:")
     top_k: int = Field(default=1000, ge=1, description="candidates recalled per query")
-    rerankers: list[str] = Field(default=["bm25"], min_length=1, description="names under rerankers:")
+    rerankers: list[RerankerRef] = Field(default=["bm25"], min_length=1, description="names under rerankers:")
     threshold: float = Field(default=0.5, description="fineweb_posq: a normalized score above this is a yes")
-    judges: list[str] = Field(default=[], description="fineweb_posq: models that confirm candidates; "
+    judges: list[ModelRef] = Field(default=[], description="fineweb_posq: models that confirm candidates; "
                                                       "none = the rerankers' majority decides alone")
     min_votes: int = Field(default=2, ge=1, description="judges that must grade at least min_grade")
     min_grade: int = Field(default=3, ge=0, le=4)
-    prompt: str = "relevance_grade"
+    prompt: PromptRef = "relevance_grade"
     questions_per_call: int = Field(default=8, ge=1)
 
     @model_validator(mode="after")
@@ -64,19 +65,11 @@ class FalseNegatives(Stage):
     Params = FalseNegativeParams
     params: FalseNegativeParams
 
-    def rerankers_used(self) -> list[str]:
-        return list(dict.fromkeys([self.params.retriever, *self.params.rerankers]))
-
-    def models_used(self) -> list[str]:
-        return list(self.params.judges)
-
-    def prompts_used(self) -> dict[str, set[str]]:
-        return {self.params.prompt: {"document", "questions"}} if self.params.judges else {}
+    prompt_variables = frozenset({"document", "questions"})
 
     def problems(self, recipe: Any) -> list[tuple[str, str]]:
         p = self.params
-        out = [("retriever", m) for m in reranker_problems(
-            recipe, [p.retriever], need="retriever", allowed=("bm25", "bi_encoder"))]
+        out: list[tuple[str, str]] = []
         if p.mode == "fineweb_posq":
             configs = reranker_configs(recipe)
             for name in p.rerankers:
@@ -99,9 +92,9 @@ class FalseNegatives(Stage):
         doc_ids = bench.corpus["doc_id"].to_list()
         row_of = {d: i for i, d in enumerate(doc_ids)}
         queries = bench.queries.select("query_id", "text", "doc_id").rows()
-        first = get_reranker(ctx, p.retriever)
+        first = ctx.reranker(p.retriever)
         retriever = make_retriever(first, texts)
-        rerankers = [first if name == p.retriever else get_reranker(ctx, name) for name in p.rerankers]
+        rerankers = [first if name == p.retriever else ctx.reranker(name) for name in p.rerankers]
         for reranker in rerankers:
             reranker.fit(texts)
         records: list[dict[str, Any]] = []

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.refs import ModelRef, PromptRef
 from builder.stages.qc.grading import contrast_rows, contrast_verdicts
 
 if TYPE_CHECKING:
@@ -16,8 +17,8 @@ if TYPE_CHECKING:
 
 
 class RelevanceParams(StageParams):
-    llm: str = Field(description="the grading model (PosIR used DeepSeek-V3.1, non-thinking)")
-    prompt: str = "relevance_grade"
+    llm: ModelRef = Field(description="the grading model (PosIR used DeepSeek-V3.1, non-thinking)")
+    prompt: PromptRef = "relevance_grade"
     min_grade: int = Field(default=3, ge=0, le=4, description="keep only grades at or above this")
     contrast: bool = Field(default=True, description=(
         "also grade the document without the query's spans and require a strictly higher grade with them"))
@@ -33,8 +34,7 @@ class LLMRelevance(Stage):
     Params = RelevanceParams
     params: RelevanceParams
 
-    def prompts_used(self) -> dict[str, set[str]]:
-        return {self.params.prompt: {"document", "questions"}}
+    prompt_variables = frozenset({"document", "questions"})
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         p = self.params

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
-from builder.backends.rerankers import get_reranker, is_missing
+from builder.backends.rerankers import is_missing
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 from builder.stages.qc.grading import grade, grade_histogram
 from builder.stages.qc.span_contrast import verdict
 
@@ -28,12 +29,12 @@ Row = tuple[str, str, list[str], int]  # query id, query, the three thirds, labe
 
 
 class SegmentParams(StageParams):
-    rerankers: list[str] = Field(default=["bm25"], description="names under rerankers:; may be empty with llm")
+    rerankers: list[RerankerRef] = Field(default=["bm25"], description="names under rerankers:; may be empty with llm")
     label_column: Literal["chunk_tag", "position_tag"] = Field(
         default="chunk_tag", description="query column holding the labelled third")
     require: Literal["all", "majority"] = "all"
-    llm: str | None = Field(default=None, description="optional LLM grading of the three thirds")
-    prompt: str = "relevance_grade"
+    llm: ModelRef | None = Field(default=None, description="optional LLM grading of the three thirds")
+    prompt: PromptRef = "relevance_grade"
     min_grade: int = Field(default=3, ge=0, le=4)
     margin: int = Field(default=1, ge=0, le=4, description="levels the labelled third must beat each other by")
     questions_per_call: int = Field(default=8, ge=1)
@@ -58,15 +59,14 @@ class SegmentAgreement(Stage):
     Params = SegmentParams
     params: SegmentParams
 
-    def prompts_used(self) -> dict[str, set[str]]:
-        return {self.params.prompt: {"document", "questions"}} if self.params.llm else {}
+    prompt_variables = frozenset({"document", "questions"})
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         rows, reasons = self._rows(bench)
         failures: dict[str, list[str]] = {r[0]: [] for r in rows}
         corpus_texts = bench.corpus["text"].to_list()
         for name in self.params.rerankers:
-            reranker = get_reranker(ctx, name)
+            reranker = ctx.reranker(name)
             reranker.fit(corpus_texts)
             scores = reranker.score_pairs([(q, part) for _, q, parts, _ in rows for part in parts])
             for k, (qid, _, _, label) in enumerate(rows):

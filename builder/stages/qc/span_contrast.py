@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from builder.backends.rerankers import get_reranker, is_missing
+from builder.backends.rerankers import is_missing
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 from builder.stages.qc.grading import contrast_rows, contrast_verdicts
 
 if TYPE_CHECKING:
@@ -22,11 +23,11 @@ if TYPE_CHECKING:
 
 
 class SpanContrastParams(StageParams):
-    rerankers: list[str] = Field(default=["bm25"], min_length=1, description="names under rerankers:")
+    rerankers: list[RerankerRef] = Field(default=["bm25"], min_length=1, description="names under rerankers:")
     require: Literal["all", "majority"] = Field(
         default="all", description="with > without under every reranker, or under more than half")
-    llm: str | None = Field(default=None, description="optional LLM contrast check after the rerankers")
-    prompt: str = "relevance_grade"
+    llm: ModelRef | None = Field(default=None, description="optional LLM contrast check after the rerankers")
+    prompt: PromptRef = "relevance_grade"
     min_grade: int = Field(default=3, ge=0, le=4, description="LLM check: lowest grade with the span")
     questions_per_call: int = Field(default=8, ge=1)
 
@@ -48,8 +49,7 @@ class SpanContrast(Stage):
     Params = SpanContrastParams
     params: SpanContrastParams
 
-    def prompts_used(self) -> dict[str, set[str]]:
-        return {self.params.prompt: {"document", "questions"}} if self.params.llm else {}
+    prompt_variables = frozenset({"document", "questions"})
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         p = self.params
@@ -58,7 +58,7 @@ class SpanContrast(Stage):
         corpus_texts = bench.corpus["text"].to_list()
         counts: dict[str, dict[str, int]] = {}
         for name in p.rerankers:
-            reranker = get_reranker(ctx, name)
+            reranker = ctx.reranker(name)
             reranker.fit(corpus_texts)
             pairs = [(q, doc) for _, q, doc, _ in rows] + [(q, cut) for _, q, _, cut in rows]
             with ctx.progress.task(f"contrast with {name}", 1) as bar:

@@ -17,6 +17,7 @@ from pydantic import Field, model_validator
 
 from builder.position_columns import PositionOptions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.refs import ModelRef, PromptRef
 from builder.stages.translate.cleanup import refusal_hit, strip_prefixes
 from builder.stages.translate.languages import Detection, detect, detectable, same_language
 from builder.stages.translate.prefix_rows import apply_prefix_cuts
@@ -40,8 +41,8 @@ class CleanTranslationsParams(StageParams):
     strip_prefixes: bool = Field(default=True, description="remove 'Here is the translation:' lead-ins")
     prefix_window: int = Field(default=500, ge=1, description="keyword at most this far before the line break")
     prefix_max_chars: int = Field(default=2000, ge=1, description="line breaks looked at, from the start")
-    refusal_llm: str | None = Field(default=None, description="model that confirms suspected refusals")
-    refusal_prompt: str = "refusal_check"
+    refusal_llm: ModelRef | None = Field(default=None, description="model that confirms suspected refusals")
+    refusal_prompt: PromptRef = "refusal_check"
     refusal_chars: int = Field(default=1500, ge=50, description="characters shown to the refusal check")
     check_language: bool = Field(default=True, description="drop documents langdetect places elsewhere")
     min_confidence: float = Field(default=0.8, ge=0.0, le=1.0, description="langdetect probability needed")
@@ -66,11 +67,7 @@ class CleanTranslations(Stage):
     Params = CleanTranslationsParams
     params: CleanTranslationsParams
 
-    def models_used(self) -> list[str]:
-        return [self.params.refusal_llm] if self.params.refusal_llm else []
-
-    def prompts_used(self) -> dict[str, set[str]]:
-        return {self.params.refusal_prompt: {"language", "output"}} if self.params.refusal_llm else {}
+    prompt_variables = frozenset({"language", "output"})
 
     def problems(self, recipe: Any) -> list[tuple[str, str]]:
         translate = [s for s in recipe.stage_objects() if s.name == "translate"]

@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 from builder.bench import SPAN_DTYPE
 from builder.position_columns import PositionOptions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.refs import ModelRef, PromptRef
 from builder.stages.translate.documents import SourceDoc, translate_documents
 from builder.stages.translate.languages import check_code, display_name, normalise
 from builder.stages.translate.markers import MarkerStyle, pick_style
@@ -30,8 +31,8 @@ if TYPE_CHECKING:
 
 
 class TranslateParams(StageParams):
-    llm: str
-    prompt: str = "translate"
+    llm: ModelRef
+    prompt: PromptRef = "translate"
     languages: list[str] = Field(min_length=1, description="target languages, e.g. fra-Latn, cmn-Hans")
     source_lang: str = Field(default="eng-Latn", description="rows whose lang maps to this are translated")
     language_names: dict[str, str] = Field(default_factory=dict, description="English names of languages "
@@ -64,9 +65,8 @@ class Translate(Stage):
     Params = TranslateParams
     params: TranslateParams
 
-    def prompts_used(self) -> dict[str, set[str]]:
-        return {self.params.prompt: {"language", "source_language", "text", "items", "markers",
-                                     "example_open", "example_close", "reminder"}}
+    prompt_variables = frozenset({"language", "source_language", "text", "items", "markers",
+                                  "example_open", "example_close", "reminder"})
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         p = self.params

@@ -1,0 +1,57 @@
+"""The models a run uses, built once and shared by every stage: LLM backends (with their
+shared answer cache), rerankers and the tokenizer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from builder.backends.llm import LLMBackend, LLMCache, LLMUsage, make_llm
+from builder.backends.rerankers import Reranker, make_reranker, reranker_configs
+from builder.backends.tokenizers import TokenCounter, make_counter
+from builder.prompt_templates import PromptLibrary
+
+
+class Backends:
+    """Builds each backend on first use, so a run that needs no LLM opens no cache."""
+
+    def __init__(self, recipe: Any, prompts: PromptLibrary, cache_path: Path) -> None:
+        self.recipe = recipe
+        self.prompts = prompts
+        self.cache_path = cache_path
+        self._llms: dict[str, LLMBackend] = {}
+        self._rerankers: dict[str, Reranker] = {}
+        self._tokenizer: TokenCounter | None = None
+        self._cache: LLMCache | None = None
+
+    @property
+    def tokenizer(self) -> TokenCounter:
+        if self._tokenizer is None:
+            self._tokenizer = make_counter(self.recipe.tokenizer)
+        return self._tokenizer
+
+    def llm(self, name: str) -> LLMBackend:
+        if name not in self._llms:
+            if self._cache is None:
+                self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+                self._cache = LLMCache(self.cache_path)
+            self._llms[name] = make_llm(name, self.recipe.models[name], self._cache)
+        return self._llms[name]
+
+    def reranker(self, name: str) -> Reranker:
+        if name not in self._rerankers:
+            config = reranker_configs(self.recipe)[name]
+            self._rerankers[name] = make_reranker(name, config, self.llm, self.prompts)
+        return self._rerankers[name]
+
+    def usage(self) -> LLMUsage:
+        total = LLMUsage()
+        for backend in self._llms.values():
+            total = total + backend.usage
+        return total
+
+    def close(self) -> None:
+        for reranker in self._rerankers.values():
+            reranker.close()
+        for backend in self._llms.values():
+            backend.close()
