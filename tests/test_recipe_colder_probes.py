@@ -13,7 +13,7 @@ SMALL = ["stages.position_probes.queries_per_setting=20",
          "stages.position_probes.path=../shared/data/redocred/dev_revised.json"]
 
 
-def test_colder_probes_recipe_builds(tmp_path, shared_data, monkeypatch):
+def test_colder_probes_recipe_builds(tmp_path, shared_data, minilm_tokenizer, monkeypatch):
     monkeypatch.chdir(REPO)
     loaded = parse_recipe(REPO / "recipes" / "colder_probes.yaml", SMALL)
     result = Runner(loaded, RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()

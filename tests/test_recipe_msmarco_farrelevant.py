@@ -39,7 +39,7 @@ def test_plain_recipe_is_the_shuffled_recipes_prefix():
     assert plain.tokenizer == shuffled.tokenizer and plain.seed == shuffled.seed
 
 
-def test_farrelevant_then_shuffle_recipe_builds(tmp_path, shared_data, monkeypatch):
+def test_farrelevant_then_shuffle_recipe_builds(tmp_path, shared_data, minilm_tokenizer, monkeypatch):
     monkeypatch.chdir(REPO)
     loaded = parse_recipe(REPO / "recipes" / "msmarco_farrelevant_shuffled.yaml", LIMIT)
     result = Runner(loaded, RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()

@@ -14,7 +14,7 @@ EXPECTED_BUCKETS = {"0-100": 615, "100-200": 487, "200-300": 395, "300-400": 366
                     "400-500": 328, "500+": 719}
 
 
-def test_squad_posq_recipe_builds(tmp_path, shared_data, monkeypatch):
+def test_squad_posq_recipe_builds(tmp_path, shared_data, minilm_tokenizer, monkeypatch):
     monkeypatch.chdir(REPO)  # the recipe's data paths are relative to the repository root
     loaded = parse_recipe(REPO / "recipes" / "squad_posq.yaml")
     result = Runner(loaded, RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from builder.cli import app
 from builder.resources import shipped_recipes
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, require_recipe_extras
 
 BROKEN = sorted((FIXTURES / "broken_recipes").glob("*.yaml"))
 runner = CliRunner()
@@ -17,6 +17,7 @@ runner = CliRunner()
 
 @pytest.mark.parametrize("recipe", shipped_recipes(), ids=lambda p: p.stem)
 def test_shipped_recipe_validates(recipe: Path):
+    require_recipe_extras(recipe)
     result = runner.invoke(app, ["validate", str(recipe)])
     assert result.exit_code == 0, result.output
     assert "ok" in result.output

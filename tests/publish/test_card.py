@@ -12,6 +12,7 @@ from builder.publish.masking import mask_mapping, mask_recipe_text
 from builder.publish.outputs import publish_outputs
 from builder.recipe.model import parse_recipe
 from builder.resources import shipped_recipes
+from tests.conftest import require_recipe_extras
 from tests.publish.conftest import PROMPT_SHA, mini_bench, mini_run_stats
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -84,6 +85,7 @@ def test_card_lists_prompt_hashes_llm_usage_and_drops(mini_folder):
 @pytest.mark.parametrize("recipe", shipped_recipes(), ids=lambda p: p.stem)
 def test_card_renders_for_every_shipped_recipe(recipe: Path, tmp_path):
     """Each shipped recipe's stages, parameters and papers, over a quickstart-sized bench."""
+    require_recipe_extras(recipe)
     loaded = parse_recipe(recipe)
     stages = [{"stage": "00_load", "docs_in": 4, "docs_out": 4, "queries_in": 0, "queries_out": 0}]
     stages += [{"stage": f"{i:02d}_{s.name}", "docs_in": 4, "docs_out": 4, "queries_in": 5, "queries_out": 5}

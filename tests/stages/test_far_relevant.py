@@ -143,7 +143,7 @@ def test_far_relevant_params_need_room():
 
 # -- on SciFact with the BERT WordPiece tokenizer ---------------------------------------------
 
-def test_scifact_far_relevant_invariants(tmp_path, shared_data):
+def test_scifact_far_relevant_invariants(tmp_path, shared_data, minilm_tokenizer):
     tok = HFCounter(MINILM)
     params = FromBEIR.Params(path=str(shared_data / "scifact_beir"), limit_queries=30)
     loaded, _ = _stage(tmp_path, FromBEIR(params), Bench.of(), "01_from_beir", tok)

@@ -72,12 +72,12 @@ def test_a_neural_reranker_without_the_extra_is_a_recipe_problem(monkeypatch, wr
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "sentence_transformers" else real(name, *a))
+                        lambda name, *a: None if name in ("torch", "sentence_transformers") else real(name, *a))
     path = write_recipe("name: t\nrerankers:\n  ce: {backend: cross_encoder, model: m}\n"
                         "stages:\n  - span_contrast: {rerankers: [ce, bm25]}\n")
     with pytest.raises(RecipeError) as caught:
         parse_recipe(path)
-    expected = (f"reranker 'ce': backend 'cross_encoder' needs sentence_transformers, which is not "
+    expected = (f"reranker 'ce': backend 'cross_encoder' needs torch, sentence_transformers, which is not "
                 f"installed; install it with: {INSTALL_HINT}")
     assert [(p.loc, p.message, p.line) for p in caught.value.problems] == [
         (("stages", 0, "span_contrast", "rerankers"), expected, 5)]
