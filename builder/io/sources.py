@@ -107,7 +107,7 @@ def _iter_parquet(path: Path) -> Iterator[Located]:
     try:
         frame = pl.read_parquet(path)
     except (pl.exceptions.PolarsError, OSError) as exc:
-        raise SourceError(f"cannot read parquet source {path}: {_first_line(exc)}") from None
+        raise SourceError(f"cannot read parquet source {path}: {_first_line(exc)}") from exc
     for n, row in enumerate(frame.iter_rows(named=True)):
         yield f"row:{n}", row
 
@@ -124,7 +124,7 @@ def _iter_hf(spec: HFSource) -> Iterator[Located]:
         raise SourceError(
             f"could not load Hugging Face dataset {spec.path!r}: {_first_line(exc)}. Offline, "
             "point the source at local files (type: jsonl or parquet, or hf with data_files)."
-        ) from None
+        ) from exc
     rows = iter(ds)
     n = 0
     while True:
@@ -135,7 +135,7 @@ def _iter_hf(spec: HFSource) -> Iterator[Located]:
         except Exception as exc:  # noqa: BLE001 - a streamed dataset fails while it is read
             raise SourceError(
                 f"could not read Hugging Face dataset {spec.path!r} at row {n}: {_first_line(exc)}"
-            ) from None
+            ) from exc
         yield f"row:{n}", row
         n += 1
 
