@@ -6,17 +6,17 @@ that loads the folder can count it as a drop.
 
 from __future__ import annotations
 
-import json
+import codecs
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
-from builder.io.sources import SourceError
 from builder.io.bench_rows import Rejected
+from builder.io.jsonl import has_lone_surrogate, id_problem, read_jsonl
+from builder.io.sources import SourceError
 
 
 @dataclass
@@ -28,53 +28,65 @@ class BEIRInput:
     stats: dict[str, int] = field(default_factory=dict)
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                yield n, "malformed_json"
-                continue
-            yield n, row if isinstance(row, dict) else "row_not_object"
-
-
 def _records(path: Path, kind: str, prefix: str, rejected: list[Rejected]) -> list[dict[str, str]]:
-    """Rows with `_id` and non-empty `text`; everything else is rejected with a reason."""
+    """Rows with a usable `_id` and non-empty `text`; everything else is rejected with a reason."""
     rows: list[dict[str, str]] = []
     seen: set[str] = set()
-    for n, row in _lines(path):
+    for n, row in read_jsonl(path):
         where = f"{path.name}:{n}"
         if isinstance(row, str):
             rejected.append((kind, where, row))
             continue
-        raw_id, text = row.get("_id"), row.get("text")
-        if raw_id is None or str(raw_id).strip() == "":
-            rejected.append((kind, where, "missing_id"))
+        raw_id, text, title = row.get("_id"), row.get("text"), str(row.get("title") or "")
+        bad_id = id_problem(raw_id)
+        if bad_id is not None:
+            rejected.append((kind, where, bad_id))
         elif not isinstance(text, str) or not text.strip():
             rejected.append((kind, f"{prefix}{raw_id}", "empty_text"))
+        elif has_lone_surrogate(text) or has_lone_surrogate(title):
+            rejected.append((kind, f"{prefix}{raw_id}", "invalid_unicode"))
         elif f"{prefix}{raw_id}" in seen:
             rejected.append((kind, f"{prefix}{raw_id}#dup", "duplicate_id"))
         else:
             seen.add(f"{prefix}{raw_id}")
-            rows.append({"id": f"{prefix}{raw_id}", "title": str(row.get("title") or ""), "text": text})
+            rows.append({"id": f"{prefix}{raw_id}", "title": title, "text": text})
     return rows
 
 
-def _qrels(path: Path, prefix: str, stats: Counter[str]) -> list[tuple[str, str, int]]:
-    """(query id, doc id, score) rows; a header line and malformed lines are skipped."""
-    out: list[tuple[str, str, int]] = []
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh):
-            parts = line.rstrip("\n").split("\t")
-            if n == 0 and parts[:2] == ["query-id", "corpus-id"] or not line.strip():
-                continue
+def _qrel_lines(path: Path, stats: Counter[str]) -> Iterator[tuple[int, list[str]]]:
+    """(0-based line number, tab-separated fields) of each decodable, non-blank line."""
+    # Binary mode: only b"\n" ends a line, so a carriage return inside an id stays visible.
+    with path.open("rb") as fh:
+        for n, raw in enumerate(fh):
+            if n == 0:
+                raw = raw.removeprefix(codecs.BOM_UTF8)
             try:
-                out.append((f"{prefix}{parts[0]}", f"{prefix}{parts[1]}", int(parts[2])))
-            except (IndexError, ValueError):
-                stats["qrels_malformed"] += 1
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                stats["qrels_invalid_utf8"] += 1
+                continue
+            line = line.removesuffix("\n").removesuffix("\r")
+            if line.strip():
+                yield n, line.split("\t")
+
+
+def _qrels(path: Path, prefix: str, stats: Counter[str]) -> list[tuple[str, str, int]]:
+    """(query id, doc id, score) rows; a header line is skipped, bad lines are counted."""
+    out: list[tuple[str, str, int]] = []
+    for n, parts in _qrel_lines(path, stats):
+        if n == 0 and parts[:2] == ["query-id", "corpus-id"]:
+            continue
+        try:
+            qid, did, score = parts[0], parts[1], int(parts[2])
+        except (IndexError, ValueError):
+            stats["qrels_malformed"] += 1
+            continue
+        # A fourth field means a tab inside an id or a foreign format; neither is safe to guess.
+        bad = "malformed" if len(parts) != 3 else id_problem(qid) or id_problem(did)
+        if bad is not None:
+            stats[f"qrels_{bad}"] += 1
+            continue
+        out.append((f"{prefix}{qid}", f"{prefix}{did}", score))
     return out
 
 

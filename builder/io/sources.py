@@ -6,13 +6,14 @@ counted drop with a reason instead of an exception.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
+
+from builder.io.jsonl import read_jsonl
 
 
 class FieldMap(BaseModel):
@@ -83,25 +84,35 @@ def resolve_path(path: str, base_dir: Path | None) -> Path:
     return alt if alt.exists() else p
 
 
-def _iter_jsonl(path: Path) -> Iterator[dict[str, Any] | str]:
-    """Yields parsed rows, or a reason string for a line that is not a JSON object."""
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                yield "malformed_json"
-                continue
-            yield row if isinstance(row, dict) else "row_not_object"
+# (where, row): `line:N` (physical line) for JSON lines, `row:N` (0-based) otherwise; the
+# row is a dict, or a reason string for an input row that cannot be one.
+Located = tuple[str, dict[str, Any] | str]
 
 
-def _iter_parquet(path: Path) -> Iterator[dict[str, Any]]:
-    yield from pl.read_parquet(path).iter_rows(named=True)
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _iter_hf(spec: HFSource) -> Iterator[dict[str, Any]]:
+def source_name(spec: _SourceBase) -> str:
+    return str(getattr(spec, "path", None) or "python_docs")
+
+
+def _iter_jsonl(path: Path) -> Iterator[Located]:
+    for n, row in read_jsonl(path):
+        yield f"line:{n}", row
+
+
+def _iter_parquet(path: Path) -> Iterator[Located]:
+    try:
+        frame = pl.read_parquet(path)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise SourceError(f"cannot read parquet source {path}: {_first_line(exc)}") from exc
+    for n, row in enumerate(frame.iter_rows(named=True)):
+        yield f"row:{n}", row
+
+
+def _iter_hf(spec: HFSource) -> Iterator[Located]:
     import datasets
 
     try:
@@ -111,21 +122,33 @@ def _iter_hf(spec: HFSource) -> Iterator[dict[str, Any]]:
         )
     except Exception as exc:  # noqa: BLE001 - hub, network and format errors alike
         raise SourceError(
-            f"could not load Hugging Face dataset {spec.path!r}: {exc}. Offline, point the "
-            "source at local files (type: jsonl or parquet, or hf with data_files)."
+            f"could not load Hugging Face dataset {spec.path!r}: {_first_line(exc)}. Offline, "
+            "point the source at local files (type: jsonl or parquet, or hf with data_files)."
         ) from exc
-    yield from ds
+    rows = iter(ds)
+    n = 0
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            return
+        except Exception as exc:  # noqa: BLE001 - a streamed dataset fails while it is read
+            raise SourceError(
+                f"could not read Hugging Face dataset {spec.path!r} at row {n}: {_first_line(exc)}"
+            ) from exc
+        yield f"row:{n}", row
+        n += 1
 
 
-def _iter_python_docs() -> Iterator[dict[str, Any]]:
+def _iter_python_docs() -> Iterator[Located]:
     from pydoc_data.topics import topics
 
-    for key in sorted(topics):
+    for n, key in enumerate(sorted(topics)):
         title = key.replace("-", " ")
-        yield {"id": key, "title": title, "text": topics[key]}
+        yield f"row:{n}", {"id": key, "title": title, "text": topics[key]}
 
 
-def iter_rows(spec: _SourceBase, base_dir: Path | None) -> Iterator[dict[str, Any] | str]:
+def iter_rows(spec: _SourceBase, base_dir: Path | None) -> Iterator[Located]:
     if isinstance(spec, JsonlSource | ParquetSource):
         path = resolve_path(spec.path, base_dir)
         if not path.exists():

@@ -32,7 +32,7 @@ def test_bad_rows_become_counted_drops(tmp_path):
     assert drops.rows() == [
         ("b", "empty_text"), ("c", "text_not_string"), ("d", "missing_text"), ("a", "duplicate_id"),
         ("e", "duplicate_text"), ("line:7", "malformed_json"), ("line:8", "row_not_object"),
-        ("row:8", "missing_id"),
+        ("line:9", "missing_id"),
     ]
 
 
