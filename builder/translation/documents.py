@@ -116,7 +116,8 @@ def _ask(pieces: list[_Piece], render: Render, backend: Any, advance: Callable[[
             if answer and not problem:  # otherwise the first answer stands, markers lost
                 piece.answer, piece.problem = answer, None
         elif not answer:
-            piece.error = "translation_failed" if response.text is None else "empty_translation"
+            failed = "llm_truncated" if response.reason == "llm_truncated" else "translation_failed"
+            piece.error = failed if response.text is None else "empty_translation"
         else:
             piece.answer, piece.problem = answer, problem
 

@@ -182,3 +182,38 @@ def test_faulty_server_gives_the_same_answers(fake_openai: Start, make_backend: 
     assert all(a.error is None for a in noisy)
     assert [a.value for a in noisy] == [a.value for a in clean] == [f"question {i}" for i in range(200)]
     assert srv.request_count > 220
+
+
+REASONED = {
+    "think tags": '<think>Maybe {"label": "no", "score": 0}? No.</think>\n{"label": "yes", "score": 2}',
+    "prose first": (
+        'Let me think. A first draft: {"label": "no", "score": 0}. On reflection the passage '
+        'answers it [see line 2].\nFinal answer:\n{"label": "yes", "score": 2}'
+    ),
+    "prose then a fence": 'Draft: {"label": "no", "score": 0}\n```json\n{"label": "yes", "score": 2}\n```',
+}
+
+
+@pytest.mark.parametrize("text", REASONED.values(), ids=REASONED.keys())
+def test_the_json_after_the_reasoning_is_taken(fake_openai: Start, make_backend: MakeBackend, text: str) -> None:
+    srv = fake_openai(responder=lambda body: text)
+    answer = chat_json(make_backend(srv), [ask("q")], Verdict.model_validate)[0]
+    assert (answer.value, answer.attempts, answer.raw) == (Verdict(label="yes", score=2), 1, text)
+    assert srv.request_count == 1
+
+
+def test_a_reasoning_channel_comes_with_the_json_answer(fake_openai: Start, make_backend: MakeBackend) -> None:
+    reply = Reply(text='{"label": "yes", "score": 2}', reasoning='I compare {"label": "no"} with [the text].')
+    srv = fake_openai(responder=lambda body: reply)
+    cache = LLMCache.memory()
+    answer = chat_json(make_backend(srv, cache=cache), [ask("q")], Verdict.model_validate)[0]
+    assert (answer.value, answer.reasoning) == (Verdict(label="yes", score=2), reply.reasoning)
+    again = chat_json(make_backend(srv, cache=cache), [ask("q")], Verdict.model_validate)[0]
+    assert again == answer and srv.request_count == 1
+
+
+def test_a_truncated_json_answer_is_reported_as_truncated(fake_openai: Start, make_backend: MakeBackend) -> None:
+    srv = fake_openai(responder=lambda body: Reply(text='{"label": "ye', finish_reason="length"))
+    answer = chat_json(make_backend(srv), [ask("q")], Verdict.model_validate)[0]
+    assert (answer.value, answer.error, answer.attempts) == (None, "llm_truncated", 1)
+    assert srv.request_count == 2

@@ -60,10 +60,13 @@ def parse_json_lenient(text: str, expect: type | None = None) -> Any:
 
 @dataclass(frozen=True)
 class JSONAnswer(Generic[T]):
+    """`error` is a drop reason: llm_failed, llm_truncated or llm_unparseable."""
+
     value: T | None
     error: str | None
     raw: str | None
     attempts: int
+    reasoning: str | None = None
 
 
 def _problem(error: Exception) -> str:
@@ -119,11 +122,11 @@ def chat_json(
             attempts = round_no + 1
             if not response.ok:
                 last_raw = problems[i][1] if i in problems else None
-                results[i] = JSONAnswer(None, "llm_failed", last_raw, attempts)
+                results[i] = JSONAnswer(None, response.reason, last_raw, attempts)
                 continue
             value, problem = _judge(current[i], response, validate)
             if problem is None:
-                results[i] = JSONAnswer(value, None, response.text, attempts)
+                results[i] = JSONAnswer(value, None, response.text, attempts, response.reasoning)
             else:
                 problems[i] = (problem, response.text or "")
                 retry[i] = _reask(current[i], response.text or "", problem)

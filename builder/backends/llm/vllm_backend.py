@@ -72,7 +72,7 @@ class VLLMBackend:
             for (_, positions), answer in zip(chunk, answers, strict=True):
                 fill(responses, positions, answer)
             self.cache.put_many(
-                (key, cast(str, a.text), a.prompt_tokens, a.completion_tokens)
+                (key, cast(str, a.text), a.prompt_tokens, a.completion_tokens, a.reasoning)
                 for (key, _), a in zip(chunk, answers, strict=True)
                 if a.ok
             )
