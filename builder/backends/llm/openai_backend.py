@@ -24,8 +24,6 @@ T = TypeVar("T")
 
 # A 200 with no content is usually a hiccup; retry it a little, not max_retries times.
 _EMPTY_RETRIES = 2
-# Marks an answer cut off at max_tokens until it is asked again with a larger budget.
-_CUT = "llm_truncated"
 # Statuses that say the endpoint, not the request, is wrong (credentials, URL, model).
 _TRANSPORT_STATUSES = (401, 403, 404)
 # Token counts must fit the cache's 64-bit integers.
@@ -229,12 +227,12 @@ class OpenAIBackend:
         """One answer; an answer cut off at max_tokens is asked once more with twice the budget."""
         budget = request.max_tokens or self.config.max_tokens
         first = await self._with_retries(self._body(request, budget))
-        if first.error != _CUT:
+        if first.reason != "llm_truncated":
             return first
         second = await self._with_retries(self._body(request, 2 * budget))
         retries = first.retries + 1 + second.retries
-        if second.error == _CUT:
-            return ChatResponse.truncated(f"answer cut off at max_tokens {2 * budget}", retries)
+        if not second.ok:
+            return replace(second, retries=retries)
         return replace(
             second,
             retries=retries,
@@ -243,7 +241,7 @@ class OpenAIBackend:
         )
 
     async def _with_retries(self, body: dict[str, Any]) -> ChatResponse:
-        """An answer, a failure, or a response whose error is `_CUT` (finish_reason "length")."""
+        """An answer or a failure; an answer cut off at max_tokens is a `truncated` failure."""
         attempts = self.config.max_retries + 1
         empties = 0
         for attempt in range(attempts):
@@ -252,13 +250,13 @@ class OpenAIBackend:
                 # post() skips the SDK's typed-params transform and model parsing, which
                 # cost more CPU per call than everything else here put together.
                 raw = await self._client.post("/chat/completions", body=body, cast_to=self._raw_response)
-                answer = _answer(json.loads(raw.content), attempt)
+                answer = _answer(json.loads(raw.content), attempt, body["max_tokens"])
             except Exception as error:  # one bad request must not sink the batch
                 reason, retryable, retry_after, transport = _classify(error)
                 if not retryable:
                     return ChatResponse.failed(reason, attempt, transport)
             else:
-                if answer.ok or answer.error == _CUT:
+                if answer.ok or answer.reason == "llm_truncated":
                     return answer
                 reason, transport, empties = "empty answer", False, empties + 1
                 if empties > _EMPTY_RETRIES:
@@ -304,7 +302,7 @@ def _token_count(usage: dict[str, Any], name: str) -> int:
     return value
 
 
-def _answer(data: Any, retries: int) -> ChatResponse:
+def _answer(data: Any, retries: int, max_tokens: int) -> ChatResponse:
     """The reply's answer; raises _Malformed when the body has the wrong shape."""
     if not isinstance(data, dict):
         raise _Malformed("the body is not a JSON object")
@@ -322,7 +320,8 @@ def _answer(data: Any, retries: int) -> ChatResponse:
         raise _Malformed("usage is not an object")
     prompt, completion = _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens")
     if choices and choices[0].get("finish_reason") == "length":
-        return ChatResponse(None, _CUT, False, prompt, completion, retries)
+        return replace(ChatResponse.truncated(f"answer cut off at max_tokens {max_tokens}", retries),
+                       prompt_tokens=prompt, completion_tokens=completion)
     if not text:
         return ChatResponse.failed("empty answer", retries)
     return ChatResponse(text, None, False, prompt, completion, retries, reasoning or None)
