@@ -78,7 +78,8 @@ class FaultPlan:
     garbage, fenced and chatty alter the answer text: they are meant for JSON answers
     read through `chat_json`, which must see through them (or re-ask).
     Kinds: 429, 500, slow (answer after `slow_s`), garbage (truncated answer), fenced,
-    chatty (answer wrapped in prose), plus opt-in badbody (broken HTTP body) and empty.
+    chatty (answer wrapped in prose), plus opt-in badbody (broken HTTP body), listbody (a
+    JSON list for a body), truncated (half the answer with finish_reason "length") and empty.
     """
 
     rate: float = 0.2
@@ -103,6 +104,8 @@ class FaultPlan:
             "fenced": replace(reply, text=f"```json\n{text}\n```"),
             "chatty": replace(reply, text=f"Sure! Here is what you asked for:\n{text}\nHope that helps."),
             "badbody": Reply(body='{"id": "chatcmpl-broken", "choices": [{"mess'),
+            "listbody": Reply(body="[]"),
+            "truncated": replace(reply, text=text[: len(text) // 2], finish_reason="length"),
             "empty": replace(reply, text=None),
         }
         return spoiled[kind]

@@ -217,3 +217,14 @@ def test_a_truncated_json_answer_is_reported_as_truncated(fake_openai: Start, ma
     answer = chat_json(make_backend(srv), [ask("q")], Verdict.model_validate)[0]
     assert (answer.value, answer.error, answer.attempts) == (None, "llm_truncated", 1)
     assert srv.request_count == 2
+
+
+def test_new_fault_kinds_give_the_same_answers(fake_openai: Start, make_backend: MakeBackend) -> None:
+    questions = [ask(f"question {i}", f"item-{i}") for i in range(60)]
+    faults = FaultPlan(rate=0.3, seed=2, kinds=("listbody", "truncated", "garbage"))
+    srv = fake_openai(responder=json_echo_responder, faults=faults)
+    answers = chat_json(make_backend(srv), questions, lambda value: str(value["echo"]))
+    # An answer cut off twice in a row is a truncated answer, by design; all others come through.
+    assert {a.error for a in answers} == {None, "llm_truncated"}
+    assert all(a.value == f"question {i}" for i, a in enumerate(answers) if a.error is None)
+    assert sum(a.error is None for a in answers) >= 55
