@@ -81,6 +81,7 @@ def test_rate_limits_errors_and_timeouts_are_retried(fake_openai: Start, make_ba
         "broken body": Reply(body='{"choices": [{"mess'),
         "empty": Reply(text=None),
         "list body": Reply(body="[1, 2]"),
+        "deep body": Reply(body="[" * 5000),
         "huge usage": Reply(text="x", usage={"prompt_tokens": 10**30, "completion_tokens": 1}),
         "negative usage": Reply(text="x", usage={"prompt_tokens": -1, "completion_tokens": 1}),
         "choices not a list": Reply(body='{"choices": "x"}'),

@@ -280,7 +280,7 @@ def _classify(error: Exception) -> tuple[str, bool, float | None, bool]:
         return f"HTTP {status}: {error.message[:200]}", False, None, status in _TRANSPORT_STATUSES
     if isinstance(error, openai.APIConnectionError):
         return _connection_reason(error), True, None, True
-    if isinstance(error, (ValueError, KeyError, TypeError, IndexError)):
+    if isinstance(error, (ValueError, KeyError, TypeError, IndexError, RecursionError)):
         return "malformed response", True, None, False
     return f"{type(error).__name__}: {error}"[:200], False, None, False
 
