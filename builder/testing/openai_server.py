@@ -33,13 +33,20 @@ from aiohttp import web
 
 @dataclass(frozen=True)
 class Reply:
-    """What the server should answer; `body` replaces the whole HTTP body when set."""
+    """What the server should answer; `body` replaces the whole HTTP body when set.
+
+    `reasoning` is sent as `reasoning_content` (as DeepSeek and vLLM's reasoning parsers
+    do) and `usage`, when set, replaces the counted token usage.
+    """
 
     text: str | None = ""
     status: int = 200
     headers: Mapping[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     body: str | None = None
+    finish_reason: str = "stop"
+    reasoning: str | None = None
+    usage: Mapping[str, Any] | None = None
 
 
 Responder = Callable[[dict[str, Any]], "str | Reply"]
@@ -71,7 +78,8 @@ class FaultPlan:
     garbage, fenced and chatty alter the answer text: they are meant for JSON answers
     read through `chat_json`, which must see through them (or re-ask).
     Kinds: 429, 500, slow (answer after `slow_s`), garbage (truncated answer), fenced,
-    chatty (answer wrapped in prose), plus opt-in badbody (broken HTTP body) and empty.
+    chatty (answer wrapped in prose), plus opt-in badbody (broken HTTP body), listbody (a
+    JSON list for a body), truncated (half the answer with finish_reason "length") and empty.
     """
 
     rate: float = 0.2
@@ -96,6 +104,8 @@ class FaultPlan:
             "fenced": replace(reply, text=f"```json\n{text}\n```"),
             "chatty": replace(reply, text=f"Sure! Here is what you asked for:\n{text}\nHope that helps."),
             "badbody": Reply(body='{"id": "chatcmpl-broken", "choices": [{"mess'),
+            "listbody": Reply(body="[]"),
+            "truncated": replace(reply, text=text[: len(text) // 2], finish_reason="length"),
             "empty": replace(reply, text=None),
         }
         return spoiled[kind]
@@ -105,9 +115,13 @@ def _words(text: str | None) -> int:
     return len(text.split()) if text else 0
 
 
-def _completion(body: dict[str, Any], text: str | None, serial: int) -> dict[str, Any]:
+def _completion(body: dict[str, Any], reply: Reply, serial: int) -> dict[str, Any]:
     prompt = sum(_words(str(m.get("content", ""))) for m in body.get("messages", []))
-    done = _words(text)
+    done = _words(reply.text)
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    if reply.reasoning is not None:
+        message["reasoning_content"] = reply.reasoning
+    usage = {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
     return {
         "id": f"chatcmpl-{serial}",
         "object": "chat.completion",
@@ -116,12 +130,12 @@ def _completion(body: dict[str, Any], text: str | None, serial: int) -> dict[str
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
+                "message": message,
+                "finish_reason": reply.finish_reason,
                 "logprobs": None,
             }
         ],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done},
+        "usage": dict(reply.usage) if reply.usage is not None else usage,
     }
 
 
@@ -224,7 +238,7 @@ class FakeOpenAIServer:
             return web.Response(
                 text=reply.body, status=reply.status, headers=reply.headers, content_type="application/json"
             )
-        payload = _completion(body, reply.text, self.request_count) if reply.status == 200 else _error(reply.status)
+        payload = _completion(body, reply, self.request_count) if reply.status == 200 else _error(reply.status)
         return web.json_response(payload, status=reply.status, headers=reply.headers)
 
     def _reply(self, body: dict[str, Any]) -> Reply:

@@ -1,15 +1,20 @@
 from __future__ import annotations
 
 import os
+import random
+import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from builder.backends.llm import LLMCache, key_for
+from builder.backends.llm import CachedAnswer, ChatRequest, LLMCache, key_for
 from builder.backends.llm.cache import CacheWriter
+from builder.testing.openai_server import FakeOpenAIServer
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 SAMPLING = {"temperature": 0.0, "max_tokens": 10}
@@ -89,3 +94,78 @@ def test_writer_reports_a_failed_write() -> None:
     writer.put("k", "x", 0, 0)
     with pytest.raises(RuntimeError, match="cache"):
         writer.flush()
+
+
+def _filled_cache(path: Path) -> bytes:
+    cache = LLMCache(path)
+    cache.put_many((f"k{i}", "x" * 200, 1, 1) for i in range(2000))
+    cache.close()
+    return path.read_bytes()
+
+
+DAMAGE = {
+    "truncated to half": lambda data: data[: len(data) // 2],
+    "random bytes": lambda data: random.Random(0).randbytes(len(data) // 2),
+    "pages overwritten": lambda data: data[:4096] + b"\xff" * (len(data) - 8192) + data[-4096:],
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE.values(), ids=DAMAGE.keys())
+def test_a_damaged_cache_is_set_aside_and_replaced(tmp_path: Path, damage: Callable[[bytes], bytes]) -> None:
+    path = tmp_path / "llm_cache.sqlite"
+    damaged = damage(_filled_cache(path))
+    path.write_bytes(damaged)
+    notices: list[str] = []
+    cache = LLMCache(path, notify=notices.append)
+    assert cache.get_many([f"k{i}" for i in range(2000)]) == {}
+    cache.put("k1", "asked again", 1, 1)
+    assert cache.get("k1") == CachedAnswer("asked again", 1, 1)
+
+    (aside,) = tmp_path.glob("llm_cache.sqlite.damaged-*")
+    assert aside.read_bytes() == damaged
+    assert len(notices) == 1 and "damaged" in notices[0] and aside.name in notices[0]
+    cache.close()
+    assert LLMCache(path).get("k1") is not None
+
+
+def test_damage_found_later_does_not_stop_the_writer(tmp_path: Path) -> None:
+    path = tmp_path / "llm_cache.sqlite"
+    data = _filled_cache(path)
+    notices: list[str] = []
+    cache = LLMCache(path, notify=notices.append)
+    path.write_bytes(DAMAGE["pages overwritten"](data))
+    writer = CacheWriter(cache)
+    writer.put("new", "answer", 2, 3, "why")
+    writer.flush()
+    writer.close()
+    assert cache.get("new") == CachedAnswer("answer", 2, 3, "why")
+    assert len(notices) == 1 and len(list(tmp_path.glob("llm_cache.sqlite.damaged-*"))) == 1
+
+
+def test_a_damaged_cache_means_answers_are_asked_again(
+    tmp_path: Path, fake_openai: Callable[..., FakeOpenAIServer], make_backend: Callable[..., Any]
+) -> None:
+    srv = fake_openai()
+    path = tmp_path / "llm_cache.sqlite"
+    question = ChatRequest.of([{"role": "user", "content": "q"}])
+    for _ in range(2):
+        cache = LLMCache(path)
+        first = make_backend(srv, cache=cache).chat_many([question])[0]
+        cache.close()
+    assert srv.request_count == 1
+    path.write_bytes(random.Random(1).randbytes(8192))
+    again = make_backend(srv, cache=LLMCache(path, notify=lambda notice: None)).chat_many([question])[0]
+    assert (again.text, again.cached, srv.request_count) == (first.text, False, 2)
+
+
+def test_an_old_cache_gains_the_reasoning_column(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,"
+                   " completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL) WITHOUT ROWID")
+        db.execute("INSERT INTO answers VALUES ('a', 'kept', 1, 2, 0.0)")
+    db.close()
+    cache = LLMCache(path)
+    assert cache.get("a") == CachedAnswer("kept", 1, 2, None)
+    cache.put("b", "new", 1, 1, "thoughts")
+    assert cache.get("b") == CachedAnswer("new", 1, 1, "thoughts")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from builder.backends.llm import ChatRequest, LLMCache, chat_json, parse_json_lenient
+from builder.backends.llm import ChatRequest, LLMCache, chat_json, key_for, parse_json_lenient
 from builder.testing.openai_server import FaultPlan, Reply, json_echo_responder
 
 from .conftest import MakeBackend
@@ -40,16 +41,71 @@ def ask(text: str, item_id: str = "") -> ChatRequest:
         ('thinking without an opening tag</think>{"a": 1}', {"a": 1}),
         ('Note [see below]: ["real"]', ["real"]),
         ('{"quote": "she said \\"hi,\\" }"}', {"quote": 'she said "hi," }'}),
+        ('First I thought {"a": 0}, then I checked again.\nFinal answer:\n{"a": 1}', {"a": 1}),
+        ('An [unclosed aside, then {"a": 1}', {"a": 1}),
+        ('[Note: {"a": 1}]', {"a": 1}),
+        ("3", 3),
     ],
 )
 def test_lenient_parsing_accepts(text: str, expected: Any) -> None:
     assert parse_json_lenient(text) == expected
 
 
+def test_the_expected_kind_wins_over_a_later_value() -> None:
+    text = '{"a": 1}\nSee [1] for details.'
+    assert parse_json_lenient(text, dict) == {"a": 1}
+    assert parse_json_lenient(text, list) == [1]
+    assert parse_json_lenient('{"a": 1}', list) == {"a": 1}
+
+
 @pytest.mark.parametrize("text", ["", "no json here", '{"a": "trunc', "```json\n{oops}\n```"])
 def test_lenient_parsing_rejects(text: str) -> None:
     with pytest.raises(ValueError):
         parse_json_lenient(text)
+
+
+HOSTILE = {
+    "deep list": "[" * 3000,
+    "100 KB of braces": "{" * 100_000,
+    "200 KB of braces": "{" * 200_000,
+    "200 KB of brackets": "[" * 200_000,
+    "deep but closed": "[" * 3000 + "]" * 3000,
+    "nested objects": '{"a": ' * 30_000,
+    "open fences": "```" * 70_000,
+    "open think tags": "<think>" * 30_000,
+    "escaped quotes": '"\\"' * 60_000 + "[",
+    "prose brackets": "x [" * 70_000,
+    "many tiny failures": "[x] " * 50_000,
+}
+
+
+@pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_answers_are_rejected_quickly(text: str) -> None:
+    start = time.perf_counter()
+    with pytest.raises(ValueError):
+        parse_json_lenient(text)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_nesting_is_bounded() -> None:
+    assert parse_json_lenient("[" * 100 + "]" * 100) == eval("[" * 100 + "]" * 100)
+    with pytest.raises(ValueError, match="deeply"):
+        parse_json_lenient("[" * 101 + "]" * 101)
+    assert parse_json_lenient("note: " + "[" * 500 + "]" * 500 + ' then {"a": 1}') == {"a": 1}
+
+
+def test_an_unparseable_cached_answer_is_reasked(fake_openai: Start, make_backend: MakeBackend) -> None:
+    srv = fake_openai(responder=lambda body: '{"label": "ok", "score": 1}')
+    cache = LLMCache.memory()
+    backend = make_backend(srv, cache=cache)
+    question = ask("q")
+    key = key_for("openai", "test-model", backend.config.sampling(), question.messages, None)
+    cache.put(key, "[" * 3000, 1, 1)
+    answer = chat_json(backend, [question], Verdict.model_validate)[0]
+    assert (answer.value, answer.attempts) == (Verdict(label="ok", score=1), 2)
+    assert srv.request_count == 1 and srv.requests[0]["messages"][1]["content"] == "[" * 3000
+    again = chat_json(make_backend(srv, cache=cache), [question], Verdict.model_validate)[0]
+    assert again == answer and srv.request_count == 1
 
 
 def test_wrapped_answers_parse_without_reasks(fake_openai: Start, make_backend: MakeBackend) -> None:
@@ -126,3 +182,49 @@ def test_faulty_server_gives_the_same_answers(fake_openai: Start, make_backend: 
     assert all(a.error is None for a in noisy)
     assert [a.value for a in noisy] == [a.value for a in clean] == [f"question {i}" for i in range(200)]
     assert srv.request_count > 220
+
+
+REASONED = {
+    "think tags": '<think>Maybe {"label": "no", "score": 0}? No.</think>\n{"label": "yes", "score": 2}',
+    "prose first": (
+        'Let me think. A first draft: {"label": "no", "score": 0}. On reflection the passage '
+        'answers it [see line 2].\nFinal answer:\n{"label": "yes", "score": 2}'
+    ),
+    "prose then a fence": 'Draft: {"label": "no", "score": 0}\n```json\n{"label": "yes", "score": 2}\n```',
+}
+
+
+@pytest.mark.parametrize("text", REASONED.values(), ids=REASONED.keys())
+def test_the_json_after_the_reasoning_is_taken(fake_openai: Start, make_backend: MakeBackend, text: str) -> None:
+    srv = fake_openai(responder=lambda body: text)
+    answer = chat_json(make_backend(srv), [ask("q")], Verdict.model_validate)[0]
+    assert (answer.value, answer.attempts, answer.raw) == (Verdict(label="yes", score=2), 1, text)
+    assert srv.request_count == 1
+
+
+def test_a_reasoning_channel_comes_with_the_json_answer(fake_openai: Start, make_backend: MakeBackend) -> None:
+    reply = Reply(text='{"label": "yes", "score": 2}', reasoning='I compare {"label": "no"} with [the text].')
+    srv = fake_openai(responder=lambda body: reply)
+    cache = LLMCache.memory()
+    answer = chat_json(make_backend(srv, cache=cache), [ask("q")], Verdict.model_validate)[0]
+    assert (answer.value, answer.reasoning) == (Verdict(label="yes", score=2), reply.reasoning)
+    again = chat_json(make_backend(srv, cache=cache), [ask("q")], Verdict.model_validate)[0]
+    assert again == answer and srv.request_count == 1
+
+
+def test_a_truncated_json_answer_is_reported_as_truncated(fake_openai: Start, make_backend: MakeBackend) -> None:
+    srv = fake_openai(responder=lambda body: Reply(text='{"label": "ye', finish_reason="length"))
+    answer = chat_json(make_backend(srv), [ask("q")], Verdict.model_validate)[0]
+    assert (answer.value, answer.error, answer.attempts) == (None, "llm_truncated", 1)
+    assert srv.request_count == 2
+
+
+def test_new_fault_kinds_give_the_same_answers(fake_openai: Start, make_backend: MakeBackend) -> None:
+    questions = [ask(f"question {i}", f"item-{i}") for i in range(60)]
+    faults = FaultPlan(rate=0.3, seed=2, kinds=("listbody", "truncated", "garbage"))
+    srv = fake_openai(responder=json_echo_responder, faults=faults)
+    answers = chat_json(make_backend(srv), questions, lambda value: str(value["echo"]))
+    # An answer cut off twice in a row is a truncated answer, by design; all others come through.
+    assert {a.error for a in answers} == {None, "llm_truncated"}
+    assert all(a.value == f"question {i}" for i, a in enumerate(answers) if a.error is None)
+    assert sum(a.error is None for a in answers) >= 55

@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,6 +80,12 @@ def test_rate_limits_errors_and_timeouts_are_retried(fake_openai: Start, make_ba
         "slow": Reply(text="late", delay_s=1.0),
         "broken body": Reply(body='{"choices": [{"mess'),
         "empty": Reply(text=None),
+        "list body": Reply(body="[1, 2]"),
+        "deep body": Reply(body="[" * 5000),
+        "huge usage": Reply(text="x", usage={"prompt_tokens": 10**30, "completion_tokens": 1}),
+        "negative usage": Reply(text="x", usage={"prompt_tokens": -1, "completion_tokens": 1}),
+        "choices not a list": Reply(body='{"choices": "x"}'),
+        "content not text": Reply(body='{"choices": [{"message": {"content": 5}}]}'),
     }
     for label, first in cases.items():
         srv = fake_openai(responder=flaky(first))
@@ -110,6 +117,23 @@ def test_permanent_failure_is_reported_not_raised_or_cached(fake_openai: Start, 
 
     backend.chat_many([ask("a")])
     assert srv.request_count == 9
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [Reply(body="[]"), Reply(text="x", usage={"prompt_tokens": 10**30, "completion_tokens": 1})],
+    ids=["list body", "huge usage"],
+)
+def test_malformed_replies_fail_with_a_reason(
+    fake_openai: Start, make_backend: MakeBackend, tmp_path: Path, reply: Reply
+) -> None:
+    srv = fake_openai(responder=lambda body: reply)
+    cache = LLMCache(tmp_path / "cache.sqlite")
+    backend = make_backend(srv, cache=cache, max_retries=2)
+    answer = backend.chat_many([ask("a")])[0]
+    assert answer.error == "llm_failed: malformed response after 3 attempts"
+    assert srv.request_count == 3 and len(cache) == 0
+    assert backend.usage.failures == 1
 
 
 def test_client_errors_fail_at_once(fake_openai: Start, make_backend: MakeBackend) -> None:
@@ -154,3 +178,87 @@ def test_empty_batches_and_closing(fake_openai: Start, make_backend: MakeBackend
     backend.close()
     with pytest.raises(RuntimeError, match="closed"):
         backend.chat_many([ask("late")])
+
+
+def cut_below(budget: int) -> Callable[[dict[str, Any]], str | Reply]:
+    """An answer cut off at max_tokens unless the request allows at least `budget` tokens."""
+    return lambda body: "whole answer" if body["max_tokens"] >= budget else Reply(text="half an", finish_reason="length")
+
+
+def test_a_truncated_answer_is_asked_again_with_twice_the_budget(
+    fake_openai: Start, make_backend: MakeBackend
+) -> None:
+    srv = fake_openai(responder=cut_below(200))
+    cache = LLMCache.memory()
+    answer = make_backend(srv, cache=cache, max_tokens=100).chat_many([ask("q")])[0]
+    assert (answer.text, answer.retries, answer.completion_tokens) == ("whole answer", 1, 4)
+    assert [r["max_tokens"] for r in srv.requests] == [100, 200]
+
+    again = make_backend(srv, cache=cache, max_tokens=100).chat_many([ask("q")])[0]
+    assert (again.text, again.cached, srv.request_count) == ("whole answer", True, 2)
+
+
+def test_an_answer_truncated_twice_fails_as_truncated_and_is_not_cached(
+    fake_openai: Start, make_backend: MakeBackend
+) -> None:
+    srv = fake_openai(responder=cut_below(10**6))
+    cache = LLMCache.memory()
+    backend = make_backend(srv, cache=cache)
+    answer = backend.chat_many([ask("q", max_tokens=50)])[0]
+    assert (answer.text, answer.error, answer.reason) == (
+        None, "llm_truncated: answer cut off at max_tokens 100", "llm_truncated")
+    assert [r["max_tokens"] for r in srv.requests] == [50, 100]
+    assert len(cache) == 0
+    assert (backend.usage.failures, backend.usage.transport_failures) == (1, 0)
+
+    backend.chat_many([ask("q", max_tokens=50)])
+    assert srv.request_count == 4
+
+
+def test_the_reasoning_channel_is_kept_and_cached(fake_openai: Start, make_backend: MakeBackend) -> None:
+    srv = fake_openai(responder=lambda body: Reply(text="final", reasoning="First, {weigh} the [options]."))
+    cache = LLMCache.memory()
+    answer = make_backend(srv, cache=cache).chat_many([ask("q")])[0]
+    assert (answer.text, answer.reasoning) == ("final", "First, {weigh} the [options].")
+    again = make_backend(srv, cache=cache).chat_many([ask("q")])[0]
+    assert (again.cached, again.text, again.reasoning) == (True, "final", "First, {weigh} the [options].")
+    assert make_backend(fake_openai()).chat_many([ask("plain")])[0].reasoning is None
+
+
+def test_transport_failures_are_told_apart_from_bad_answers(fake_openai: Start, make_backend: MakeBackend) -> None:
+    down = fake_openai()
+    down.stop()  # nothing listens on its port any more
+    backend = make_backend(down, max_retries=2)
+    before = backend.usage.copy()
+    refused = backend.chat_many([ask("a"), ask("b")])
+    assert all(a.transport and a.reason == "llm_failed" for a in refused)
+    assert refused[0].error == "llm_failed: connection refused after 3 attempts"
+    share = backend.usage - before
+    assert (share.failures, share.transport_failures) == (2, 2)
+    assert share.last_transport_error == f"llm_failed: connection refused after 3 attempts ({down.base_url})"
+
+    for status in (503, 429, 401):
+        srv = fake_openai(responder=lambda body, status=status: Reply(status=status, headers={"Retry-After": "0"}))
+        busy = make_backend(srv, max_retries=1)
+        answer = busy.chat_many([ask("c")])[0]
+        assert answer.transport and busy.usage.transport_failures == 1, status
+        assert busy.usage.last_transport_error is not None and f"HTTP {status}" in busy.usage.last_transport_error
+
+    content = {"rejected": Reply(status=400), "empty": Reply(text=""), "malformed": Reply(body="[]"),
+               "cut": Reply(text="x", finish_reason="length")}
+    for label, reply in content.items():
+        srv = fake_openai(responder=lambda body, reply=reply: reply)
+        picky = make_backend(srv, max_retries=1)
+        answer = picky.chat_many([ask(label)])[0]
+        assert not answer.ok and not answer.transport, label
+        assert (picky.usage.failures, picky.usage.transport_failures, picky.usage.last_transport_error) == (
+            1, 0, None), label
+    assert (backend.usage - backend.usage).last_transport_error is None
+
+
+def test_a_timeout_is_a_transport_failure(fake_openai: Start, make_backend: MakeBackend) -> None:
+    srv = fake_openai(responder=lambda body: Reply(text="late", delay_s=1.0))
+    backend = make_backend(srv, timeout_s=0.2, max_retries=1)
+    answer = backend.chat_many([ask("slow")])[0]
+    assert (answer.error, answer.transport) == ("llm_failed: timeout after 2 attempts", True)
+    assert backend.usage.transport_failures == 1

@@ -28,6 +28,8 @@ def test_faults_reshape_replies() -> None:
     assert plan.apply("slow", base).delay_s == 2.0
     assert plan.apply("fenced", base).text == '```json\n{"a": 1}\n```'
     assert plan.apply("garbage", base).text == '{"a"'
+    assert plan.apply("listbody", base).body == "[]"
+    assert (plan.apply("truncated", base).text, plan.apply("truncated", base).finish_reason) == ('{"a"', "length")
 
 
 def get_json(url: str) -> object:

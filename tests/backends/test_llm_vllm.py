@@ -24,10 +24,19 @@ class FakeLLM:
         return [
             SimpleNamespace(
                 prompt_token_ids=[0] * len(c[-1]["content"].split()),
-                outputs=[SimpleNamespace(text=f"gen: {c[-1]['content']}", token_ids=[0, 0])],
+                outputs=[SimpleNamespace(text=f"gen: {c[-1]['content']}", token_ids=[0, 0],
+                                         finish_reason=_finish(c[-1]["content"], p.kwargs["max_tokens"]))],
             )
-            for c in conversations
+            for c, p in zip(conversations, sampling_params)
         ]
+
+
+def _finish(prompt: str, max_tokens: int) -> str:
+    """A prompt saying "needs N" is cut off under a budget of N tokens."""
+    words = prompt.split()
+    needs = int(words[words.index("needs") + 1]) if "needs" in words else 0
+    return "length" if max_tokens < needs else "stop"
+
 
 
 class Params:
@@ -94,3 +103,16 @@ def test_one_bad_prompt_does_not_sink_the_batch(monkeypatch: pytest.MonkeyPatch)
     assert [a.text for a in answers] == ["gen: fine", None, "gen: also fine"]
     assert answers[1].error is not None and "longer than the context" in answers[1].error
     assert len(cache) == 2 and backend.usage.failures == 1
+
+
+def test_truncated_answers_get_one_larger_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_fake_vllm(monkeypatch)
+    cache = LLMCache.memory()
+    backend = make_llm("local", VLLMModelConfig(backend="vllm", model="m", max_tokens=100), cache)
+    answers = backend.chat_many([ask("needs 50"), ask("needs 150"), ask("needs 300")])
+    assert [a.text for a in answers] == ["gen: needs 50", "gen: needs 150", None]
+    assert (answers[1].retries, answers[2].reason) == (1, "llm_truncated")
+    assert answers[2].error == "llm_truncated: answer cut off at max_tokens 200"
+    budgets = [[p.kwargs["max_tokens"] for p in params] for _, params in backend._llm.calls]  # type: ignore[attr-defined]
+    assert budgets == [[100, 100, 100], [200, 200]]
+    assert len(cache) == 2

@@ -4,6 +4,7 @@ import pytest
 
 from builder.stages.qc.grading import remove_spans
 from builder.stages.qc.llm_relevance import LLMRelevance, RelevanceParams
+from builder.testing.openai_server import Reply
 from tests.fixtures.scripted_grader import grade_answer
 from tests.stages.qc_factories import bench_of, graders, qc_ctx, span
 
@@ -63,3 +64,13 @@ def test_unusable_answers_are_counted_drops(tmp_path, grader):
     out = LLMRelevance(RelevanceParams(llm="judge", contrast=False, questions_per_call=1)).run(_bench(), ctx)
     assert dict(out.drops.select("id", "reason").rows())["off"] == "llm_unparseable"
     assert (tmp_path / "unparseable.jsonl").exists()
+
+
+def test_truncated_grades_are_counted_drops(tmp_path, grader):
+    def answer(body):
+        text = grade_answer(body)
+        return Reply(text=text[:5], finish_reason="length") if "volcanoes" in json.dumps(body) else text
+
+    ctx = qc_ctx(tmp_path, llms={"judge": grader(responder=answer)})
+    out = LLMRelevance(RelevanceParams(llm="judge", contrast=False, questions_per_call=1)).run(_bench(), ctx)
+    assert dict(out.drops.select("id", "reason").rows())["off"] == "llm_truncated"

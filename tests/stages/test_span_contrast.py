@@ -1,7 +1,11 @@
+import json
+
 import pytest
 
 from builder.backends.rerankers import BM25Config
 from builder.stages.qc.span_contrast import SpanContrast, SpanContrastParams
+from builder.testing.openai_server import Reply
+from tests.fixtures.scripted_grader import grade_answer
 from tests.stages.qc_factories import ByLength, bench_of, graders, qc_ctx, span
 
 
@@ -67,8 +71,8 @@ def test_a_neural_reranker_without_the_extra_is_a_recipe_problem(monkeypatch, wr
     import importlib.util
 
     from builder.backends.rerankers import INSTALL_HINT
-    from builder.recipe.model import parse_recipe
-    from builder.recipe.yaml_text import RecipeError
+    from builder.recipe.model.model import parse_recipe
+    from builder.recipe.model.yaml_text import RecipeError
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
@@ -81,3 +85,14 @@ def test_a_neural_reranker_without_the_extra_is_a_recipe_problem(monkeypatch, wr
                 f"installed; install it with: {INSTALL_HINT}")
     assert [(p.loc, p.message, p.line) for p in caught.value.problems] == [
         (("stages", 0, "span_contrast", "rerankers"), expected, 5)]
+
+
+def test_a_truncated_contrast_grade_keeps_its_reason(tmp_path, grader):
+    def answer(body):
+        text, sent = grade_answer(body), json.dumps(body)
+        cut = "Bananas" not in sent and "Eiffel" in sent  # the document without the bad span
+        return Reply(text=text[:3], finish_reason="length") if cut else text
+
+    ctx = qc_ctx(tmp_path, llms={"judge": grader(responder=answer)}, rerankers={"longer": ByLength("longer")})
+    out = SpanContrast(SpanContrastParams(rerankers=["longer"], llm="judge")).run(_bench(), ctx)
+    assert dict(out.drops.select("id", "reason").rows()) == {"none": "no_spans", "bad": "llm_truncated"}

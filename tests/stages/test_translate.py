@@ -8,10 +8,10 @@ from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.backends.tokenizers import WordCounter
 from builder.bench import SPAN_DTYPE, Bench
 from builder.position_columns import PositionOptions, annotate_positions
-from builder.stages.translate.translate import Translate, TranslateParams
+from builder.stages.translate.translate.translate import Translate, TranslateParams
 from builder.testing.openai_server import Reply
-from builder.stages.translate.markers import mark, pick_style
-from builder.stages.translate.pieces import split_pieces
+from builder.stages.translate.translate.markers import mark, pick_style
+from builder.stages.translate.translate.pieces import split_pieces
 from tests.helpers import make_ctx
 
 _TEXT = re.compile(r"<text>\n(.*)\n</text>", re.S)
@@ -35,6 +35,8 @@ def responder(body):
         return "<think>Nothing to say.</think>"
     if "FAIL" in text:
         return Reply(status=500)
+    if "CUT" in text:
+        return Reply(text=fake_translate(text)[:8], finish_reason="length")
     out = fake_translate(text)
     if "LOSE" in text or ("FLAKY" in text and "Important:" not in user):
         out = re.sub(r"[⟦⟪]/?\d+[⟧⟫]", "", out)
@@ -142,6 +144,15 @@ def test_failed_translations_are_dropped_with_their_queries(tmp_path, fake_opena
         ("query", "qc@fra-Latn", "doc_removed:translation_failed")]
     assert out.corpus["doc_id"].to_list() == ["a", "b", "c", "b@fra-Latn"]
     assert out.qrels.height == 4
+
+
+def test_translations_cut_off_at_max_tokens_are_dropped_as_truncated(tmp_path, fake_openai):
+    srv = fake_openai(responder=responder)
+    bench = _bench({"b": "Fine text. Cited bit.", "d": "CUT short. Cited bit."},
+                   [("qb", "b", ["Cited bit."]), ("qd", "d", ["Cited bit."])])
+    out, _ = _run(tmp_path, srv, bench, languages=["fra-Latn"])
+    assert sorted(out.drops.select("kind", "id", "reason").rows()) == [
+        ("doc", "d@fra-Latn", "llm_truncated"), ("query", "qd@fra-Latn", "doc_removed:llm_truncated")]
 
 
 def test_a_document_with_marker_brackets_gets_other_brackets():

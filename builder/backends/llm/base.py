@@ -42,7 +42,14 @@ class ChatRequest:
 
 @dataclass(frozen=True)
 class ChatResponse:
-    """The answer to one request; `text` is None exactly when it failed."""
+    """The answer to one request; `text` is None exactly when it failed.
+
+    `error` starts with the drop reason (`llm_failed` or `llm_truncated`) and goes on
+    with details. `transport` marks failures where no answer came back at all (server
+    unreachable, timeouts, 5xx or 429 after every retry, rejected credentials), which a
+    rerun may cure; the other failures are about the answer itself. `reasoning` is the
+    server's separate reasoning channel, when it has one.
+    """
 
     text: str | None
     error: str | None
@@ -50,19 +57,35 @@ class ChatResponse:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     retries: int = 0
+    reasoning: str | None = None
+    transport: bool = False
 
     @property
     def ok(self) -> bool:
         return self.text is not None
 
+    @property
+    def reason(self) -> str | None:
+        """The short snake_case drop reason, or None for an answer."""
+        return None if self.error is None else self.error.split(":", 1)[0]
+
     @classmethod
-    def failed(cls, reason: str, retries: int = 0) -> ChatResponse:
-        return cls(text=None, error=f"llm_failed: {reason}", cached=False, retries=retries)
+    def failed(cls, detail: str, retries: int = 0, transport: bool = False) -> ChatResponse:
+        return cls(text=None, error=f"llm_failed: {detail}", cached=False, retries=retries, transport=transport)
+
+    @classmethod
+    def truncated(cls, detail: str, retries: int = 0) -> ChatResponse:
+        return cls(text=None, error=f"llm_truncated: {detail}", cached=False, retries=retries)
 
 
 @dataclass
 class LLMUsage:
-    """Cumulative counters; subtract two snapshots to get one stage's share."""
+    """Cumulative counters; subtract two snapshots to get one stage's share.
+
+    `transport_failures` counts the failed requests that never got an answer (see
+    `ChatResponse.transport`); `last_transport_error` says what the last one was and
+    where it was sent, so a runner can tell an outage from bad answers.
+    """
 
     calls: int = 0
     cache_hits: int = 0
@@ -70,9 +93,18 @@ class LLMUsage:
     failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    transport_failures: int = 0
+    last_transport_error: str | None = None
 
     def _combine(self, other: LLMUsage, sign: int) -> LLMUsage:
-        return LLMUsage(*(getattr(self, f.name) + sign * getattr(other, f.name) for f in fields(self)))
+        counts = [getattr(self, f.name) + sign * getattr(other, f.name) for f in fields(self)
+                  if isinstance(getattr(self, f.name), int)]
+        if sign > 0:
+            last = other.last_transport_error or self.last_transport_error
+        else:
+            # after - before: the share had a transport error only if it counted one.
+            last = self.last_transport_error if self.transport_failures > other.transport_failures else None
+        return LLMUsage(*counts, last_transport_error=last)
 
     def __add__(self, other: LLMUsage) -> LLMUsage:
         return self._combine(other, 1)
@@ -83,8 +115,11 @@ class LLMUsage:
     def copy(self) -> LLMUsage:
         return self._combine(LLMUsage(), 1)
 
-    def record(self, responses: Iterable[ChatResponse]) -> None:
-        """Count a finished batch; cached answers cost nothing, so their tokens are skipped."""
+    def record(self, responses: Iterable[ChatResponse], source: str = "") -> None:
+        """Count a finished batch; cached answers cost nothing, so their tokens are skipped.
+
+        `source` (the server's address) is added to a transport error's message.
+        """
         for r in responses:
             if r.cached:
                 self.cache_hits += 1
@@ -94,8 +129,11 @@ class LLMUsage:
                 self.calls += 1
                 self.prompt_tokens += r.prompt_tokens
                 self.completion_tokens += r.completion_tokens
-            else:
-                self.failures += 1
+                continue
+            self.failures += 1
+            if r.transport:
+                self.transport_failures += 1
+                self.last_transport_error = f"{r.error} ({source})" if source else r.error
 
 
 class LLMBackend(Protocol):

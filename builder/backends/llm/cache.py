@@ -8,10 +8,11 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from builder.backends.llm.base import ChatResponse, Message
 
@@ -24,9 +25,16 @@ CREATE TABLE IF NOT EXISTS answers (
     text TEXT NOT NULL,
     prompt_tokens INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    reasoning TEXT
 ) WITHOUT ROWID
 """
+# SQLite's verdicts on a file that is not (or no longer) a sound database.
+_DAMAGE_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+
+# key, text, prompt tokens, completion tokens and, optionally, the reasoning.
+Row = tuple[str, str, int, int] | tuple[str, str, int, int, str | None]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,7 @@ class CachedAnswer:
     text: str
     prompt_tokens: int
     completion_tokens: int
+    reasoning: str | None = None
 
 
 def key_for(
@@ -55,76 +64,151 @@ def key_for(
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-class LLMCache:
-    """Answer cache shared by threads (one locked connection) and processes (WAL)."""
+def _print_notice(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
-    def __init__(self, path: Path | None) -> None:
+
+def _damaged(error: sqlite3.DatabaseError) -> bool:
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in _DAMAGE_CODES
+
+
+class LLMCache:
+    """Answer cache shared by threads (one locked connection) and processes (WAL).
+
+    A file SQLite finds damaged, when opened or later, is renamed aside (never deleted)
+    with a one-line notice, and a fresh cache takes its place: its answers are asked again.
+    """
+
+    def __init__(self, path: Path | None, notify: Callable[[str], None] = _print_notice) -> None:
         self.path = path
+        self._notify = notify
+        self._lock = threading.Lock()
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        # Autocommit: every write is durable once its statement returns.
-        self._db = sqlite3.connect(
-            ":memory:" if path is None else str(path),
-            check_same_thread=False,
-            isolation_level=None,
-            timeout=60.0,
-        )
-        self._lock = threading.Lock()
         with self._lock:
-            self._db.execute("PRAGMA busy_timeout = 60000")
-            if path is not None:
-                self._db.execute("PRAGMA journal_mode = WAL")
-                # WAL + NORMAL survives a killed process; only power loss can drop the tail.
-                self._db.execute("PRAGMA synchronous = NORMAL")
-            self._db.execute(_SCHEMA)
+            try:
+                self._db, self._inode = self._open()
+            except sqlite3.DatabaseError as error:
+                if path is None or not _damaged(error):
+                    raise
+                self._inode = _inode(path)
+                self._set_aside(error)
+                self._db, self._inode = self._open()
 
     @classmethod
     def memory(cls) -> LLMCache:
         return cls(None)
 
+    def _open(self) -> tuple[sqlite3.Connection, int | None]:
+        path = self.path
+        # Autocommit: every write is durable once its statement returns.
+        db = sqlite3.connect(
+            ":memory:" if path is None else str(path),
+            check_same_thread=False,
+            isolation_level=None,
+            timeout=60.0,
+        )
+        try:
+            db.execute("PRAGMA busy_timeout = 60000")
+            if path is not None:
+                db.execute("PRAGMA journal_mode = WAL")
+                # WAL + NORMAL survives a killed process; only power loss can drop the tail.
+                db.execute("PRAGMA synchronous = NORMAL")
+            db.execute(_SCHEMA)
+            columns = {row[1] for row in db.execute("PRAGMA table_info(answers)")}
+            if "reasoning" not in columns:  # a cache written before reasoning was kept
+                db.execute("ALTER TABLE answers ADD COLUMN reasoning TEXT")
+        except BaseException:
+            db.close()
+            raise
+        return db, None if path is None else _inode(path)
+
+    def _set_aside(self, error: sqlite3.DatabaseError) -> None:
+        """Rename the damaged file (and its WAL files) next to itself, unless another process did."""
+        path = cast(Path, self.path)
+        if _inode(path) == self._inode:
+            aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+            while aside.exists():
+                aside = aside.with_name(aside.name + "+")
+            for suffix in ("", "-wal", "-shm"):
+                if Path(f"{path}{suffix}").exists():
+                    Path(f"{path}{suffix}").rename(f"{aside}{suffix}")
+            self._notify(f"LLM cache {path} is damaged ({error}): moved it to {aside.name}; "
+                         "a fresh cache is used and its answers will be asked again")
+
+    def _guarded(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work` under the lock; if the file turns out damaged, set it aside and redo it on a fresh one."""
+        with self._lock:
+            try:
+                return work(self._db)
+            except sqlite3.DatabaseError as error:
+                if self.path is None or not _damaged(error):
+                    raise
+                self._db.close()
+                self._set_aside(error)
+                self._db, self._inode = self._open()
+                return work(self._db)
+
     def get_many(self, keys: Sequence[str]) -> dict[str, CachedAnswer]:
         unique = list(dict.fromkeys(keys))
-        found: dict[str, CachedAnswer] = {}
-        with self._lock:
+
+        def read(db: sqlite3.Connection) -> dict[str, CachedAnswer]:
+            found: dict[str, CachedAnswer] = {}
             for start in range(0, len(unique), _CHUNK):
                 chunk = unique[start : start + _CHUNK]
                 marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
-                    f"SELECT key, text, prompt_tokens, completion_tokens FROM answers WHERE key IN ({marks})",
+                rows = db.execute(
+                    "SELECT key, text, prompt_tokens, completion_tokens, reasoning FROM answers "
+                    f"WHERE key IN ({marks})",
                     chunk,
                 )
-                for key, text, pt, ct in rows:
-                    found[key] = CachedAnswer(text, pt, ct)
-        return found
+                for key, text, pt, ct, reasoning in rows:
+                    found[key] = CachedAnswer(text, pt, ct, reasoning)
+            return found
+
+        return self._guarded(read)
 
     def get(self, key: str) -> CachedAnswer | None:
         return self.get_many([key]).get(key)
 
-    def put(self, key: str, text: str, prompt_tokens: int, completion_tokens: int) -> None:
-        self.put_many([(key, text, prompt_tokens, completion_tokens)])
+    def put(self, key: str, text: str, prompt_tokens: int, completion_tokens: int, reasoning: str | None = None) -> None:
+        self.put_many([(key, text, prompt_tokens, completion_tokens, reasoning)])
 
-    def put_many(self, rows: Iterable[tuple[str, str, int, int]]) -> None:
+    def put_many(self, rows: Iterable[Row]) -> None:
         """Store answers in one transaction, committed before returning."""
         now = time.time()
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+        values = [(*row[:4], now, row[4] if len(row) > 4 else None) for row in rows]
+
+        def write(db: sqlite3.Connection) -> None:
+            db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)",
-                    [(*row, now) for row in rows],
+                db.executemany(
+                    "INSERT OR REPLACE INTO answers (key, text, prompt_tokens, completion_tokens, created_at, "
+                    "reasoning) VALUES (?, ?, ?, ?, ?, ?)",
+                    values,
                 )
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
+            db.execute("COMMIT")
+
+        self._guarded(write)
 
     def __len__(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
+        return self._guarded(lambda db: int(db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]))
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except FileNotFoundError:
+        return None
 
 
 class CacheWriter:
@@ -136,13 +220,13 @@ class CacheWriter:
 
     def __init__(self, cache: LLMCache) -> None:
         self._cache = cache
-        self._queue: queue.SimpleQueue[tuple[str, str, int, int] | threading.Event | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Row | threading.Event | None] = queue.SimpleQueue()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="llm-cache-writer", daemon=True)
         self._thread.start()
 
-    def put(self, key: str, text: str, prompt_tokens: int, completion_tokens: int) -> None:
-        self._queue.put((key, text, prompt_tokens, completion_tokens))
+    def put(self, key: str, text: str, prompt_tokens: int, completion_tokens: int, reasoning: str | None = None) -> None:
+        self._queue.put((key, text, prompt_tokens, completion_tokens, reasoning))
 
     def flush(self) -> None:
         if not self._thread.is_alive():
@@ -176,7 +260,7 @@ class CacheWriter:
             if None in burst:
                 return
 
-    def _commit(self, rows: list[tuple[str, str, int, int]]) -> None:
+    def _commit(self, rows: list[Row]) -> None:
         if not rows:
             return
         try:
@@ -198,7 +282,7 @@ def split_cached(cache: LLMCache, keys: Sequence[str]) -> tuple[list[ChatRespons
         if hit is None:
             missing.setdefault(key, []).append(i)
         else:
-            responses[i] = ChatResponse(hit.text, None, True, hit.prompt_tokens, hit.completion_tokens, 0)
+            responses[i] = ChatResponse(hit.text, None, True, hit.prompt_tokens, hit.completion_tokens, 0, hit.reasoning)
     return responses, missing
 
 

@@ -12,74 +12,61 @@ from typing import Any, Generic, TypeVar, cast
 from pydantic import ValidationError
 
 from builder.backends.llm.base import ChatRequest, ChatResponse, LLMBackend
+from builder.backends.llm.json_values import MAX_DEPTH, scan_json
 
 T = TypeVar("T")
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)```", re.DOTALL)
-_CLOSER = re.compile(r"\s*[}\]]")
-_DECODER = json.JSONDecoder()
+# Reasoning models may drop the opening tag, so the answer is whatever follows the last closing one.
+_THINK_END = re.compile(r"</think\s*>", re.IGNORECASE)
 # What a validator may raise when the JSON has the wrong shape.
-_SHAPE_ERRORS = (ValueError, TypeError, KeyError, IndexError)
+_SHAPE_ERRORS = (ValueError, TypeError, KeyError, IndexError, RecursionError)
+_KINDS: dict[str, type] = {"object": dict, "array": list}
 
 
-def _drop_trailing_commas(text: str) -> str:
-    """Remove commas that directly precede a closing bracket, leaving strings alone."""
-    out: list[str] = []
-    in_string = escaped = False
-    for i, ch in enumerate(text):
-        if escaped:
-            escaped = False
-        elif in_string:
-            escaped = ch == "\\"
-            in_string = ch != '"'
-        elif ch == '"':
-            in_string = True
-        elif ch == "," and _CLOSER.match(text, i + 1):
-            continue
-        out.append(ch)
-    return "".join(out)
+def _after_reasoning(text: str) -> str:
+    last = None
+    for last in _THINK_END.finditer(text):
+        pass
+    return (text[last.end() :] if last else text).strip()
 
 
-def _first_value(text: str) -> Any:
-    """The first object or array in `text` that decodes, ignoring text around it."""
-    for start, ch in enumerate(text):
-        if ch in "{[":
-            try:
-                return _DECODER.raw_decode(text, start)[0]
-            except ValueError:
-                continue
-    raise ValueError("no JSON object or array found")
+def parse_json_lenient(text: str, expect: type | None = None) -> Any:
+    """Parse a model's JSON answer despite fences, prose, trailing commas and reasoning.
 
-
-def _candidates(text: str) -> list[str]:
-    # Reasoning models may also drop the opening tag, so cut at the last closing one.
-    answer = _THINK.sub("", text).rsplit("</think>", 1)[-1].strip()
-    fenced = [block.strip() for block in _FENCE.findall(answer)]
-    return [*fenced, answer]
-
-
-def parse_json_lenient(text: str) -> Any:
-    """Parse a model's JSON answer despite fences, chatter, trailing commas and <think> blocks."""
-    for candidate in _candidates(text):
-        for variant in (candidate, _drop_trailing_commas(candidate)):
-            try:
-                return json.loads(variant)
-            except ValueError:
-                pass
-            try:
-                return _first_value(variant)
-            except ValueError:
-                pass
-    raise ValueError("answer is not valid JSON" if text.strip() else "answer is empty")
+    A whole answer that is JSON is taken as it is; otherwise the last top-level object
+    or array in it (of type `expect` if one is, else of any kind), since a model that
+    thinks aloud writes its answer last. Linear time, whatever the text.
+    """
+    answer = _after_reasoning(text)
+    if not answer:
+        raise ValueError("answer is empty")
+    scan = scan_json(answer)
+    if not scan.too_deep:
+        try:
+            return json.loads(answer)
+        except (ValueError, RecursionError):
+            pass
+    other: list[Any] = []
+    for value in scan.values():
+        if expect is None or isinstance(value, expect):
+            return value
+        if not other:
+            other.append(value)
+    if other:
+        return other[0]
+    raise ValueError(f"answer is nested too deeply (over {MAX_DEPTH} levels)" if scan.too_deep
+                     else "answer is not valid JSON")
 
 
 @dataclass(frozen=True)
 class JSONAnswer(Generic[T]):
+    """`error` is a drop reason: llm_failed, llm_truncated or llm_unparseable."""
+
     value: T | None
     error: str | None
     raw: str | None
     attempts: int
+    reasoning: str | None = None
 
 
 def _problem(error: Exception) -> str:
@@ -100,10 +87,15 @@ def _reask(request: ChatRequest, raw: str, problem: str) -> ChatRequest:
     return ChatRequest.of(messages, request.item_id, request.json_schema, request.max_tokens)
 
 
-def _judge(response: ChatResponse, validate: Callable[[Any], T]) -> tuple[T | None, str | None]:
+def _expected(request: ChatRequest) -> type | None:
+    kind = (request.json_schema or {}).get("type")
+    return _KINDS.get(kind) if isinstance(kind, str) else None
+
+
+def _judge(request: ChatRequest, response: ChatResponse, validate: Callable[[Any], T]) -> tuple[T | None, str | None]:
     """The validated value, or why the answer was unusable."""
     try:
-        return validate(parse_json_lenient(response.text or "")), None
+        return validate(parse_json_lenient(response.text or "", _expected(request))), None
     except _SHAPE_ERRORS as error:
         return None, _problem(error)
 
@@ -130,11 +122,11 @@ def chat_json(
             attempts = round_no + 1
             if not response.ok:
                 last_raw = problems[i][1] if i in problems else None
-                results[i] = JSONAnswer(None, "llm_failed", last_raw, attempts)
+                results[i] = JSONAnswer(None, response.reason, last_raw, attempts)
                 continue
-            value, problem = _judge(response, validate)
+            value, problem = _judge(current[i], response, validate)
             if problem is None:
-                results[i] = JSONAnswer(value, None, response.text, attempts)
+                results[i] = JSONAnswer(value, None, response.text, attempts, response.reasoning)
             else:
                 problems[i] = (problem, response.text or "")
                 retry[i] = _reask(current[i], response.text or "", problem)

@@ -11,6 +11,7 @@ import queue
 import random
 import threading
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar, cast
 
 import openai
@@ -23,6 +24,10 @@ T = TypeVar("T")
 
 # A 200 with no content is usually a hiccup; retry it a little, not max_retries times.
 _EMPTY_RETRIES = 2
+# Statuses that say the endpoint, not the request, is wrong (credentials, URL, model).
+_TRANSPORT_STATUSES = (401, 403, 404)
+# Token counts must fit the cache's 64-bit integers.
+_MAX_TOKENS = 2**63
 # Local servers ignore the key, but the SDK insists on having one.
 _PLACEHOLDER_KEY = "sk-local-placeholder"
 
@@ -131,7 +136,7 @@ class OpenAIBackend:
                 self._writer.flush()
         done = cast(list[ChatResponse], responses)
         with self._usage_lock:
-            self.usage.record(done)
+            self.usage.record(done, self.config.base_url or "the OpenAI API")
         return done
 
     def close(self) -> None:
@@ -185,9 +190,10 @@ class OpenAIBackend:
     ) -> None:
         async def one(key: str, positions: list[int]) -> None:
             async with self._slots:
-                answer = await self._with_retries(requests[positions[0]])
+                answer = await self._ask(requests[positions[0]])
             if answer.ok:
-                self._writer.put(key, cast(str, answer.text), answer.prompt_tokens, answer.completion_tokens)
+                self._writer.put(key, cast(str, answer.text), answer.prompt_tokens, answer.completion_tokens,
+                                 answer.reasoning)
             fill(responses, positions, answer)
             if progress is not None:
                 progress.put(len(positions))
@@ -198,13 +204,13 @@ class OpenAIBackend:
             if progress is not None:
                 progress.put(None)
 
-    def _body(self, request: ChatRequest) -> dict[str, Any]:
+    def _body(self, request: ChatRequest, max_tokens: int) -> dict[str, Any]:
         cfg = self.config
         body: dict[str, Any] = {
             "model": cfg.model,
             "messages": list(request.messages),
             "temperature": cfg.temperature,
-            "max_tokens": request.max_tokens or cfg.max_tokens,
+            "max_tokens": max_tokens,
         }
         optional = {"top_p": cfg.top_p, "seed": cfg.seed, "response_format": self._response_format(request)}
         body.update({k: v for k, v in optional.items() if v is not None})
@@ -217,8 +223,25 @@ class OpenAIBackend:
         # Full jitter keeps many clients that failed together from retrying together.
         return random.uniform(0.0, min(cfg.backoff_max_s, cfg.backoff_initial_s * 2**attempt))
 
-    async def _with_retries(self, request: ChatRequest) -> ChatResponse:
-        body = self._body(request)
+    async def _ask(self, request: ChatRequest) -> ChatResponse:
+        """One answer; an answer cut off at max_tokens is asked once more with twice the budget."""
+        budget = request.max_tokens or self.config.max_tokens
+        first = await self._with_retries(self._body(request, budget))
+        if first.reason != "llm_truncated":
+            return first
+        second = await self._with_retries(self._body(request, 2 * budget))
+        retries = first.retries + 1 + second.retries
+        if not second.ok:
+            return replace(second, retries=retries)
+        return replace(
+            second,
+            retries=retries,
+            prompt_tokens=first.prompt_tokens + second.prompt_tokens,
+            completion_tokens=first.completion_tokens + second.completion_tokens,
+        )
+
+    async def _with_retries(self, body: dict[str, Any]) -> ChatResponse:
+        """An answer or a failure; an answer cut off at max_tokens is a `truncated` failure."""
         attempts = self.config.max_retries + 1
         empties = 0
         for attempt in range(attempts):
@@ -227,43 +250,78 @@ class OpenAIBackend:
                 # post() skips the SDK's typed-params transform and model parsing, which
                 # cost more CPU per call than everything else here put together.
                 raw = await self._client.post("/chat/completions", body=body, cast_to=self._raw_response)
-                answer = _answer(json.loads(raw.content), attempt)
+                answer = _answer(json.loads(raw.content), attempt, body["max_tokens"])
             except Exception as error:  # one bad request must not sink the batch
-                reason, retryable, retry_after = _classify(error)
+                reason, retryable, retry_after, transport = _classify(error)
                 if not retryable:
-                    return ChatResponse.failed(reason, attempt)
+                    return ChatResponse.failed(reason, attempt, transport)
             else:
-                if answer.ok:
+                if answer.ok or answer.reason == "llm_truncated":
                     return answer
-                reason, empties = "empty answer", empties + 1
+                reason, transport, empties = "empty answer", False, empties + 1
                 if empties > _EMPTY_RETRIES:
                     break
             if attempt + 1 < attempts:
                 await asyncio.sleep(self._delay(attempt, retry_after))
-        return ChatResponse.failed(f"{reason} after {attempt + 1} attempts", attempt)
+        return ChatResponse.failed(f"{reason} after {attempt + 1} attempts", attempt, transport)
 
 
-def _classify(error: Exception) -> tuple[str, bool, float | None]:
-    """Short reason, whether to retry, and how long the server asked us to wait."""
+class _Malformed(ValueError):
+    """A 200 reply whose body is not a chat completion we can use."""
+
+
+def _classify(error: Exception) -> tuple[str, bool, float | None, bool]:
+    """Short reason, whether to retry, how long the server asked us to wait, and whether
+    the failure is about reaching the server rather than about the answer."""
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
         if _retryable(status):
-            return f"HTTP {status}", True, _retry_after(error)
-        return f"HTTP {status}: {error.message[:200]}", False, None
-    if isinstance(error, openai.APITimeoutError):
-        return "timeout", True, None
+            return f"HTTP {status}", True, _retry_after(error), True
+        return f"HTTP {status}: {error.message[:200]}", False, None, status in _TRANSPORT_STATUSES
     if isinstance(error, openai.APIConnectionError):
-        return "connection error", True, None
-    if isinstance(error, (ValueError, KeyError, TypeError, IndexError)):
-        return "malformed response", True, None
-    return f"{type(error).__name__}: {error}"[:200], False, None
+        return _connection_reason(error), True, None, True
+    if isinstance(error, (ValueError, KeyError, TypeError, IndexError, RecursionError)):
+        return "malformed response", True, None, False
+    return f"{type(error).__name__}: {error}"[:200], False, None, False
 
 
-def _answer(data: dict[str, Any], retries: int) -> ChatResponse:
+def _connection_reason(error: openai.APIConnectionError) -> str:
+    root: BaseException = error
+    while root.__cause__ is not None:
+        root = root.__cause__
+    # The aiohttp transport reports a refused connection as a connect timeout.
+    if isinstance(root, ConnectionRefusedError):
+        return "connection refused"
+    return "timeout" if isinstance(error, openai.APITimeoutError) else "connection error"
+
+
+def _token_count(usage: dict[str, Any], name: str) -> int:
+    value = usage.get(name) or 0
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _MAX_TOKENS:
+        raise _Malformed(f"usage.{name} is {value!r}")
+    return value
+
+
+def _answer(data: Any, retries: int, max_tokens: int) -> ChatResponse:
+    """The reply's answer; raises _Malformed when the body has the wrong shape."""
+    if not isinstance(data, dict):
+        raise _Malformed("the body is not a JSON object")
     choices = data.get("choices") or []
-    text = choices[0]["message"].get("content") if choices else None
+    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+        raise _Malformed("choices is not a list of objects")
+    message = choices[0].get("message") if choices else {}
+    if not isinstance(message, dict):
+        raise _Malformed("message is not an object")
+    text, reasoning = message.get("content"), message.get("reasoning_content", message.get("reasoning"))
+    if not isinstance(text, str | None) or not isinstance(reasoning, str | None):
+        raise _Malformed("content is not text")
+    usage = data.get("usage") or {}
+    if not isinstance(usage, dict):
+        raise _Malformed("usage is not an object")
+    prompt, completion = _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens")
+    if choices and choices[0].get("finish_reason") == "length":
+        return replace(ChatResponse.truncated(f"answer cut off at max_tokens {max_tokens}", retries),
+                       prompt_tokens=prompt, completion_tokens=completion)
     if not text:
         return ChatResponse.failed("empty answer", retries)
-    usage = data.get("usage") or {}
-    prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
-    return ChatResponse(text, None, False, int(prompt), int(completion), retries)
+    return ChatResponse(text, None, False, prompt, completion, retries, reasoning or None)

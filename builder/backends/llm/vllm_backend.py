@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import importlib
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from types import ModuleType
 from typing import Any, cast
 
@@ -36,8 +37,10 @@ def _structured_kwargs(schema: dict[str, Any]) -> dict[str, Any]:
     raise BackendUnavailable("this vLLM version has no structured-output sampling parameters")
 
 
-def _answer(output: Any) -> ChatResponse:
+def _answer(output: Any, max_tokens: int) -> ChatResponse:
     completion = output.outputs[0]
+    if getattr(completion, "finish_reason", None) == "length":
+        return ChatResponse.truncated(f"answer cut off at max_tokens {max_tokens}")
     if not completion.text:
         return ChatResponse.failed("empty answer")
     prompt = len(output.prompt_token_ids or ())
@@ -68,11 +71,11 @@ class VLLMBackend:
         pending = list(missing.items())
         for start in range(0, len(pending), _CHUNK):
             chunk = pending[start : start + _CHUNK]
-            answers = self._generate([requests[positions[0]] for _, positions in chunk])
+            answers = self._generate_whole([requests[positions[0]] for _, positions in chunk])
             for (_, positions), answer in zip(chunk, answers, strict=True):
                 fill(responses, positions, answer)
             self.cache.put_many(
-                (key, cast(str, a.text), a.prompt_tokens, a.completion_tokens)
+                (key, cast(str, a.text), a.prompt_tokens, a.completion_tokens, a.reasoning)
                 for (key, _), a in zip(chunk, answers, strict=True)
                 if a.ok
             )
@@ -98,7 +101,7 @@ class VLLMBackend:
         cfg = self.config
         kwargs: dict[str, Any] = {
             "temperature": cfg.temperature,
-            "max_tokens": request.max_tokens or cfg.max_tokens,
+            "max_tokens": self._budget(request),
             "seed": cfg.seed,
         }
         if cfg.top_p is not None:
@@ -106,6 +109,18 @@ class VLLMBackend:
         if self._structured(request):
             kwargs.update(_structured_kwargs(cast(dict[str, Any], request.json_schema)))
         return self._vllm.SamplingParams(**kwargs)
+
+    def _budget(self, request: ChatRequest) -> int:
+        return request.max_tokens or self.config.max_tokens
+
+    def _generate_whole(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
+        """Answers; those cut off at max_tokens are generated once more with twice the budget."""
+        answers = self._generate(requests)
+        cut = [i for i, a in enumerate(answers) if a.reason == "llm_truncated"]
+        longer = [replace(requests[i], max_tokens=2 * self._budget(requests[i])) for i in cut]
+        for i, again in zip(cut, self._generate(longer) if longer else [], strict=True):
+            answers[i] = replace(again, retries=1)
+        return answers
 
     def _generate(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
         conversations = [list(r.messages) for r in requests]
@@ -117,4 +132,4 @@ class VLLMBackend:
                 return [ChatResponse.failed(f"{type(error).__name__}: {error}"[:200])]
             # One bad prompt (say, longer than the context) fails the whole batch: isolate it.
             return [self._generate([r])[0] for r in requests]
-        return [_answer(o) for o in outputs]
+        return [_answer(o, self._budget(r)) for o, r in zip(outputs, requests, strict=True)]

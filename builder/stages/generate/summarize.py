@@ -44,7 +44,7 @@ class Summarize(Stage):
             answers = ctx.llm(p.llm).chat_many(requests, on_done=bar.advance)
         summaries = [a.text.strip() if a.text else None for a in answers]
         reasons = [
-            None if s else ("llm_failed" if a.error else "empty_summary")
+            None if s else (a.reason or "empty_summary")
             for s, a in zip(summaries, answers)
         ]
         bench = bench.replace(corpus=corpus.with_columns(pl.Series("summary", summaries, pl.Utf8)))

@@ -96,4 +96,5 @@ class SpanContrast(Stage):
 
 def _llm_reason(reason: str) -> str:
     """Grading errors keep their own reason; a failed contrast is one reason here."""
-    return reason if reason.startswith("llm_failed") or reason == "llm_unparseable" else "llm_contrast_failed"
+    kept = ("llm_unparseable", "llm_truncated")
+    return reason if reason.startswith("llm_failed") or reason in kept else "llm_contrast_failed"

@@ -11,8 +11,8 @@ from typing import Any
 
 from builder.backends.llm import ChatRequest
 from builder.stages.context import Progress
-from builder.stages.translate.markers import MarkerStyle, Tag, mark, piece_problem, spans_from_tags, strip_tags
-from builder.stages.translate.pieces import core, split_pieces
+from builder.stages.translate.translate.markers import MarkerStyle, Tag, mark, piece_problem, spans_from_tags, strip_tags
+from builder.stages.translate.translate.pieces import core, split_pieces
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _WRAP = re.compile(r"^\s*<text>\s*(.*?)\s*</text>\s*$", re.DOTALL)
@@ -116,7 +116,8 @@ def _ask(pieces: list[_Piece], render: Render, backend: Any, advance: Callable[[
             if answer and not problem:  # otherwise the first answer stands, markers lost
                 piece.answer, piece.problem = answer, None
         elif not answer:
-            piece.error = "translation_failed" if response.text is None else "empty_translation"
+            failed = "llm_truncated" if response.reason == "llm_truncated" else "translation_failed"
+            piece.error = failed if response.text is None else "empty_translation"
         else:
             piece.answer, piece.problem = answer, problem
 
