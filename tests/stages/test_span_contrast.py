@@ -71,8 +71,8 @@ def test_a_neural_reranker_without_the_extra_is_a_recipe_problem(monkeypatch, wr
     import importlib.util
 
     from builder.backends.rerankers import INSTALL_HINT
-    from builder.recipe.model.model import parse_recipe
-    from builder.recipe.model.yaml_text import RecipeError
+    from builder.recipe.model import parse_recipe
+    from builder.recipe.yaml_text import RecipeError
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",

@@ -8,10 +8,10 @@ from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.backends.tokenizers import WordCounter
 from builder.bench import SPAN_DTYPE, Bench
 from builder.position_columns import PositionOptions, annotate_positions
-from builder.stages.translate.translate.translate import Translate, TranslateParams
+from builder.stages.translate.translate import Translate, TranslateParams
 from builder.testing.openai_server import Reply
-from builder.stages.translate.translate.markers import mark, pick_style
-from builder.stages.translate.translate.pieces import split_pieces
+from builder.stages.translate.markers import mark, pick_style
+from builder.stages.translate.pieces import split_pieces
 from tests.helpers import make_ctx
 
 _TEXT = re.compile(r"<text>\n(.*)\n</text>", re.S)

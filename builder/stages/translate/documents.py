@@ -11,8 +11,8 @@ from typing import Any
 
 from builder.backends.llm import ChatRequest
 from builder.stages.context import Progress
-from builder.stages.translate.translate.markers import MarkerStyle, Tag, mark, piece_problem, spans_from_tags, strip_tags
-from builder.stages.translate.translate.pieces import core, split_pieces
+from builder.stages.translate.markers import MarkerStyle, Tag, mark, piece_problem, spans_from_tags, strip_tags
+from builder.stages.translate.pieces import core, split_pieces
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _WRAP = re.compile(r"^\s*<text>\s*(.*?)\s*</text>\s*$", re.DOTALL)
