@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,58 @@ def test_unknown_recipe_name_exits_2():
     result = runner.invoke(app, ["validate", "no_such_recipe"])
     assert result.exit_code == 2
     assert "no recipe file or shipped recipe named 'no_such_recipe'" in result.output
+
+
+def _one_line_error(result) -> str:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and result.exception is None or isinstance(result.exception, SystemExit)
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def test_binary_file_is_one_line_error(tmp_path):
+    path = tmp_path / "recipe.yaml"
+    path.write_bytes(b"name: x\nseed: 1\n\xd0\x00\xff\xfe binary")
+    line = _one_line_error(runner.invoke(app, ["validate", str(path)]))
+    assert line == f"recipe {path}:3: not UTF-8 text (byte 0xd0)"
+
+
+def test_directory_is_one_line_error(tmp_path):
+    line = _one_line_error(runner.invoke(app, ["validate", str(tmp_path)]))
+    assert line == f"recipe {tmp_path}: is a directory, not a recipe file"
+
+
+@pytest.mark.parametrize("value", ["seed=[1", "seed={a: 1", "seed=&a [*a]", "seed=a: b: c", "seed=\x00"])
+def test_malformed_set_value_is_one_line_error(value):
+    line = _one_line_error(runner.invoke(app, ["validate", "quickstart", "--set", value]))
+    assert f"--set {value!r}: the value is not valid YAML" in line
+
+
+def test_alias_bomb_fails_fast():
+    start = time.perf_counter()
+    result = runner.invoke(app, ["validate", str(FIXTURES / "broken_recipes" / "alias_bomb.yaml")])
+    assert result.exit_code == 2
+    assert time.perf_counter() - start < 2
+
+
+def test_anchors_and_merge_keys_still_work(write_recipe):
+    from builder.recipe import parse_recipe
+
+    path = write_recipe(
+        "name: t\nsources: [{type: python_docs}]\n"
+        "models:\n  gen: &base {model: m, base_url: 'https://u:p@example.org/v1'}\n"
+        "  judge: {<<: *base, model: j}\n"
+        "stages: [{summarize: {llm: gen}}, {summarize: {llm: judge}}]\n"
+    )
+    recipe = parse_recipe(path).recipe
+    assert recipe.models["judge"].model == "j"
+    assert recipe.models["judge"].base_url == "https://u:p@example.org/v1"
+
+
+def test_integer_bound_allows_the_largest_int32(write_recipe):
+    from builder.recipe import parse_recipe
+
+    path = write_recipe("name: t\nsources: [{type: python_docs}]\n"
+                        "stages: [{sample_by_length: {n_docs: 2147483647}}]\n")
+    assert parse_recipe(path).recipe.stage_objects()[0].params.n_docs == 2**31 - 1
