@@ -70,7 +70,10 @@ def read_yaml(text: str) -> Any:
     nul = text.find("\0")
     if nul >= 0:
         raise BadYaml([Problem((), "a NUL character is not allowed in a recipe", _line_at(text, nul))])
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.YAMLError as exc:  # the reader rejects control characters up front
+        raise BadYaml([_syntax_problem(exc, text)]) from None
     try:
         node = loader.get_single_node()
         if node is None:

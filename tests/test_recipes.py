@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+import tempfile
 import time
+import traceback
 from pathlib import Path
 
 import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from builder.cli import app
@@ -131,3 +137,76 @@ def test_integer_bound_allows_the_largest_int32(write_recipe):
     path = write_recipe("name: t\nsources: [{type: python_docs}]\n"
                         "stages: [{sample_by_length: {n_docs: 2147483647}}]\n")
     assert parse_recipe(path).recipe.stage_objects()[0].params.n_docs == 2**31 - 1
+
+
+# -- mutated shipped recipes: every one is either valid or a clean exit 2 ------------------
+
+SHIPPED_TEXT = {p.name: p.read_text(encoding="utf-8") for p in shipped_recipes()}
+_JUNK = st.lists(st.sampled_from([*":-[]{}&*!|>'\"#%@`,?\\$", "${", "\t", "\n", "\0", "\x07", "\ufeff",
+                                 "\x85", "\u2028", "é", "  ", "&a", "*a", "<<"]), min_size=1, max_size=6).map("".join)
+_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.integers(min_value=2**31, max_value=10**40),
+    st.floats(), st.text(max_size=8), st.just("${HOME"), st.just("http://u:p@h/v1?token=x"),
+    st.lists(st.integers(-3, 3), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+
+
+def _slots(data, out):
+    """Every (container, key) pair in a parsed recipe."""
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else []
+    for key, value in items:
+        out.append((data, key))
+        _slots(value, out)
+    return out
+
+
+def _mutate_text(draw, text: str, op: str) -> str:
+    lines = text.splitlines(keepends=True) or [""]
+    if op == "duplicate":
+        i = draw(st.integers(0, len(lines) - 1))
+        return "".join(lines[:i + 1] + lines[i:])
+    at = draw(st.integers(0, len(text)))
+    return text[:at] if op == "truncate" else text[:at] + draw(_JUNK) + text[at:]
+
+
+def _mutate_data(draw, text: str, op: str) -> str:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return _mutate_text(draw, text, "junk")
+    slots = _slots(data, [])
+    if not slots:
+        return text
+    container, key = draw(st.sampled_from(slots))
+    if op == "delete":
+        del container[key]
+    elif op == "retype":
+        container[key] = draw(_VALUES)
+    else:
+        other, other_key = draw(st.sampled_from(slots))
+        a, b = copy.deepcopy(container[key]), copy.deepcopy(other[other_key])
+        container[key], other[other_key] = b, a
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+@st.composite
+def mutated_recipes(draw) -> str:
+    text = SHIPPED_TEXT[draw(st.sampled_from(sorted(SHIPPED_TEXT)))]
+    for _ in range(draw(st.integers(1, 3))):
+        op = draw(st.sampled_from(["delete", "duplicate", "retype", "junk", "truncate", "swap"]))
+        text = (_mutate_data if op in ("delete", "retype", "swap") else _mutate_text)(draw, text, op)
+    return text
+
+
+@settings(max_examples=150, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(text=mutated_recipes())
+def test_mutated_shipped_recipes_exit_0_or_2_without_traceback(text: str):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "recipe.yaml"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        result = runner.invoke(app, ["validate", str(path)])
+    crash = "" if isinstance(result.exception, SystemExit | None) else "".join(
+        traceback.format_exception(result.exception))
+    assert result.exit_code in (0, 2), result.output + crash
+    assert "Traceback" not in result.output
