@@ -86,7 +86,7 @@ def test_unknown_recipe_name_exits_2():
 
 def _one_line_error(result) -> str:
     assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output and result.exception is None or isinstance(result.exception, SystemExit)
+    assert isinstance(result.exception, SystemExit) and "Traceback" not in result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 1, result.output
     return lines[0]
@@ -210,3 +210,8 @@ def test_mutated_shipped_recipes_exit_0_or_2_without_traceback(text: str):
         traceback.format_exception(result.exception))
     assert result.exit_code in (0, 2), result.output + crash
     assert "Traceback" not in result.output
+
+
+def test_unusable_recipe_path_is_one_line_error():
+    line = _one_line_error(runner.invoke(app, ["validate", "a" * 300]))
+    assert line.startswith("cannot open recipe 'aaaa") and line.endswith(": File name too long")
