@@ -151,17 +151,23 @@ _VALUES = st.one_of(
 )
 
 
-def _slots(data, out):
-    """Every (container, key) pair in a parsed recipe."""
+def _slots(data, out, seen=frozenset()):
+    """Every (container, key) pair in a parsed recipe (once, where a list contains itself)."""
+    if id(data) in seen:
+        return out
     items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else []
     for key, value in items:
         out.append((data, key))
-        _slots(value, out)
+        _slots(value, out, seen | {id(data)})
     return out
 
 
 def _mutate_text(draw, text: str, op: str) -> str:
     lines = text.splitlines(keepends=True) or [""]
+    if op == "bytes":  # anything, invalid UTF-8 included; kept as surrogates until written
+        raw = text.encode("utf-8", "surrogateescape")
+        at = draw(st.integers(0, len(raw)))
+        return (raw[:at] + draw(st.binary(min_size=1, max_size=4)) + raw[at:]).decode("utf-8", "surrogateescape")
     if op == "duplicate":
         i = draw(st.integers(0, len(lines) - 1))
         return "".join(lines[:i + 1] + lines[i:])
@@ -182,6 +188,10 @@ def _mutate_data(draw, text: str, op: str) -> str:
         del container[key]
     elif op == "retype":
         container[key] = draw(_VALUES)
+    elif op == "self_alias":  # dumped as `&id001 [*id001]`: a list that contains itself
+        loop: list = []
+        loop.append(loop)
+        container[key] = loop
     else:
         other, other_key = draw(st.sampled_from(slots))
         a, b = copy.deepcopy(container[key]), copy.deepcopy(other[other_key])
@@ -190,21 +200,24 @@ def _mutate_data(draw, text: str, op: str) -> str:
 
 
 @st.composite
-def mutated_recipes(draw) -> str:
+def mutated_recipes(draw) -> bytes:
     text = SHIPPED_TEXT[draw(st.sampled_from(sorted(SHIPPED_TEXT)))]
     for _ in range(draw(st.integers(1, 3))):
-        op = draw(st.sampled_from(["delete", "duplicate", "retype", "junk", "truncate", "swap"]))
-        text = (_mutate_data if op in ("delete", "retype", "swap") else _mutate_text)(draw, text, op)
-    return text
+        op = draw(st.sampled_from(["delete", "duplicate", "retype", "self_alias", "swap",
+                                   "junk", "bytes", "truncate"]))
+        data_op = op in ("delete", "retype", "self_alias", "swap")
+        text = (_mutate_data if data_op else _mutate_text)(draw, text, op)
+    return text.encode("utf-8", "surrogateescape")
 
 
 @settings(max_examples=150, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(text=mutated_recipes())
-def test_mutated_shipped_recipes_exit_0_or_2_without_traceback(text: str):
+@given(recipe=mutated_recipes())
+def test_mutated_shipped_recipes_exit_0_or_2_without_traceback(recipe: bytes):
+    """Deleted, duplicated, retyped and swapped keys, junk characters and bytes, truncation."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "recipe.yaml"
-        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        path.write_bytes(recipe)
         result = runner.invoke(app, ["validate", str(path)])
     crash = "" if isinstance(result.exception, SystemExit | None) else "".join(
         traceback.format_exception(result.exception))
