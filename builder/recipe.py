@@ -168,7 +168,8 @@ def _read_text(path: Path) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        raise RecipeError(path, [Problem((), f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", line)]) from None
+        problem = Problem((), f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", line)
+        raise RecipeError(path, [problem]) from None
 
 
 def _value_problems(found: list[tuple[tuple[Any, ...], str]], text: str) -> list[Problem]:

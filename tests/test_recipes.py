@@ -142,8 +142,9 @@ def test_integer_bound_allows_the_largest_int32(write_recipe):
 # -- mutated shipped recipes: every one is either valid or a clean exit 2 ------------------
 
 SHIPPED_TEXT = {p.name: p.read_text(encoding="utf-8") for p in shipped_recipes()}
-_JUNK = st.lists(st.sampled_from([*":-[]{}&*!|>'\"#%@`,?\\$", "${", "\t", "\n", "\0", "\x07", "\ufeff",
-                                 "\x85", "\u2028", "é", "  ", "&a", "*a", "<<"]), min_size=1, max_size=6).map("".join)
+_JUNK_PIECES = [*":-[]{}&*!|>'\"#%@`,?\\$", "${", "\t", "\n", "\0", "\x07", "\ufeff", "\x85", "\u2028", "é",
+                "  ", "&a", "*a", "<<"]
+_JUNK = st.lists(st.sampled_from(_JUNK_PIECES), min_size=1, max_size=6).map("".join)
 _VALUES = st.one_of(
     st.none(), st.booleans(), st.integers(), st.integers(min_value=2**31, max_value=10**40),
     st.floats(), st.text(max_size=8), st.just("${HOME"), st.just("http://u:p@h/v1?token=x"),
@@ -167,7 +168,8 @@ def _mutate_text(draw, text: str, op: str) -> str:
     if op == "bytes":  # anything, invalid UTF-8 included; kept as surrogates until written
         raw = text.encode("utf-8", "surrogateescape")
         at = draw(st.integers(0, len(raw)))
-        return (raw[:at] + draw(st.binary(min_size=1, max_size=4)) + raw[at:]).decode("utf-8", "surrogateescape")
+        raw = raw[:at] + draw(st.binary(min_size=1, max_size=4)) + raw[at:]
+        return raw.decode("utf-8", "surrogateescape")
     if op == "duplicate":
         i = draw(st.integers(0, len(lines) - 1))
         return "".join(lines[:i + 1] + lines[i:])
