@@ -37,6 +37,10 @@ def _load(recipe: str, overrides: list[str] | None):
     except FileNotFoundError:
         err.print(f"[red]no recipe file or shipped recipe named {recipe!r}[/]")
         raise typer.Exit(2) from None
+    except OSError as exc:  # a name too long for the file system, a loop of links, ...
+        err.print(f"cannot open recipe {recipe!r}: {exc.strerror or exc}", markup=False, highlight=False,
+                  soft_wrap=True)
+        raise typer.Exit(2) from None
     try:
         return parse_recipe(path, overrides)
     except RecipeError as exc:

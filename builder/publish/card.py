@@ -17,7 +17,7 @@ from jinja2 import StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
 from builder.publish.citations import papers_for, stage_base_name
-from builder.publish.masking import mask_mapping, mask_recipe_text
+from builder.publish.masking import mask_mapping, mask_recipe_text, mask_string
 from builder.resources import shipped_dir
 
 if TYPE_CHECKING:
@@ -66,8 +66,14 @@ def _sources(loaded: LoadedRecipe | None) -> list[str]:
     out = []
     for src in loaded.recipe.sources:
         where = "CPython reference topics" if src.type == "python_docs" else src.path
-        out.append(f"{src.type}: {where} (lang {src.lang}, domain {src.domain})")
+        out.append(mask_string(f"{src.type}: {where} (lang {src.lang}, domain {src.domain})"))
     return out
+
+
+def effective_recipe(loaded: LoadedRecipe) -> str:
+    """The recipe as it ran (environment expanded, --set applied), secrets masked, as YAML."""
+    return yaml.safe_dump(mask_mapping(loaded.data), sort_keys=False, allow_unicode=True, width=100,
+                          default_flow_style=None)
 
 
 def _index(label: str) -> int:
@@ -125,6 +131,7 @@ def card_context(stats: dict[str, Any], run_stages: list[dict[str, Any]], layout
         "stats": stats,
         "steps": construction(run_stages, loaded),
         "prompts": _prompts(run_stages),
+        "recipe_effective": effective_recipe(loaded) if loaded else None,
         "recipe_text": mask_recipe_text(loaded.text) if loaded else None,
         "plots": plots,
         "configs": [c["config_name"] for c in layout.configs],

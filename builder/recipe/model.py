@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Union
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model,
+                      field_validator)
 
 from builder.backends.llm.config import ModelConfig, OpenAIModelConfig, VLLMModelConfig
 from builder.backends.rerankers.config import BACKENDS as RERANKER_BACKENDS
@@ -19,11 +20,13 @@ from builder.publish import PushConfig
 from builder.publish.multilingual import MultilingualOutput
 from builder.io.sources import HFSource, JsonlSource, ParquetSource, PythonDocsSource, SourceSpec
 from builder.recipe.checks import cross_check
-from builder.recipe.yaml_text import Problem, RecipeError, apply_overrides, expand_env, line_of
+from builder.recipe.values import number_problems, url_problems
+from builder.recipe.yaml_text import BadYaml, Problem, RecipeError, apply_overrides, expand_env, line_of, read_yaml
 from builder.stages import STAGES, Stage
 from builder.recipe.suggest import did_you_mean
 
 
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 _SOURCE_TYPES = (JsonlSource, ParquetSource, HFSource, PythonDocsSource)
 
 
@@ -33,7 +36,7 @@ class OutputConfig(MultilingualOutput):
 
 class RecipeBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str
     description: str = ""
     seed: int = 0
     sources: list[SourceSpec] = Field(default_factory=list)
@@ -42,6 +45,15 @@ class RecipeBase(BaseModel):
     rerankers: dict[str, RerankerConfig] = {}
     output: OutputConfig = OutputConfig()
     push: PushConfig | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, name: str) -> str:
+        # The name becomes a folder under runs/ and out/, so it must not climb out of them.
+        if not _NAME.match(name) or ".." in name:
+            raise ValueError("must start with a letter, digit or '_', use only letters, digits, "
+                             "'_', '-' and '.', and contain no '..' (it names folders)")
+        return name
 
     def stage_objects(self) -> list[Stage]:
         out = []
@@ -146,17 +158,35 @@ class LoadedRecipe(BaseModel):
         return hashlib.sha256(json.dumps(self.data, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def parse_recipe(path: Path, overrides: list[str] | None = None) -> LoadedRecipe:
-    text = path.read_text(encoding="utf-8")
+def _read_text(path: Path) -> str:
+    if path.is_dir():
+        raise RecipeError(path, [Problem((), "is a directory, not a recipe file")])
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else None
-        raise RecipeError(path, [Problem((), f"not valid YAML: {getattr(exc, 'problem', exc)}", line)])
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RecipeError(path, [Problem((), f"cannot be read: {exc.strerror or exc}")]) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        problem = Problem((), f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", line)
+        raise RecipeError(path, [problem]) from None
+
+
+def _value_problems(found: list[tuple[tuple[Any, ...], str]], text: str) -> list[Problem]:
+    return [Problem(loc, message, line_of(text, loc)) for loc, message in found]
+
+
+def parse_recipe(path: Path, overrides: list[str] | None = None) -> LoadedRecipe:
+    text = _read_text(path)
+    try:
+        data = read_yaml(text)
+    except BadYaml as exc:
+        raise RecipeError(path, exc.problems) from None
     if not isinstance(data, dict):
         raise RecipeError(path, [Problem((), "a recipe must be a YAML mapping", 1)])
     problems = expand_env(data, text) + apply_overrides(data, overrides or [])
+    problems += _value_problems(number_problems(data), text)
     if problems:
         raise RecipeError(path, problems)
     _normalise_stages(data)
@@ -169,6 +199,10 @@ def parse_recipe(path: Path, overrides: list[str] | None = None) -> LoadedRecipe
             loc = _loc(data, err["loc"])
             problems.append(Problem(loc, _message(err) + _key_hint(err, loc), line_of(text, loc)))
         raise RecipeError(path, problems) from None
+    # pydantic turns strings such as "inf" or "1e400" into numbers; check what it made.
+    problems = _value_problems(number_problems(recipe) + url_problems(recipe), text)
+    if problems:
+        raise RecipeError(path, problems)
     problems = cross_check(recipe, text, path.parent)
     if problems:
         raise RecipeError(path, problems)

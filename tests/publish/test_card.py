@@ -119,3 +119,59 @@ def test_recipe_secrets_are_masked_and_env_names_kept():
     assert data["models"]["judge"]["max_tokens"] == 512
     assert data["models"]["judge"]["password"] == "***"
     assert mask_mapping({"a": [{"secret_key": "x", "n_tokens": 3}]}) == {"a": [{"secret_key": "***", "n_tokens": 3}]}
+
+
+SECRET_URL = "https://alice:pa55word@llm.example.org/v1?api_key=k3y&model=x&token=t0k&X-Amz-Signature=s1g"
+MASKED_URL = "https://***@llm.example.org/v1?api_key=***&model=x&token=***&X-Amz-Signature=***"
+
+
+def test_url_credentials_secret_parameters_and_short_hf_tokens_are_masked():
+    text = (
+        "models:\n"
+        f"  gen: {{model: m, base_url: '{SECRET_URL}'}}\n"
+        "sources:\n"
+        "  - {type: hf, path: org/ds, revision: hf_Ab12cd34}\n"
+        "  - {type: jsonl, path: 'http://u@files.example.org/x.jsonl?sig=zz9&page=2'}\n"
+        "push: {repo: org/out, hf_token_env: HF_TOKEN}\n"
+    )
+    masked = mask_recipe_text(text)
+    for secret in ("alice", "pa55word", "k3y", "t0k", "s1g", "hf_Ab12cd34", "zz9", "u@"):
+        assert secret not in masked
+    data = yaml.safe_load(masked)
+    assert data["models"]["gen"]["base_url"] == MASKED_URL
+    assert data["sources"][1]["path"] == "http://***@files.example.org/x.jsonl?sig=***&page=2"
+    assert data["push"] == {"repo": "org/out", "hf_token_env": "HF_TOKEN"}  # key names are not tokens
+    assert mask_mapping(yaml.safe_load(text)) == data
+
+
+def test_card_shows_the_effective_recipe_masked_and_the_file_as_written(tmp_path, monkeypatch):
+    """After --set and ${ENV}, the card shows what ran; the file text is kept, second."""
+    from typer.testing import CliRunner
+
+    from builder.cli import app
+    from builder.resources import find_recipe
+
+    monkeypatch.setenv("BB_CARD_URL", SECRET_URL)
+    recipe = tmp_path / "quickstart.yaml"
+    recipe.write_text(find_recipe("quickstart").read_text(encoding="utf-8") + (
+        "models:\n  judge: {model: j, base_url: '${BB_CARD_URL}'}\n"), encoding="utf-8")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, [
+        "build", str(recipe), "--out", str(out), "--run-dir", str(tmp_path / "runs"),
+        "--set", "stages.sample_by_length.n_docs=12", "--set", "description=overridden",
+        "--set", "models.gen.model=g", "--set", "models.gen.base_url=http://bob:hunter2@h:8000/v1",
+    ])
+    assert result.exit_code == 0, result.output
+    card = (out / "README.md").read_text(encoding="utf-8")
+    for secret in ("hunter2", "pa55word", "k3y", "t0k", "s1g"):
+        assert secret not in card
+    section = card.split("## Recipe", 1)[1]
+    effective, _, written = section.partition("as written")
+    ran = yaml.safe_load(effective.split("```yaml\n", 1)[1].split("```", 1)[0])
+    assert ran["stages"][0]["sample_by_length"]["n_docs"] == 12
+    assert ran["description"] == "overridden"
+    assert ran["models"]["gen"]["base_url"] == "http://***@h:8000/v1"
+    assert ran["models"]["judge"]["base_url"] == MASKED_URL
+    file_text = written.split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert "n_docs: 36" in file_text and "# Quickstart:" in file_text
+    assert "${BB_CARD_URL}" in file_text

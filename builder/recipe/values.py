@@ -1,0 +1,51 @@
+"""Value checks every recipe gets, whatever the stage: numbers a stage can use, URLs a
+client can reach. Run on the parsed YAML (so the message names the value as written) and
+again on the validated recipe (pydantic turns strings such as "inf" into numbers)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel
+
+# Counts, sizes and seeds all fit in a signed 32-bit integer; polars, numpy and SQLite
+# columns then hold them whatever the stage does with them.
+INT_MAX = 2**31 - 1
+
+
+def number_problems(value: Any, loc: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
+    """(location, message) for every non-finite float and out-of-range integer in `value`."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in number_problems(v, (*loc, k))]
+    if isinstance(value, list | tuple):
+        return [p for i, v in enumerate(value) for p in number_problems(v, (*loc, i))]
+    if isinstance(value, float) and not math.isfinite(value):
+        return [(loc, f"must be a finite number, not {value}")]
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > INT_MAX:
+        bound = f"at most {INT_MAX}" if value > 0 else f"at least {-INT_MAX}"
+        return [(loc, f"must be {bound}")]
+    return []
+
+
+def url_problems(recipe: Any) -> list[tuple[tuple[Any, ...], str]]:
+    """Every model's base_url is an http(s) URL with a host."""
+    out = []
+    for name, model in recipe.models.items():
+        url = getattr(model, "base_url", None)
+        if url is not None and not is_http_url(url):
+            out.append((("models", name, "base_url"), "must be an http:// or https:// URL with a host "
+                        "(e.g. http://127.0.0.1:8000/v1)"))
+    return out
+
+
+def is_http_url(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises on a port that is not a number in range
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
