@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 
+from builder.bench import Bench
 from builder.io.beir import write_beir
+from builder.publish.languages import iso_639_1
 from builder.publish.masking import mask_mapping, mask_recipe_text
 from builder.publish.outputs import publish_outputs
 from builder.recipe import parse_recipe
@@ -117,3 +120,22 @@ def test_recipe_secrets_are_masked_and_env_names_kept():
     assert data["models"]["judge"]["max_tokens"] == 512
     assert data["models"]["judge"]["password"] == "***"
     assert mask_mapping({"a": [{"secret_key": "x", "n_tokens": 3}]}) == {"a": [{"secret_key": "***", "n_tokens": 3}]}
+
+
+def test_card_language_holds_iso_639_1_codes_and_keeps_script_tags(tmp_path):
+    bench = mini_bench()
+    langs = {"en": "eng-Latn", "zh": "cmn-Hans"}
+    bench = Bench.of(bench.corpus.with_columns(pl.col("lang").replace_strict(langs)),
+                     bench.queries.with_columns(pl.col("lang").replace_strict(langs)), bench.qrels, bench.drops)
+    folder = write_beir(bench, tmp_path / "mini", stats=mini_run_stats())
+    published = publish_outputs(bench, folder, mini_run_stats(), None)
+    meta = front_matter((folder / "README.md").read_text(encoding="utf-8"))
+    assert meta["language"] == ["en", "zh"]
+    assert meta["language_details"] == "cmn-Hans, eng-Latn"
+    assert {"eng-Latn-corpus", "cmn-Hans-queries"} <= set(published.configs)
+
+
+@pytest.mark.parametrize(("lang", "code"), [("fra-Latn", "fr"), ("cmn-Hans", "zh"), ("cmn-Hant", "zh"),
+                                            ("en", "en"), ("zh-cn", "zh"), ("xyz-Latn", None), ("und", None)])
+def test_iso_639_1_codes(lang, code):
+    assert iso_639_1(lang) == code
