@@ -69,3 +69,40 @@ def test_a_bench_without_queries_has_only_a_corpus_config(mini_folder, offline):
     assert published.configs == ["corpus", "en-corpus", "zh-corpus", "law-corpus", "web-corpus",
                                  "documents", "en-documents", "zh-documents", "law-documents", "web-documents"]
     assert load(mini_folder, "corpus", offline).num_rows == 4
+
+
+def _feature_keys(features) -> set[str]:
+    """Every key and dtype used in a card's feature list, nested ones included."""
+    found: set[str] = set()
+    items = features if isinstance(features, list) else [features]
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        for key, value in item.items():
+            found.add(key)
+            if key == "dtype" and isinstance(value, str):
+                found.add(f"dtype={value}")
+            elif isinstance(value, (dict, list)):
+                found |= _feature_keys(value)
+    return found
+
+
+def test_card_features_use_only_what_the_oldest_allowed_datasets_reads(quickstart_build):
+    """datasets 2.19 (the floor in pyproject.toml) knows `list`, `sequence`, `struct` and
+    plain dtypes; `large_list` makes it fail with "'list' object is not a mapping"."""
+    import yaml
+
+    card = (quickstart_build["folder"] / "README.md").read_text(encoding="utf-8")
+    meta = yaml.safe_load(card[4:].partition("\n---\n")[0])
+    used = set().union(*(_feature_keys(info["features"]) for info in meta["dataset_info"]))
+    assert "list" in used  # spans and pos_char_span are lists
+    assert not {k for k in used if "large" in k}, used
+    assert {k for k in used if not k.startswith("dtype=")} <= {"name", "dtype", "list", "sequence", "struct"}
+    # ... and it cannot cast a `large_list` column to a list feature either.
+    import pyarrow.parquet as pq
+
+    folder = quickstart_build["folder"]
+    for config in meta["configs"]:
+        for entry in config["data_files"]:
+            for path in [entry["path"]] if isinstance(entry["path"], str) else entry["path"]:
+                assert "large" not in str(pq.read_schema(folder / path)), path
