@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from builder.bench import Bench
 from builder.io.atomic import replace_dir
-from builder.io.beir import write_beir
+from builder.io.beir import write_beir, write_parquet
 from builder.publish.languages import posir_name
 
 _INTERNAL = ("source_doc_id", "source_query_id", "piece_starts")
@@ -139,10 +139,10 @@ def _write_posir(views: dict[str, Bench], folder: Path) -> Path:
 
 def _write_posir_part(folder: Path, corpus: pl.DataFrame, queries: pl.DataFrame, qrels: pl.DataFrame) -> None:
     (folder / "qrels").mkdir(parents=True)
-    corpus.select(pl.col("doc_id").alias("_id"), "title", "text").write_parquet(folder / "corpus.parquet")
-    queries.rename({"query_id": "_id"}).with_columns(_posir_span(queries)).write_parquet(folder / "queries.parquet")
-    qrels.select(pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"), "score").write_parquet(
-        folder / "qrels" / "test.parquet")
+    write_parquet(corpus.select(pl.col("doc_id").alias("_id"), "title", "text"), folder / "corpus.parquet")
+    write_parquet(queries.rename({"query_id": "_id"}).with_columns(_posir_span(queries)), folder / "queries.parquet")
+    write_parquet(qrels.select(pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"), "score"),
+                  folder / "qrels" / "test.parquet")
 
 
 def _posir_span(queries: pl.DataFrame) -> list[pl.Expr]:

@@ -134,6 +134,9 @@ def card_context(stats: dict[str, Any], run_stages: list[dict[str, Any]], layout
         "recipe_text": mask_recipe_text(loaded.text) if loaded else None,
         "plots": plots,
         "configs": [c["config_name"] for c in layout.configs],
+        "base_configs": [c["config_name"] for c in layout.configs if "data_files" in c
+                         and not str(c["config_name"]).startswith(("beir_", "cross_", "setting_", "posir_", "pairs"))],
+        "posir": any(str(c["config_name"]).startswith("posir_") for c in layout.configs),
         "papers": papers_for(used),
     }
 

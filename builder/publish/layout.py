@@ -30,6 +30,7 @@ from typing import Any
 import polars as pl
 
 from builder.bench import Bench
+from builder.io.beir import write_parquet
 
 TABLES = ("corpus", "queries", "qrels", "positions", "documents")
 SPLIT = "test"
@@ -99,7 +100,7 @@ def write_hub_layout(bench: Bench, folder: Path) -> HubLayout:
             rel = f"{table}/{lang}/{domain}.parquet"
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
             data = part.drop("_lang", "_domain")
-            _write_plain(data, folder / rel)
+            write_parquet(data, folder / rel)
             parts.append((table, lang, domain, rel, data.height, int(data.estimated_size())))
     parts.sort(key=lambda p: p[3])
     return _describe(folder, parts)
@@ -153,29 +154,3 @@ def _info(folder: Path, name: str, rows: list[tuple[str, str, str, str, int, int
         "splits": [{"name": SPLIT, "num_bytes": n_bytes, "num_examples": n_rows}],
         "dataset_size": n_bytes,
     }
-
-
-def _write_plain(data: pl.DataFrame, path: Path) -> None:
-    """Parquet with plain string and list types where polars would write 64-bit-offset
-    ones (`large_string`, `large_list`): `datasets` 2.x can neither read `large_list` in a
-    card nor cast such a column to a list feature."""
-    import pyarrow.parquet as pq
-
-    table = data.to_arrow()
-    pq.write_table(table.cast(_plain_types(table.schema)), path)
-
-
-def _plain_types(schema: Any) -> Any:
-    """The schema with every 64-bit-offset string and list type in its plain form."""
-    import pyarrow as pa
-
-    def plain(t: Any) -> Any:
-        if pa.types.is_large_string(t):
-            return pa.string()
-        if pa.types.is_large_list(t) or pa.types.is_list(t):
-            return pa.list_(plain(t.value_type))
-        if pa.types.is_struct(t):
-            return pa.struct([pa.field(f.name, plain(f.type), f.nullable) for f in t])
-        return t
-
-    return pa.schema([pa.field(f.name, plain(f.type), f.nullable) for f in schema])

@@ -33,7 +33,7 @@ def test_quickstart_card_front_matter(quickstart_build):
     assert meta["license"] == "unknown" and meta["language"] == ["en"]
     assert meta["size_categories"] == ["n<1K"]
     names = [c["config_name"] for c in meta["configs"]]
-    assert names == ["default", "corpus", "queries", "qrels", "positions", "documents"]
+    assert names == ["default", "corpus", "queries", "qrels", "positions", "documents", "drops"]
     info = {i["config_name"]: i for i in meta["dataset_info"]}
     bench = quickstart_build["bench"]
     assert info["corpus"]["splits"][0]["num_examples"] == bench.corpus.height

@@ -53,7 +53,7 @@ def test_language_and_domain_configs_split_without_copying(mini_folder, offline)
         "queries", "en-queries", "zh-queries", "law-queries", "web-queries",
         "qrels", "en-qrels", "zh-qrels", "law-qrels", "web-qrels",
         "positions", "en-positions", "zh-positions", "law-positions", "web-positions",
-        "documents", "en-documents", "zh-documents", "law-documents", "web-documents",
+        "documents", "en-documents", "zh-documents", "law-documents", "web-documents", "drops",
     ]
     assert sorted(load(mini_folder, "zh-corpus", offline)["_id"]) == ["d3", "d4"]
     assert load(mini_folder, "law-queries", offline)["_id"] == ["q2"]
@@ -67,7 +67,8 @@ def test_a_bench_without_queries_has_only_a_corpus_config(mini_folder, offline):
     bench = bench.drop_queries({q: "test" for q in bench.queries["query_id"]}, "99_test")
     published = publish_outputs(bench, mini_folder, mini_run_stats(), None)
     assert published.configs == ["corpus", "en-corpus", "zh-corpus", "law-corpus", "web-corpus",
-                                 "documents", "en-documents", "zh-documents", "law-documents", "web-documents"]
+                                 "documents", "en-documents", "zh-documents", "law-documents", "web-documents",
+                                 "drops"]
     assert load(mini_folder, "corpus", offline).num_rows == 4
 
 
