@@ -42,7 +42,10 @@ def eval_command(
     from builder.evaluation.rerankers import reranker_factories
     from builder.evaluation.retrievers import parse_spec
 
+    from builder.evaluation.progress import set_console
+
     err, console = Console(stderr=True), Console()
+    set_console(err)
     defaults = {"max_length": max_length, "query_prefix": query_prefix, "doc_prefix": doc_prefix}
     if positions is not None and positions not in DEFINITIONS:
         err.print(f"[red]error:[/] --positions {escape(positions)!r}: expected one of {', '.join(DEFINITIONS)}",
