@@ -20,7 +20,7 @@ import polars as pl
 from builder.evaluation.positions import Definition, apply_posir
 
 # Position groupings a dataset may carry, in the order the report shows them.
-GROUPINGS = ("char_bucket", "position_tag", "position_bin")
+GROUPINGS = ("setting", "variant", "char_bucket", "position_tag", "position_bin")
 _KEEP = ("query_id", "text", "doc_id", "spans", "rel_pos", "length_bucket", "pos_char_span",
          "pos_token_length", *GROUPINGS)
 _BUILT = ("corpus.parquet", "queries.parquet", "qrels.parquet")
@@ -69,6 +69,8 @@ def load_eval_data(folder: Path, positions: Definition | None = None) -> EvalDat
             "folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)"
         )
     definition: Definition = positions or layout
+    variants = corpus.select(pl.col("doc_id").cast(pl.Utf8), pl.col("variant").cast(pl.Utf8).alias("_variant")) \
+        if "variant" in corpus.columns else None
     doc_tokens = corpus.select(pl.col("doc_id").cast(pl.Utf8), pl.col("n_tokens").alias("_doc_tokens")) \
         if "n_tokens" in corpus.columns else None
     corpus = corpus.select(
@@ -80,6 +82,8 @@ def load_eval_data(folder: Path, positions: Definition | None = None) -> EvalDat
     _check_ids(queries, "query_id", "queries")
     judged = _judgements(qrels, corpus)
     queries = _prepare_queries(queries, judged, corpus, definition, doc_tokens)
+    if variants is not None:
+        queries = _with_variant(queries, variants)
     kept = queries.filter(pl.col("query_id").is_in(list(judged)))
     if corpus.is_empty() or kept.is_empty():
         raise EvalError(f"{folder}: nothing to evaluate ({corpus.height} documents, "
@@ -89,6 +93,16 @@ def load_eval_data(folder: Path, positions: Definition | None = None) -> EvalDat
         qrels={q: judged[q] for q in kept["query_id"]}, unjudged_queries=queries.height - kept.height,
         positions=definition,
     )
+
+
+def _with_variant(queries: pl.DataFrame, variants: pl.DataFrame) -> pl.DataFrame:
+    """ColDeR's evidence-position group: the variant of the query's positive document
+    (`pos01`, `evidence_first`, ...), under its setting where the query has one."""
+    joined = queries.join(variants, on="doc_id", how="left")
+    label = pl.col("_variant")
+    if "setting" in joined.columns:
+        label = pl.concat_str(pl.col("setting"), pl.lit("/"), label)
+    return joined.with_columns(label.alias("variant")).drop("_variant")
 
 
 def _read_posir(files: list[Path]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
