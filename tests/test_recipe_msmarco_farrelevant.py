@@ -1,8 +1,8 @@
 """End to end: the FarRelevant recipes through the real runner, on SciFact (30 queries).
 
 The shuffled recipe runs from_beir and far_relevant exactly as msmarco_farrelevant.yaml
-does and then shuffles, so one run checks both: the far_relevant checkpoint holds the
-plain recipe's output.
+does and then shuffles, so one run checks both: the far_relevant checkpoint holds what
+the plain recipe passes to position_metadata.
 """
 
 from __future__ import annotations
@@ -35,8 +35,15 @@ def _check_far_relevant(bench: Bench, tok: HFCounter) -> list[int]:
 def test_plain_recipe_is_the_shuffled_recipes_prefix():
     plain = parse_recipe(REPO / "recipes" / "msmarco_farrelevant.yaml").recipe
     shuffled = parse_recipe(REPO / "recipes" / "msmarco_farrelevant_shuffled.yaml").recipe
-    assert plain.stages == shuffled.stages[:2]
+    assert plain.stages[:2] == shuffled.stages[:2]
     assert plain.tokenizer == shuffled.tokenizer and plain.seed == shuffled.seed
+
+
+def test_every_farrelevant_recipe_ends_with_position_metadata():
+    """Their queries carry rel_pos and the pos_* fields like every other recipe's."""
+    for name in ("msmarco_farrelevant", "msmarco_farrelevant_shuffled"):
+        stages = parse_recipe(REPO / "recipes" / f"{name}.yaml").recipe.stage_objects()
+        assert stages[-1].name == "position_metadata", name
 
 
 def test_farrelevant_then_shuffle_recipe_builds(tmp_path, shared_data, minilm_tokenizer, monkeypatch):

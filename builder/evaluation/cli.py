@@ -27,21 +27,33 @@ def eval_command(
     query_prefix: Annotated[str | None, typer.Option("--query-prefix", help="Text put before every query.")] = None,
     doc_prefix: Annotated[str | None, typer.Option("--doc-prefix", help="Text put before every document.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Where eval.json and the plot go (default: DIR/eval).")] = None,
+    positions: Annotated[str | None, typer.Option(
+        "--positions", help="Position definitions: native (the dataset's own fields) or posir (PosIR's "
+        "analysis: span midpoint, right-closed bins, token-count length buckets). Default: posir for a "
+        "PosIR-layout folder, native otherwise.")] = None,
     cache_dir: Annotated[Path | None, typer.Option(
         "--cache-dir", help="Retrieval runs, per dataset and retriever (default: DIR/.eval_cache).")] = None,
 ) -> None:
     """Score retrievers on a built benchmark: nDCG@10 and Recall@100 by position, PSI, length buckets."""
     from builder.evaluation.data import EvalError, load_eval_data
     from builder.evaluation.evaluate import evaluate
+    from builder.evaluation.positions import DEFINITIONS
     from builder.evaluation.report import plot, print_report, write_json
     from builder.evaluation.rerankers import reranker_factories
     from builder.evaluation.retrievers import parse_spec
 
+    from builder.evaluation.progress import set_console
+
     err, console = Console(stderr=True), Console()
+    set_console(err)
     defaults = {"max_length": max_length, "query_prefix": query_prefix, "doc_prefix": doc_prefix}
+    if positions is not None and positions not in DEFINITIONS:
+        err.print(f"[red]error:[/] --positions {escape(positions)!r}: expected one of {', '.join(DEFINITIONS)}",
+                  highlight=False)
+        raise typer.Exit(2)
     try:
         specs = [parse_spec(text, defaults) for text in retrievers]
-        data = load_eval_data(folder)
+        data = load_eval_data(folder, positions)  # type: ignore[arg-type]
         factories = reranker_factories(data, [s.reranker for s in specs if s.reranker])
         report = evaluate(data, specs, cache_dir or folder / ".eval_cache", batch_size,
                           rerankers=factories, log=lambda line: err.print(line, highlight=False))

@@ -1,9 +1,12 @@
-"""Read a benchmark folder for evaluation: a `write_beir` build or a plain BEIR folder.
+"""Read a benchmark folder for evaluation: a `write_beir` build, a PosIR-layout folder
+(`posir/<lang>/<domain>/`) or a plain BEIR folder.
 
 Only what evaluation needs is kept: the texts, the judged pairs and the position
 metadata a query carries. Two columns are derived here: `evidence_start` (the first
 character of the evidence in the positive document, for the truncation check) and,
-where the dataset has spans but no `rel_pos`, the relative position itself.
+where the dataset has spans but no `rel_pos`, the relative position itself. Under
+PosIR's position definitions (the default for PosIR-layout folders, see positions.py)
+`rel_pos`, `position_bin` and `length_bucket` are recomputed as PosIR's analysis does.
 """
 
 from __future__ import annotations
@@ -14,10 +17,14 @@ from pathlib import Path
 
 import polars as pl
 
+from builder.evaluation.positions import Definition, apply_posir
+
 # Position groupings a dataset may carry, in the order the report shows them.
-GROUPINGS = ("char_bucket", "position_tag", "position_bin")
-_KEEP = ("query_id", "text", "doc_id", "spans", "rel_pos", "length_bucket", *GROUPINGS)
+GROUPINGS = ("setting", "variant", "char_bucket", "position_tag", "position_bin")
+_KEEP = ("query_id", "text", "doc_id", "spans", "rel_pos", "length_bucket", "pos_char_span",
+         "pos_token_length", *GROUPINGS)
 _BUILT = ("corpus.parquet", "queries.parquet", "qrels.parquet")
+_POSIR = ("corpus.parquet", "queries.parquet", "qrels/test.parquet")
 _PLAIN = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
 
 
@@ -33,18 +40,26 @@ class EvalData:
     queries: pl.DataFrame  # query_id, text, doc_id, evidence_start, + position metadata
     qrels: dict[str, dict[str, int]]
     unjudged_queries: int  # queries with no relevant document, left out of every figure
+    positions: Definition = "native"  # how rel_pos, bins and length buckets were defined
 
     def groupings(self) -> list[str]:
         return [g for g in GROUPINGS if g in self.queries.columns and self.queries[g].null_count() < self.queries.height]
 
 
-def load_eval_data(folder: Path) -> EvalData:
+def load_eval_data(folder: Path, positions: Definition | None = None) -> EvalData:
+    """`positions` picks the position definitions; by default PosIR's for a PosIR-layout
+    folder and the dataset's own otherwise."""
     folder = Path(folder)
     if not folder.is_dir():
         raise EvalError(f"{folder} is not a folder")
+    layout = "native"
     if all((folder / name).is_file() for name in _BUILT):
         files = [folder / name for name in _BUILT]
         corpus, queries, qrels = (pl.read_parquet(f) for f in files)
+    elif all((folder / name).is_file() for name in _POSIR):
+        files = [folder / name for name in _POSIR]
+        corpus, queries, qrels = _read_posir(files)
+        layout = "posir"
     elif all((folder / name).is_file() for name in _PLAIN):
         files = [folder / name for name in _PLAIN]
         corpus, queries, qrels = _read_plain(folder)
@@ -53,6 +68,11 @@ def load_eval_data(folder: Path) -> EvalData:
             f"{folder} is neither a build-bench output (corpus/queries/qrels.parquet) nor a BEIR "
             "folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)"
         )
+    definition: Definition = positions or layout
+    variants = corpus.select(pl.col("doc_id").cast(pl.Utf8), pl.col("variant").cast(pl.Utf8).alias("_variant")) \
+        if "variant" in corpus.columns else None
+    doc_tokens = corpus.select(pl.col("doc_id").cast(pl.Utf8), pl.col("n_tokens").alias("_doc_tokens")) \
+        if "n_tokens" in corpus.columns else None
     corpus = corpus.select(
         pl.col("doc_id").cast(pl.Utf8),
         pl.col("title").cast(pl.Utf8).fill_null("") if "title" in corpus.columns else pl.lit("").alias("title"),
@@ -61,7 +81,9 @@ def load_eval_data(folder: Path) -> EvalData:
     _check_ids(corpus, "doc_id", "corpus")
     _check_ids(queries, "query_id", "queries")
     judged = _judgements(qrels, corpus)
-    queries = _prepare_queries(queries, judged, corpus)
+    queries = _prepare_queries(queries, judged, corpus, definition, doc_tokens)
+    if variants is not None:
+        queries = _with_variant(queries, variants)
     kept = queries.filter(pl.col("query_id").is_in(list(judged)))
     if corpus.is_empty() or kept.is_empty():
         raise EvalError(f"{folder}: nothing to evaluate ({corpus.height} documents, "
@@ -69,6 +91,29 @@ def load_eval_data(folder: Path) -> EvalData:
     return EvalData(
         folder=folder, fingerprint=_fingerprint(files), corpus=corpus, queries=kept,
         qrels={q: judged[q] for q in kept["query_id"]}, unjudged_queries=queries.height - kept.height,
+        positions=definition,
+    )
+
+
+def _with_variant(queries: pl.DataFrame, variants: pl.DataFrame) -> pl.DataFrame:
+    """ColDeR's evidence-position group: the variant of the query's positive document
+    (`pos01`, `evidence_first`, ...), under its setting where the query has one."""
+    joined = queries.join(variants, on="doc_id", how="left")
+    label = pl.col("_variant")
+    if "setting" in joined.columns:
+        label = pl.concat_str(pl.col("setting"), pl.lit("/"), label)
+    return joined.with_columns(label.alias("variant")).drop("_variant")
+
+
+def _read_posir(files: list[Path]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    try:
+        corpus, queries, qrels = (pl.read_parquet(f) for f in files)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise EvalError(f"cannot read the PosIR files in {files[0].parent}: {exc}") from exc
+    return (
+        corpus.rename({"_id": "doc_id"}, strict=False),
+        queries.rename({"_id": "query_id"}, strict=False),
+        qrels.rename({"query-id": "query_id", "corpus-id": "doc_id"}, strict=False),
     )
 
 
@@ -115,7 +160,8 @@ def _judgements(qrels: pl.DataFrame, corpus: pl.DataFrame) -> dict[str, dict[str
     return judged
 
 
-def _prepare_queries(queries: pl.DataFrame, judged: dict[str, dict[str, int]], corpus: pl.DataFrame) -> pl.DataFrame:
+def _prepare_queries(queries: pl.DataFrame, judged: dict[str, dict[str, int]], corpus: pl.DataFrame,
+                     definition: Definition = "native", doc_tokens: pl.DataFrame | None = None) -> pl.DataFrame:
     queries = queries.select([c for c in _KEEP if c in queries.columns])
     best = {q: max(docs, key=docs.__getitem__) for q, docs in judged.items()}
     fallback = pl.col("query_id").replace_strict(best, default=None, return_dtype=pl.Utf8)
@@ -133,7 +179,16 @@ def _prepare_queries(queries: pl.DataFrame, judged: dict[str, dict[str, int]], c
     derived = [first.cast(pl.Int64).alias("evidence_start")]
     if "rel_pos" not in queries.columns and starts is not None:
         derived.append((starts.list.mean() / pl.col("_doc_chars")).clip(0.0, 1.0).alias("rel_pos"))
-    return queries.with_columns(derived).drop("_doc_chars", "spans", strict=False)
+    queries = queries.with_columns(derived)
+    if definition == "posir":
+        tokens = None
+        if "pos_token_length" in queries.columns:
+            tokens = pl.col("pos_token_length")
+        if doc_tokens is not None:
+            queries = queries.join(doc_tokens, on="doc_id", how="left")
+            tokens = pl.col("_doc_tokens") if tokens is None else pl.coalesce(tokens, pl.col("_doc_tokens"))
+        queries = apply_posir(queries, pl.col("_doc_chars"), tokens)
+    return queries.drop("_doc_chars", "_doc_tokens", "spans", "pos_char_span", "pos_token_length", strict=False)
 
 
 def _span_starts(queries: pl.DataFrame) -> pl.Expr | None:

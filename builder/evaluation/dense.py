@@ -14,6 +14,7 @@ import numpy as np
 
 from builder.backends.tokenizers import TokenizerLoadError, resolve_local
 from builder.evaluation.data import EvalData, EvalError
+from builder.evaluation.progress import in_batches, task
 from builder.evaluation.retrievers import Retrieval, RetrieverSpec, document_inputs
 
 # BGE-M3 reads up to 8192 tokens; its FlagEmbedding default for passages is only 512.
@@ -29,13 +30,19 @@ class DenseRetriever:
     def retrieve(self, data: EvalData, k: int) -> Retrieval:
         encoder = _STEncoder(self.spec) if self.spec.kind == "st" else _FlagEncoder(self.spec)
         docs, text_starts = document_inputs(data, self.spec.doc_prefix)
-        doc_vecs = encoder.encode(docs, self.batch_size)
+        doc_vecs = _encode(encoder, docs, self.batch_size, f"{self.spec.label}: encoding documents")
         queries = [self.spec.query_prefix + q for q in data.queries["text"]]
-        query_vecs = encoder.encode(queries, self.batch_size)
+        query_vecs = _encode(encoder, queries, self.batch_size, f"{self.spec.label}: encoding queries")
         run = top_k(query_vecs, doc_vecs, data.queries["query_id"].to_list(), data.corpus["doc_id"].to_list(), k)
         result = Retrieval(run=run, max_length=encoder.max_length, tokenizer=self.spec.model)
         _measure_windows(result, encoder.tokenizer, data, docs, text_starts)
         return result
+
+
+def _encode(encoder: Any, texts: list[str], batch_size: int, label: str) -> np.ndarray:
+    """Encode in blocks of a few batches so a progress bar can follow."""
+    blocks = [encoder.encode(list(chunk), batch_size) for chunk in in_batches(texts, batch_size * 8, label)]
+    return np.concatenate(blocks) if blocks else encoder.encode([], batch_size)
 
 
 def top_k(queries: np.ndarray, docs: np.ndarray, query_ids: list[str], doc_ids: list[str], k: int
@@ -43,12 +50,19 @@ def top_k(queries: np.ndarray, docs: np.ndarray, query_ids: list[str], doc_ids: 
     """Highest dot products per query (vectors come normalised, so these are cosines)."""
     k = min(k, len(doc_ids))
     run: dict[str, dict[str, float]] = {}
-    for start in range(0, len(query_ids), _QUERY_BLOCK):
-        scores = queries[start:start + _QUERY_BLOCK] @ docs.T
-        best = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        for row, qid in enumerate(query_ids[start:start + _QUERY_BLOCK]):
-            run[qid] = {doc_ids[c]: float(scores[row, c]) for c in best[row]}
+    with task("retrieving", len(query_ids)) as advance:
+        for start in range(0, len(query_ids), _QUERY_BLOCK):
+            _block(run, queries, docs, query_ids, doc_ids, start, k)
+            advance(len(query_ids[start:start + _QUERY_BLOCK]))
     return run
+
+
+def _block(run: dict[str, dict[str, float]], queries: np.ndarray, docs: np.ndarray, query_ids: list[str],
+           doc_ids: list[str], start: int, k: int) -> None:
+    scores = queries[start:start + _QUERY_BLOCK] @ docs.T
+    best = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    for row, qid in enumerate(query_ids[start:start + _QUERY_BLOCK]):
+        run[qid] = {doc_ids[c]: float(scores[row, c]) for c in best[row]}
 
 
 def _measure_windows(result: Retrieval, tokenizer: Any, data: EvalData, docs: list[str],

@@ -104,6 +104,7 @@ def _describe(data: EvalData) -> dict:
         "path": str(data.folder), "fingerprint": data.fingerprint,
         "docs": data.corpus.height, "queries": data.queries.height,
         "unjudged_queries": data.unjudged_queries, "groupings": data.groupings(),
+        "positions": data.positions,
         "has_rel_pos": "rel_pos" in data.queries.columns,
         "has_length_buckets": "length_bucket" in data.queries.columns,
     }
@@ -111,7 +112,7 @@ def _describe(data: EvalData) -> dict:
 
 def analyze(data: EvalData, retrieval: Retrieval) -> dict:
     scores = per_query_scores(data.qrels, retrieval.run).join(data.queries, on="query_id", how="left")
-    scores = with_relative_bins(scores).with_columns(visibility(data, retrieval).alias("visibility"))
+    scores = with_relative_bins(scores, data.positions).with_columns(visibility(data, retrieval).alias("visibility"))
     has_bins = scores["rel_bin"].null_count() < scores.height
     return {
         "overall": means(scores),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from builder.textutil.positions import position_bin
+from builder.evaluation.positions import Definition, bin_of
 
 NDCG, RECALL = "ndcg@10", "recall@100"
 METRICS = (NDCG, RECALL)
@@ -96,11 +96,10 @@ def grouped(scores: pl.DataFrame, column: str) -> dict:
     return {"groups": groups, "psi": index.value, "groups_with_queries": index.groups, "empty_groups": index.empty}
 
 
-def with_relative_bins(scores: pl.DataFrame) -> pl.DataFrame:
-    """Add `rel_bin`: the 20-bin index of rel_pos (PosIR's binning), else the dataset's own bin."""
+def with_relative_bins(scores: pl.DataFrame, definition: Definition = "native") -> pl.DataFrame:
+    """Add `rel_bin`: the 20-bin index of rel_pos under `definition`, else the dataset's own bin."""
     if "rel_pos" in scores.columns:
-        bins = pl.col("rel_pos").map_elements(lambda r: position_bin(min(max(r, 0.0), 1.0), N_BINS),
-                                              return_dtype=pl.Int64)
+        bins = pl.col("rel_pos").map_elements(lambda r: bin_of(definition, r, N_BINS), return_dtype=pl.Int64)
     elif "position_bin" in scores.columns:
         bins = pl.col("position_bin").cast(pl.Int64)
     else:

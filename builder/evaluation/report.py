@@ -10,7 +10,8 @@ from rich.table import Table
 
 from builder.evaluation.metrics import N_BINS, NDCG, RECALL
 
-_NAMES = {"char_bucket": "character bucket", "position_tag": "position tag", "position_bin": "position bin"}
+_NAMES = {"setting": "setting", "variant": "evidence position (setting/variant)", "char_bucket": "character bucket",
+          "position_tag": "position tag", "position_bin": "position bin"}
 PLOT_NAME = "ndcg_by_position.png"
 
 
@@ -31,6 +32,8 @@ def print_report(console: Console, report: dict) -> None:
     console.print(_summary(runs, groupings))
     for grouping in groupings:
         console.print(_grouping_table(runs, grouping))
+    if "position_bin" not in groupings and all(r["relative_bins"] for r in runs.values()):
+        console.print(_bins_table(runs))
     if any(r["length_buckets"] for r in runs.values()):
         console.print(_length_table(runs))
     console.print(_window_table(runs, groupings[0] if groupings else None))
@@ -64,6 +67,23 @@ def _grouping_table(runs: dict, grouping: str) -> Table:
         cells = [_f(r["groupings"][grouping]["groups"][i][NDCG]) for r in runs.values()]
         table.add_row(str(group["group"]), str(group["n"]), *cells)
     table.add_row("PSI", "", *[_f(r["groupings"][grouping]["psi"], 3) for r in runs.values()], style="bold")
+    return table
+
+
+def _bins_table(runs: dict) -> Table:
+    """nDCG@10 over the 20 relative-position bins, for sets whose queries carry no bin of
+    their own (FarRelevant and ColDeR builds: the bins come from rel_pos or the spans)."""
+    table = Table(title=f"nDCG@10 by relative position ({N_BINS} bins)", title_justify="left")
+    table.add_column("bin")
+    table.add_column("queries", justify="right")
+    for label in runs:
+        table.add_column(label, justify="right")
+    first = next(iter(runs.values()))["relative_bins"]["groups"]
+    for i, group in enumerate(first):
+        k = group["group"]
+        cells = [_f(r["relative_bins"]["groups"][i][NDCG]) for r in runs.values()]
+        table.add_row(f"{k / N_BINS:.2f}-{(k + 1) / N_BINS:.2f}", str(group["n"]), *cells)
+    table.add_row("PSI", "", *[_f(r["relative_bins"]["psi"], 3) for r in runs.values()], style="bold")
     return table
 
 

@@ -16,6 +16,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from builder.evaluation.data import EvalData, EvalError
+from builder.evaluation.progress import task
 
 KINDS = ("bm25", "st", "flag", "rerank")
 _OPTIONS = ("query_prefix", "doc_prefix", "max_length")
@@ -133,8 +134,10 @@ class BM25Retriever:
         queries = tokenizer.tokenize(
             data.queries["text"].to_list(), update_vocab=False, return_as="ids", show_progress=False
         )
-        found, scores = index.retrieve(queries, k=min(k, len(docs)), show_progress=False,
-                                       backend_selection="numpy")
+        with task("bm25: retrieving", len(data.queries)) as advance:
+            found, scores = index.retrieve(queries, k=min(k, len(docs)), show_progress=False,
+                                           backend_selection="numpy")
+            advance(len(data.queries))
         doc_ids = data.corpus["doc_id"].to_list()
         run = {
             qid: {doc_ids[d]: float(s) for d, s in zip(rows, values) if s > 0}

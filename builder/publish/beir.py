@@ -42,7 +42,8 @@ def _write_beir_files(bench: Bench, folder: Path) -> None:
 
 def _write_settings(bench: Bench, folder: Path) -> None:
     """Controlled-probe builds (a `setting` column) also get one BEIR folder per setting
-    under settings/, and their document pairs as pairs.parquet."""
+    under settings/ (with parquet copies, which the Hub configs point at), and their
+    document pairs as pairs.parquet."""
     if "setting" not in bench.queries.columns:
         return
     for setting in sorted(bench.queries["setting"].drop_nulls().unique().to_list()):
@@ -51,18 +52,18 @@ def _write_settings(bench: Bench, folder: Path) -> None:
         in_setting = (pl.col("setting") == setting) if "setting" in bench.corpus.columns \
             else pl.col("doc_id").is_in(qrels["doc_id"].implode())
         corpus = bench.corpus.filter(in_setting)
-        _write_beir_files(Bench.of(corpus, queries, qrels), folder / "settings" / setting)
+        _write_tables(Bench.of(corpus, queries, qrels), folder / "settings" / setting)
     if "pairs" in bench.queries.columns:
         pairs = bench.queries.select("query_id", "setting", "pairs").explode("pairs").drop_nulls("pairs")
-        pairs.unnest("pairs").write_parquet(folder / "pairs.parquet")
+        write_parquet(pairs.unnest("pairs"), folder / "pairs.parquet")
 
 
 def _write_tables(bench: Bench, folder: Path) -> None:
     _write_beir_files(bench, folder)
-    bench.corpus.write_parquet(folder / "corpus.parquet")
-    bench.queries.write_parquet(folder / "queries.parquet")
-    bench.qrels.write_parquet(folder / "qrels.parquet")
-    bench.drops.write_parquet(folder / "drops.parquet")
+    write_parquet(bench.corpus, folder / "corpus.parquet")
+    write_parquet(bench.queries, folder / "queries.parquet")
+    write_parquet(bench.qrels, folder / "qrels.parquet")
+    write_parquet(bench.drops, folder / "drops.parquet")
 
 
 def read_beir(folder: Path) -> Bench:
@@ -74,3 +75,29 @@ def read_beir(folder: Path) -> Bench:
         qrels=pl.read_parquet(folder / "qrels.parquet"),
         drops=pl.read_parquet(folder / "drops.parquet"),
     )
+
+
+def write_parquet(data: pl.DataFrame, path: Path) -> None:
+    """Parquet with plain string and list types where polars would write 64-bit-offset
+    ones (`large_string`, `large_list`): `datasets` 2.x can neither read `large_list` in a
+    card nor cast such a column to a list feature."""
+    import pyarrow.parquet as pq
+
+    table = data.to_arrow()
+    pq.write_table(table.cast(_plain_types(table.schema)), path)
+
+
+def _plain_types(schema: Any) -> Any:
+    """The schema with every 64-bit-offset string and list type in its plain form."""
+    import pyarrow as pa
+
+    def plain(t: Any) -> Any:
+        if pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", lambda _: False)(t):
+            return pa.string()
+        if pa.types.is_large_list(t) or pa.types.is_list(t):
+            return pa.list_(plain(t.value_type))
+        if pa.types.is_struct(t):
+            return pa.struct([pa.field(f.name, plain(f.type), f.nullable) for f in t])
+        return t
+
+    return pa.schema([pa.field(f.name, plain(f.type), f.nullable) for f in schema])

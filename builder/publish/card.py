@@ -17,6 +17,7 @@ from jinja2 import StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
 from builder.publish.citations import papers_for, stage_base_name
+from builder.publish.languages import iso_639_1
 from builder.publish.masking import mask_mapping, mask_recipe_text, mask_string
 from builder.resources import shipped_dir
 
@@ -38,10 +39,15 @@ def size_category(n: int) -> str:
 
 def front_matter(stats: dict[str, Any], layout: HubLayout, name: str, license: str) -> dict[str, Any]:
     counts = stats["counts"]
-    langs = sorted({row["lang"] for row in stats["languages"]} - {"unknown", "und", ""})
+    tags = sorted({str(row["lang"]) for row in stats["languages"]} - {"unknown", "und", "", "None"})
+    codes = sorted({c for c in map(iso_639_1, tags) if c})
     meta: dict[str, Any] = {"pretty_name": name, "license": license}
-    if langs:
-        meta["language"] = langs
+    if codes:
+        # The Hub's `language` takes ISO 639 codes; the script-qualified tags the build
+        # uses (and names its per-language configs by) are kept in `language_details`.
+        meta["language"] = codes
+    if tags and tags != codes:
+        meta["language_details"] = ", ".join(tags)
     meta.update({
         "task_categories": ["text-retrieval"],
         "task_ids": ["document-retrieval"],
@@ -135,6 +141,9 @@ def card_context(stats: dict[str, Any], run_stages: list[dict[str, Any]], layout
         "recipe_text": mask_recipe_text(loaded.text) if loaded else None,
         "plots": plots,
         "configs": [c["config_name"] for c in layout.configs],
+        "base_configs": [c["config_name"] for c in layout.configs if "data_files" in c
+                         and not str(c["config_name"]).startswith(("beir_", "cross_", "setting_", "posir_", "pairs"))],
+        "posir": any(str(c["config_name"]).startswith("posir_") for c in layout.configs),
         "papers": papers_for(used),
     }
 

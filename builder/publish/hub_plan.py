@@ -1,10 +1,12 @@
 """What a push will upload: the file plan, the previous release and the CHANGELOG.
 
-On the Hub a release holds the card, the statistics and plots, the MTEB-style parquet
-configs (`corpus/`, `queries/`, `qrels/`), the BEIR files (`corpus.jsonl`,
-`queries.jsonl`, `qrels/test.tsv`), the drop log (`drops.parquet`) and CHANGELOG.md.
-The root `corpus.parquet`/`queries.parquet`/`qrels.parquet` stay local: they repeat the
-parquet configs.
+On the Hub a release holds the whole output folder: the card, the statistics and plots,
+the parquet configs (`corpus/`, `queries/`, `qrels/`, `positions/`, `documents/`), the
+BEIR files, the drop log, per-language folders, `posir/`, `cross/`, ColDeR's `settings/`
+and `pairs.parquet`, and CHANGELOG.md. Three things stay local: the root
+`corpus.parquet`/`queries.parquet`/`qrels.parquet` (the configs hold the same columns),
+`eval/` (results of `build-bench eval`, not the benchmark) and hidden entries such as
+`.eval_cache/`.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from typing import Any
 
 from builder.publish.changelog import changelog, entry, previous_tag
 
-SINGLE_FILES = ("README.md", "stats.json", "corpus.jsonl", "queries.jsonl", "qrels/test.tsv",
-                "drops.parquet")
-GLOBS = ("plots/*.png", "corpus/*/*.parquet", "queries/*/*.parquet", "qrels/*/*.parquet")
-# Remote files under these folders that the new release lacks are deleted in the same commit.
-MANAGED_DIRS = ("plots/", "corpus/", "queries/", "qrels/")
+LOCAL_ONLY = ("corpus.parquet", "queries.parquet", "qrels.parquet", "eval")
+# Remote files under these folders (and under every folder the release has) that the new
+# release lacks are deleted in the same commit.
+MANAGED_DIRS = ("plots/", "corpus/", "queries/", "qrels/", "positions/", "documents/", "posir/", "cross/",
+                "settings/")
 CHANGELOG_FILE = "CHANGELOG.md"
 
 
@@ -61,10 +63,13 @@ class PushPlan:
 
 def local_files(folder: Path) -> list[tuple[str, Path]]:
     """(path in repo, local path) for every file the release carries, sorted."""
-    found = {name: folder / name for name in SINGLE_FILES if (folder / name).is_file()}
-    for pattern in GLOBS:
-        found.update({p.relative_to(folder).as_posix(): p for p in folder.glob(pattern) if p.is_file()})
-    return sorted(found.items())
+    found = []
+    for path in folder.rglob("*"):
+        rel = path.relative_to(folder)
+        if not path.is_file() or rel.parts[0] in LOCAL_ONLY or any(p.startswith(".") for p in rel.parts):
+            continue
+        found.append((rel.as_posix(), path))
+    return sorted(found)
 
 
 def _download_json(api: Any, repo_id: str, name: str, revision: str) -> Any:
@@ -105,5 +110,6 @@ def make_plan(folder: Path, repo_id: str, tag: str | None, remote: RemoteState) 
     uploads: list[tuple[str, Path | bytes]] = [*files, (CHANGELOG_FILE, text.encode("utf-8"))]
     uploads.sort(key=lambda u: u[0])
     wanted = {path for path, _ in uploads}
-    deletes = sorted(p for p in remote.files if p.startswith(MANAGED_DIRS) and p not in wanted)
+    managed = MANAGED_DIRS + tuple(sorted({p.split("/")[0] + "/" for p in wanted if "/" in p}))
+    deletes = sorted(p for p in remote.files if p.startswith(managed) and p not in wanted)
     return PushPlan(repo_id=repo_id, tag=tag, uploads=uploads, deletes=deletes, remote=remote)

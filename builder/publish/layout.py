@@ -1,14 +1,18 @@
 """The Hugging Face layout of a built folder: MTEB-style parquet configs.
 
-Files are `corpus/<lang>/<domain>.parquet`, `queries/<lang>/<domain>.parquet` and
-`qrels/<lang>/<domain>.parquet` (columns `_id, title, text, ...`, `_id, text, ...` and
-`query-id, corpus-id, score`, as MTEB's retrieval loader reads them). A query and its
-qrels sit in their own language and the domain of their positive document. Configs
-never copy data; each lists the files it covers:
+Files are `<table>/<lang>/<domain>.parquet`. The three tables MTEB's retrieval loader
+reads hold exactly its columns and nothing else (an extra column with nulls, or lists
+of different lengths, breaks its batching): `corpus` (`_id, title, text`), `queries`
+(`_id, text`) and `qrels` (`query-id, corpus-id, score`). Everything else a row carries
+moves beside them, so nothing is lost: `positions` (`query-id` and every other query
+field: spans, rel_pos, bins, tags, pos_*, ...) and `documents` (`corpus-id` and every
+other document field: lang, domain, n_tokens, ...). A query and its qrels sit in their
+own language and the domain of their positive document. Configs never copy data; each
+lists the files it covers:
 
-- `corpus`, `queries`, `qrels` (and `default`, the qrels, as MTEB names it): everything;
-- `<lang>-corpus|queries|qrels` for each language, when there is more than one;
-- `<domain>-corpus|queries|qrels` for each domain, when there is more than one
+- one per table (and `default`, the qrels, as MTEB names it): everything;
+- `<lang>-<table>` for each language, when there is more than one;
+- `<domain>-<table>` for each domain, when there is more than one
   (prefixed `domain_` where a domain is named like a language or a base config).
 
 Every config has one split, `test`. Tables with no rows get no config: the `datasets`
@@ -26,8 +30,9 @@ from typing import Any
 import polars as pl
 
 from builder.bench import Bench
+from builder.publish.beir import write_parquet
 
-TABLES = ("corpus", "queries", "qrels")
+TABLES = ("corpus", "queries", "qrels", "positions", "documents")
 SPLIT = "test"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -46,7 +51,7 @@ def _safe(column: str, fallback: str) -> pl.Expr:
 
 
 def _hub_tables(bench: Bench) -> dict[str, pl.DataFrame]:
-    """The three tables in MTEB column names, each with `_lang`/`_domain` partition keys."""
+    """Every table in MTEB column names, each with `_lang`/`_domain` partition keys."""
     keys = bench.corpus.select(
         "doc_id",
         _safe("lang", "und").alias("_lang"), _safe("domain", "general").alias("_domain"),
@@ -59,11 +64,18 @@ def _hub_tables(bench: Bench) -> dict[str, pl.DataFrame]:
     qrels = bench.qrels.join(queries.select("query_id", "_lang", "_domain"), on="query_id",
                              how="left", maintain_order="left").with_columns(
         pl.col("_lang").fill_null("und"), pl.col("_domain").fill_null("general"))
+    keys_only = ("_lang", "_domain")
+    query_extra = [c for c in queries.columns if c not in ("query_id", "text", *keys_only)]
+    doc_extra = [c for c in corpus.columns if c not in ("doc_id", "title", "text", *keys_only)]
     return {
-        "corpus": corpus.rename({"doc_id": "_id"}),
-        "queries": queries.rename({"query_id": "_id"}),
+        "corpus": corpus.select(pl.col("doc_id").alias("_id"), "title", "text", *keys_only),
+        "queries": queries.select(pl.col("query_id").alias("_id"), "text", *keys_only),
         "qrels": qrels.select(pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"),
-                              "score", "_lang", "_domain"),
+                              "score", *keys_only),
+        "positions": queries.select(pl.col("query_id").alias("query-id"), *query_extra, *keys_only)
+        if query_extra else queries.clear().select(keys_only),
+        "documents": corpus.select(pl.col("doc_id").alias("corpus-id"), *doc_extra, *keys_only)
+        if doc_extra else corpus.clear().select(keys_only),
     }
 
 
@@ -88,7 +100,7 @@ def write_hub_layout(bench: Bench, folder: Path) -> HubLayout:
             rel = f"{table}/{lang}/{domain}.parquet"
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
             data = part.drop("_lang", "_domain")
-            data.write_parquet(folder / rel)
+            write_parquet(data, folder / rel)
             parts.append((table, lang, domain, rel, data.height, int(data.estimated_size())))
     parts.sort(key=lambda p: p[3])
     return _describe(folder, parts)

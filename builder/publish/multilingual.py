@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from builder.bench import Bench
 from builder.atomic import replace_dir
-from builder.publish.beir import write_beir
+from builder.publish.beir import write_beir, write_parquet
+from builder.publish.languages import posir_name
 
 _INTERNAL = ("source_doc_id", "source_query_id", "piece_starts")
 _TRANSLATED_ID = r"@[a-z]{3}-[A-Z][a-z]{3}$"
@@ -129,7 +130,7 @@ def _write_posir(views: dict[str, Bench], folder: Path) -> Path:
             for (name,), part in corpus.group_by("domain", maintain_order=True):
                 q = queries.filter(pl.col("_domain") == name).drop("_domain")
                 r = view.qrels.filter(pl.col("query_id").is_in(q["query_id"].implode()))
-                _write_posir_part(tmp / lang / str(name), part, q, r)
+                _write_posir_part(tmp / posir_name(lang) / str(name), part, q, r)
         replace_dir(tmp, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -138,7 +139,16 @@ def _write_posir(views: dict[str, Bench], folder: Path) -> Path:
 
 def _write_posir_part(folder: Path, corpus: pl.DataFrame, queries: pl.DataFrame, qrels: pl.DataFrame) -> None:
     (folder / "qrels").mkdir(parents=True)
-    corpus.select(pl.col("doc_id").alias("_id"), "title", "text").write_parquet(folder / "corpus.parquet")
-    queries.rename({"query_id": "_id"}).write_parquet(folder / "queries.parquet")
-    qrels.select(pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"), "score").write_parquet(
-        folder / "qrels" / "test.parquet")
+    write_parquet(corpus.select(pl.col("doc_id").alias("_id"), "title", "text"), folder / "corpus.parquet")
+    write_parquet(queries.rename({"query_id": "_id"}).with_columns(_posir_span(queries)), folder / "queries.parquet")
+    write_parquet(qrels.select(pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"), "score"),
+                  folder / "qrels" / "test.parquet")
+
+
+def _posir_span(queries: pl.DataFrame) -> list[pl.Expr]:
+    """PosIR's scripts read `pos_char_span` as one `[start, end]` pair (they take
+    `sum(pos_char_span) / 2`): the first span's pair here; every span stays in `spans`."""
+    dtype = queries.schema.get("pos_char_span")
+    if not (isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.List)):
+        return []
+    return [pl.col("pos_char_span").list.first().alias("pos_char_span")]

@@ -56,11 +56,13 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: Any,
     """Write stats.json, plots/, the MTEB parquet configs and README.md into `out_dir`."""
     from builder.publish.card import card_context, render_card
     from builder.publish.layout import write_hub_layout
+    from builder.publish.subsets import subset_configs
 
     out_dir = Path(out_dir)
     name = loaded_recipe.recipe.name if loaded_recipe else _recipe_name(run_stats)
     stats, plots = write_stats(bench, out_dir, run_stats, name)
     layout = write_hub_layout(bench, out_dir)
+    layout.configs += subset_configs(out_dir)
     context = card_context(stats, stats["stages"], layout, plots, loaded_recipe, _license(loaded_recipe))
     write_text_atomic(out_dir / CARD_FILE, render_card(context))
     return Published(stats=stats, plots=plots, configs=[c["config_name"] for c in layout.configs])

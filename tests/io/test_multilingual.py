@@ -83,3 +83,29 @@ def test_an_untranslated_bench_is_split_by_language_as_is(tmp_path):
 def test_options_reject_unknown_keys():
     with pytest.raises(ValueError):
         MultilingualOutput(per_langauge=True)
+
+
+def test_posir_layout_writes_pos_char_span_as_one_pair_and_keeps_every_span(tmp_path):
+    corpus = pl.DataFrame({"doc_id": ["a"], "title": [""], "text": ["x" * 1000], "lang": ["en"], "domain": ["web"]})
+    queries = pl.DataFrame({
+        "query_id": ["q"], "text": ["?"], "doc_id": ["a"],
+        "spans": [[{"start": 533, "end": 576}, {"start": 700, "end": 720}]],
+        "pos_char_span": [[[533, 576], [700, 720]]],
+    })
+    bench = Bench.of(corpus, queries, pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "score": [1]}))
+    write_multilingual(bench, tmp_path, MultilingualOutput(posir_layout=True))
+    row = pl.read_parquet(tmp_path / "posir/eng-Latn/web/queries.parquet").row(0, named=True)
+    # PosIR's analysis computes sum(pos_char_span) / 2: one [start, end] pair, the first span.
+    assert row["pos_char_span"] == [533, 576]
+    assert sum(row["pos_char_span"]) / 2 == 554.5
+    assert [(s["start"], s["end"]) for s in row["spans"]] == [(533, 576), (700, 720)]
+
+
+@pytest.mark.parametrize(("lang", "folder"), [("en", "eng-Latn"), ("zh", "cmn-Hans"), ("fr", "fra-Latn"),
+                                              ("fra-Latn", "fra-Latn"), ("zh-cn", "cmn-Hans")])
+def test_posir_layout_names_language_folders_like_posir(tmp_path, lang, folder):
+    corpus = pl.DataFrame({"doc_id": ["a"], "title": [""], "text": ["x"], "lang": [lang], "domain": ["web"]})
+    bench = Bench.of(corpus, pl.DataFrame({"query_id": ["q"], "text": ["?"], "doc_id": ["a"]}),
+                     pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "score": [1]}))
+    write_multilingual(bench, tmp_path, MultilingualOutput(posir_layout=True))
+    assert [p.name for p in (tmp_path / "posir").iterdir()] == [folder]

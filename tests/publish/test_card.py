@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 
+from builder.bench import Bench
 from builder.publish.beir import write_beir
+from builder.publish.languages import iso_639_1
 from builder.publish.masking import mask_mapping, mask_recipe_text
 from builder.publish.outputs import publish_outputs
 from builder.recipe.model import parse_recipe
@@ -31,7 +34,7 @@ def test_quickstart_card_front_matter(quickstart_build):
     assert meta["license"] == "unknown" and meta["language"] == ["en"]
     assert meta["size_categories"] == ["n<1K"]
     names = [c["config_name"] for c in meta["configs"]]
-    assert names == ["default", "corpus", "queries", "qrels"]
+    assert names == ["default", "corpus", "queries", "qrels", "positions", "documents", "drops"]
     info = {i["config_name"]: i for i in meta["dataset_info"]}
     bench = quickstart_build["bench"]
     assert info["corpus"]["splits"][0]["num_examples"] == bench.corpus.height
@@ -175,3 +178,20 @@ def test_card_shows_the_effective_recipe_masked_and_the_file_as_written(tmp_path
     file_text = written.split("```yaml\n", 1)[1].split("```", 1)[0]
     assert "n_docs: 36" in file_text and "# Quickstart:" in file_text
     assert "${BB_CARD_URL}" in file_text
+def test_card_language_holds_iso_639_1_codes_and_keeps_script_tags(tmp_path):
+    bench = mini_bench()
+    langs = {"en": "eng-Latn", "zh": "cmn-Hans"}
+    bench = Bench.of(bench.corpus.with_columns(pl.col("lang").replace_strict(langs)),
+                     bench.queries.with_columns(pl.col("lang").replace_strict(langs)), bench.qrels, bench.drops)
+    folder = write_beir(bench, tmp_path / "mini", stats=mini_run_stats())
+    published = publish_outputs(bench, folder, mini_run_stats(), None)
+    meta = front_matter((folder / "README.md").read_text(encoding="utf-8"))
+    assert meta["language"] == ["en", "zh"]
+    assert meta["language_details"] == "cmn-Hans, eng-Latn"
+    assert {"eng-Latn-corpus", "cmn-Hans-queries"} <= set(published.configs)
+
+
+@pytest.mark.parametrize(("lang", "code"), [("fra-Latn", "fr"), ("cmn-Hans", "zh"), ("cmn-Hant", "zh"),
+                                            ("en", "en"), ("zh-cn", "zh"), ("xyz-Latn", None), ("und", None)])
+def test_iso_639_1_codes(lang, code):
+    assert iso_639_1(lang) == code

@@ -1,0 +1,83 @@
+"""Configs for every table a build writes beside the root MTEB configs: per-language
+BEIR folders (`<lang>/`), cross-lingual sets (`cross/<X>-<source>/`), controlled-probe
+settings (`settings/<name>/`), PosIR's layout (`posir/<lang>/<domain>/`), the drop log
+and ColDeR's document pairs. Each points at the files as they were written (no copy):
+
+- `beir_<lang>-<table>`, `cross_<X>-<source>-<table>`, `setting_<name>-<table>` (and
+  `beir_<lang>_setting_<name>-<table>` for settings inside a language folder) for
+  `corpus`, `queries`, `qrels` (and `drops`, `pairs` where the folder has them): the
+  folder's parquet copies (every config is parquet: `datasets` reads one format per
+  repository);
+- `posir_<lang>_<domain>-corpus|queries|qrels`: PosIR's parquet files;
+- `drops` (`drops.parquet`) and `pairs` (`pairs.parquet`).
+
+Files that are empty get no config: `datasets` cannot load an empty split.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+SPLIT = "test"
+_BEIR = ("corpus", "queries", "qrels", "drops", "pairs")
+_KINDS = {"cross": "cross", "settings": "setting"}
+_POSIR = {"corpus": "corpus.parquet", "queries": "queries.parquet", "qrels": "qrels/test.parquet"}
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def _config(name: str, path: str) -> dict[str, Any]:
+    return {"config_name": name, "data_files": [{"split": SPLIT, "path": path}]}
+
+
+def _nonempty(path: Path) -> bool:
+    import pyarrow.parquet as pq
+
+    return path.is_file() and pq.read_metadata(path).num_rows > 0
+
+
+def _prefix(rel: Path) -> str:
+    """`fra-Latn` -> `beir_fra-Latn`, `cross/X` -> `cross_X`, `settings/near` -> `setting_near`,
+    `fra-Latn/settings/near` -> `beir_fra-Latn_setting_near`."""
+    parts, names = list(rel.parts), []
+    while parts:
+        head = parts.pop(0)
+        if head in _KINDS and parts:
+            names.append(f"{_KINDS[head]}_{parts.pop(0)}")
+        else:
+            names.append(f"beir_{head}")
+    return "_".join(names)
+
+
+def _beir_folders(folder: Path) -> list[tuple[str, Path]]:
+    """(config prefix, folder) of every BEIR set written below the root, at any depth
+    (a per-language or cross-lingual folder of a probe build has its own settings/)."""
+    found = []
+    for corpus in sorted(folder.rglob("corpus.jsonl")):
+        sub = corpus.parent
+        rel = sub.relative_to(folder)
+        if sub != folder and not any(p.startswith(".") for p in rel.parts) and rel.parts[0] != "posir":
+            found.append((_prefix(rel), sub))
+    return found
+
+
+def subset_configs(folder: Path) -> list[dict[str, Any]]:
+    """One config per loadable table below `folder`, paths relative to it."""
+    folder = Path(folder)
+    configs: list[dict[str, Any]] = []
+    for name in ("drops", "pairs"):
+        if _nonempty(folder / f"{name}.parquet"):
+            configs.append(_config(name, f"{name}.parquet"))
+    for prefix, sub in _beir_folders(folder):
+        for table in _BEIR:
+            path = sub / f"{table}.parquet"
+            if _nonempty(path):
+                configs.append(_config(_UNSAFE.sub("_", f"{prefix}-{table}"), path.relative_to(folder).as_posix()))
+    posir = folder / "posir"
+    for part in sorted(posir.glob("*/*")) if posir.is_dir() else []:
+        prefix = _UNSAFE.sub("_", f"posir_{part.parent.name}_{part.name}")
+        for table, file in _POSIR.items():
+            if _nonempty(part / file):
+                configs.append(_config(f"{prefix}-{table}", (part / file).relative_to(folder).as_posix()))
+    return configs
