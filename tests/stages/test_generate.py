@@ -93,6 +93,32 @@ def test_chunked_mode_tags_chunks_with_algorithm_1(tmp_path, fake_openai):
     assert "<summary>\nabout atoms\n</summary>" in srv.requests[0]["messages"][-1]["content"]
 
 
+def test_chunked_mode_takes_the_models_list_up_to_the_cap(tmp_path, fake_openai):
+    # FineWeb-PosQ asks for a free list of FAQs per chunk; the cap bounds it and the
+    # questions past the cap are counted, not silently lost.
+    srv = fake_openai(responder=lambda body: json.dumps([
+        {"question": f"Question {k}?", "answer": "x", "type": "complicated"} for k in range(5)]))
+    ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
+    doc = " ".join(f"w{i}" for i in range(60))  # two chunks of 30 words
+    params = GenerateParams(mode="chunked", llm="gen", chunk_size=30, questions_per_call=3)
+    out = GenerateQueries(params).run(_bench(doc), ctx)
+    assert out.queries["query_id"].to_list() == ["d0/c0-0", "d0/c0-1", "d0/c0-2", "d0/c1-0", "d0/c1-1", "d0/c1-2"]
+    assert ctx.stats["questions_over_cap"] == 4
+    prompt = srv.requests[0]["messages"][-1]["content"]
+    assert "as many" in prompt and "at most 3" in prompt
+
+
+def test_summary_prompt_asks_for_up_to_400_words_by_default(tmp_path, fake_openai):
+    from builder.stages.generate.summarize import Summarize, SummarizeParams
+
+    srv = fake_openai(responder=lambda body: "A paraphrase.")
+    ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
+    out = Summarize(SummarizeParams(llm="gen")).run(_bench(DOC), ctx)
+    assert out.corpus["summary"].to_list() == ["A paraphrase."]
+    prompt = srv.requests[0]["messages"][-1]["content"]
+    assert "400 words" in prompt and "key information" in prompt
+
+
 @pytest.mark.parametrize("bad", [
     {"mode": "whole_document"},
     {"mode": "extractive", "llm": "gen"},

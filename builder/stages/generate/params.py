@@ -26,7 +26,8 @@ class GenerateParams(StageParams):
     llm: str | None = Field(default=None, description="model name; not used by extractive")
     prompt: str | None = Field(default=None, description="defaults: posir_generate / chunk_qa")
     calls_per_doc: int = Field(default=1, ge=1, description="whole_document: one region drawn per call")
-    questions_per_call: int = Field(default=3, ge=1, description="questions asked per call / chunk")
+    questions_per_call: int = Field(default=3, ge=1, description=(
+        "whole_document: questions asked per call; chunked: the most kept from a chunk's list"))
     region_weights: dict[Literal["first", "middle", "final"], float] = Field(
         default={"first": 1.0, "middle": 1.0, "final": 1.0})
     question_types: list[str] = Field(default_factory=lambda: list(POSIR_TYPES))

@@ -23,6 +23,7 @@ import polars as pl
 from pydantic import Field, model_validator
 
 from builder.backends.rerankers import get_reranker, is_missing, make_retriever, reranker_configs, reranker_problems
+from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.qc.grading import grade
 
@@ -71,7 +72,7 @@ class FalseNegatives(Stage):
         return list(self.params.judges)
 
     def prompts_used(self) -> dict[str, set[str]]:
-        return {self.params.prompt: {"document", "questions"}} if self.params.judges else {}
+        return {self.params.prompt: set(GRADE_VARIABLES)} if self.params.judges else {}
 
     def problems(self, recipe: Any) -> list[tuple[str, str]]:
         p = self.params

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from builder.backends.rerankers import get_reranker, is_missing
+from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.qc.grading import grade, grade_histogram
 from builder.stages.qc.span_contrast import verdict
@@ -59,7 +60,7 @@ class SegmentAgreement(Stage):
     params: SegmentParams
 
     def prompts_used(self) -> dict[str, set[str]]:
-        return {self.params.prompt: {"document", "questions"}} if self.params.llm else {}
+        return {self.params.prompt: set(GRADE_VARIABLES)} if self.params.llm else {}
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         rows, reasons = self._rows(bench)

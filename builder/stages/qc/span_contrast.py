@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from builder.backends.rerankers import get_reranker, is_missing
+from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.qc.grading import contrast_rows, contrast_verdicts
 
@@ -49,7 +50,7 @@ class SpanContrast(Stage):
     params: SpanContrastParams
 
     def prompts_used(self) -> dict[str, set[str]]:
-        return {self.params.prompt: {"document", "questions"}} if self.params.llm else {}
+        return {self.params.prompt: set(GRADE_VARIABLES)} if self.params.llm else {}
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         p = self.params
