@@ -24,7 +24,9 @@ _DEFAULT_PROMPT = {"whole_document": "posir_generate", "chunked": "chunk_qa", "e
 class GenerateParams(StageParams):
     mode: Literal["whole_document", "chunked", "extractive"] = "whole_document"
     llm: str | None = Field(default=None, description="model name; not used by extractive")
-    prompt: str | None = Field(default=None, description="defaults: posir_generate / chunk_qa")
+    prompt: str | None = Field(default=None, description=(
+        "defaults: posir_generate (notes on searchers, types and register, then the JSON) / chunk_qa; "
+        "posir_generate_json asks for the JSON alone"))
     calls_per_doc: int = Field(default=1, ge=1, description="whole_document: one region drawn per call")
     questions_per_call: int = Field(default=3, ge=1, description=(
         "whole_document: questions asked per call; chunked: the most kept from a chunk's list"))
