@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,24 @@ def test_unknown_recipe_name_exits_2():
     result = runner.invoke(app, ["validate", "no_such_recipe"])
     assert result.exit_code == 2
     assert "no recipe file or shipped recipe named 'no_such_recipe'" in result.output
+
+
+_PAPERS = ("PosIR", "FineWeb-PosQ", "SQuAD-PosQ", "FarRelevant", "ColDeR")
+_SECTION = re.compile(r"§\s?\d|appendix [A-Z]")
+
+
+def _header(path: Path) -> str:
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line.lstrip("# "))
+    return " ".join(lines)
+
+
+@pytest.mark.parametrize("recipe", shipped_recipes(), ids=lambda p: p.stem)
+def test_shipped_recipe_header_names_its_paper_section_and_differences(recipe: Path):
+    header = _header(recipe)
+    assert any(name in header for name in _PAPERS), f"{recipe.name}: header names no paper"
+    assert _SECTION.search(header), f"{recipe.name}: header names no section or appendix of its paper"
+    assert "Differs from" in header, f"{recipe.name}: header has no 'Differs from ...' list"
