@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 import tempfile
 import time
 import traceback
@@ -231,3 +232,22 @@ def test_mutated_shipped_recipes_exit_0_or_2_without_traceback(recipe: bytes):
 def test_unusable_recipe_path_is_one_line_error():
     line = _one_line_error(runner.invoke(app, ["validate", "a" * 300]))
     assert line.startswith("cannot open recipe 'aaaa") and line.endswith(": File name too long")
+_PAPERS = ("PosIR", "FineWeb-PosQ", "SQuAD-PosQ", "FarRelevant", "ColDeR")
+_SECTION = re.compile(r"§\s?\d|appendix [A-Z]")
+
+
+def _header(path: Path) -> str:
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line.lstrip("# "))
+    return " ".join(lines)
+
+
+@pytest.mark.parametrize("recipe", shipped_recipes(), ids=lambda p: p.stem)
+def test_shipped_recipe_header_names_its_paper_section_and_differences(recipe: Path):
+    header = _header(recipe)
+    assert any(name in header for name in _PAPERS), f"{recipe.name}: header names no paper"
+    assert _SECTION.search(header), f"{recipe.name}: header names no section or appendix of its paper"
+    assert "Differs from" in header, f"{recipe.name}: header has no 'Differs from ...' list"

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from builder.backends.rerankers.config import BACKENDS, LLMJudgeConfig, missing_extra, reranker_configs
+from builder.backends.rerankers.config import BACKENDS, GRADE_VARIABLES, LLMJudgeConfig, missing_extra, reranker_configs
 from builder.prompt_templates import PromptError, PromptLibrary
 from builder.recipe.suggest import did_you_mean
 from builder.recipe.yaml_text import Problem, line_of
@@ -77,7 +77,7 @@ def _judge_problems(config: LLMJudgeConfig, models: dict[str, Any]) -> list[str]
     if config.llm not in models:
         out.append(f"model {config.llm!r} is not declared under models:")
     try:
-        unknown = PromptLibrary().get(config.prompt).variables - {"document", "questions"}
+        unknown = PromptLibrary().get(config.prompt).variables - GRADE_VARIABLES
     except PromptError as exc:
         return [*out, str(exc)]
     if unknown:

@@ -2,16 +2,18 @@
 
 With an `llm`, the model copies the supporting passages for several questions of one
 document per call. Without one, the queries' own `reference_texts` are located (the
-extractive generator provides them). Either way each passage is matched exactly, then
-normalized, then fuzzily; the query then gets its spans and every position field.
+extractive generator provides them). Either way each passage is matched exactly (any
+whitespace run matching any other), then normalized, then fuzzily — or only by the
+`methods` listed (PosIR's rule is `[exact]`); the query then gets its spans and every
+position field.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import JSONAnswer, chat_json
@@ -19,7 +21,7 @@ from builder.bench import SPAN_DTYPE
 from builder.position_columns import PositionOptions, annotate_positions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.refs import ModelRef, PromptRef
-from builder.textutil.spans import DocumentIndex, SpanFailure, locate_references
+from builder.textutil.spans import ALL_METHODS, DocumentIndex, SpanFailure, locate_references
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -30,9 +32,19 @@ class LocalizeParams(StageParams):
     llm: ModelRef | None = Field(default=None, description="model that extracts passages; none = use reference_texts")
     prompt: PromptRef = "locate_reference"
     questions_per_call: int = Field(default=8, ge=1)
+    methods: list[Literal["exact", "normalized", "fuzzy"]] = Field(
+        default=list(ALL_METHODS), description="matching steps tried, always in the order exact, normalized, fuzzy")
     fuzzy_min_score: float = Field(default=90.0, ge=50.0, le=100.0)
     drop_off_target: bool = Field(default=False, description="drop queries whose span is outside the requested third")
     positions: PositionOptions = PositionOptions()
+
+
+    @field_validator("methods")
+    @classmethod
+    def _methods(cls, value: list[str]) -> list[str]:
+        if not value or len(set(value)) != len(value):
+            raise ValueError("methods needs at least one of exact, normalized, fuzzy, each once")
+        return value
 
 
 def _validate_for(ids: list[int]):
@@ -83,7 +95,7 @@ class LocalizeSpans(Stage):
                 reasons.append(found)
                 continue
             index = indexes.setdefault(doc_id, DocumentIndex(texts[doc_id]))
-            result = locate_references(index, found or [], self.params.fuzzy_min_score)
+            result = locate_references(index, found or [], self.params.fuzzy_min_score, self.params.methods)
             if isinstance(result, SpanFailure):
                 spans.append(None)
                 reasons.append(str(result))

@@ -1,8 +1,12 @@
-"""Length-bucket sampling of the corpus (PosIR §2.1; FineWeb-PosQ's word window)."""
+"""Length-bucket sampling of the corpus (PosIR §2.1; FineWeb-PosQ's word window).
+
+With `per`, the corpus is split into strata (PosIR samples each language and domain on its
+own) and every stratum gets `n_docs`, divided among the buckets by the weights.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 from pydantic import Field, model_validator
@@ -21,7 +25,9 @@ class SampleParams(StageParams):
         description="bucket edges in tokens; bucket k is [edge k, edge k+1)",
     )
     weights: list[float] = Field(default=[3, 3, 3, 3, 2, 2, 2, 2])
-    n_docs: int = Field(ge=1, description="how many documents to keep in all")
+    n_docs: int = Field(ge=1, description="documents to keep in all, or in each stratum with `per`")
+    per: list[Literal["lang", "domain"]] = Field(
+        default=[], description="sample each (lang, domain) stratum separately, n_docs each")
     min_words: int | None = Field(default=None, ge=0)
     max_words: int | None = Field(default=None, ge=1)
 
@@ -34,6 +40,8 @@ class SampleParams(StageParams):
                              f"got {len(self.weights)}")
         if any(w < 0 for w in self.weights) or sum(self.weights) <= 0:
             raise ValueError("weights must be non-negative and not all zero")
+        if len(set(self.per)) != len(self.per):
+            raise ValueError("per names a column twice")
         return self
 
 
@@ -61,19 +69,20 @@ class SampleByLength(Stage):
         corpus = bench.corpus.with_columns(
             _bucket_expr(p.buckets).alias("_bucket"),
             pl.col("text").str.count_matches(r"\S+").alias("_words"),
+            _stratum_expr(p.per).alias("_stratum"),
         )
         corpus = corpus.with_columns(_reason_expr(p).alias("_reason"))
         eligible = corpus.filter(pl.col("_reason").is_null())
         seed = derive_seed(ctx.seed, ctx.label)
         ranked = eligible.with_columns(
             pl.col("doc_id").hash(seed).alias("_rank")
-        ).with_columns(pl.col("_rank").rank("ordinal").over("_bucket").alias("_order"))
+        ).with_columns(pl.col("_rank").rank("ordinal").over("_stratum", "_bucket").alias("_order"))
         targets = bucket_targets(p.n_docs, p.weights)
         chosen = ranked.filter(
             pl.col("_order") <= pl.col("_bucket").replace_strict(
                 list(range(len(targets))), targets, return_dtype=pl.UInt32)
         )
-        self._report(ctx, eligible, chosen, targets)
+        self._report(ctx, corpus, eligible, chosen, targets)
         keep = set(chosen["doc_id"].to_list())
         reasons = corpus.select(
             pl.coalesce(
@@ -83,25 +92,34 @@ class SampleByLength(Stage):
         ).to_series()
         return bench.keep_docs(reasons, ctx.label)
 
-    def _report(self, ctx: StageContext, eligible: pl.DataFrame, chosen: pl.DataFrame,
-                targets: list[int]) -> None:
+    def _report(self, ctx: StageContext, corpus: pl.DataFrame, eligible: pl.DataFrame,
+                chosen: pl.DataFrame, targets: list[int]) -> None:
         had = eligible.group_by("_bucket").len()
         got = chosen.group_by("_bucket").len()
+        strata = sorted(corpus["_stratum"].unique().to_list())
         edges = self.params.buckets
         ctx.stats["buckets"] = [
             {
                 "bucket": f"[{edges[k]}, {edges[k + 1]})",
                 "had": _count(had, k),
-                "target": targets[k],
+                "target": targets[k] * len(strata),
                 "got": _count(got, k),
             }
             for k in range(len(targets))
         ]
-        short = sum(t - _count(got, k) for k, t in enumerate(targets))
+        if self.params.per:
+            per_stratum = dict(chosen.group_by("_stratum").len().iter_rows())
+            ctx.stats["strata"] = {
+                s: {"target": self.params.n_docs, "got": per_stratum.get(s, 0)} for s in strata}
+        short = self.params.n_docs * len(strata) - chosen.height
         if short:
             ctx.stats["shortfall"] = short
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
+        if self.params.per:
+            # The number of strata is only known from the data; count every loaded document.
+            note = f"n_docs={self.params.n_docs} per stratum: later estimates are upper bounds"
+            return flow, Estimate(notes=[note])
         n = min(flow.docs, self.params.n_docs)
         return Flow(docs=n, queries=flow.queries, doc_tokens=flow.doc_tokens), Estimate()
 
@@ -113,6 +131,13 @@ def _reason_expr(p: SampleParams) -> pl.Expr:
     if p.min_words is not None:
         reason = pl.when(pl.col("_words") < p.min_words).then(pl.lit("too_few_words")).otherwise(reason)
     return reason
+
+
+def _stratum_expr(per: list[str]) -> pl.Expr:
+    """One label per stratum, e.g. "en/general"; a missing value reads "-"."""
+    if not per:
+        return pl.lit("all")
+    return pl.concat_str([pl.col(c).cast(pl.Utf8).fill_null("-") for c in per], separator="/")
 
 
 def _bucket_expr(edges: list[int]) -> pl.Expr:

@@ -3,15 +3,18 @@
 An LLM is asked to copy evidence verbatim, but its copy drifts: whitespace is
 collapsed, typographic quotes become straight ones, case changes, a final full
 stop goes missing, or a word is altered.  :class:`DocumentIndex` tries, in
-order, an exact search, a search over a normalized view of both texts, and a
-fuzzy alignment, and always reports offsets into the *original* string
-(Python code points, half-open ``[start, end)``).
+order, an exact search (the quote verbatim, any run of whitespace matching any
+other: PosIR's regular-expression rule), a search over a normalized view of
+both texts, and a fuzzy alignment; `methods` chooses which of the three run.
+Offsets always refer to the *original* string (Python code points, half-open
+``[start, end)``).
 
 All functions are pure; nothing here does I/O.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +27,7 @@ from rapidfuzz.distance import LCSseq
 from builder.textutil.normalize import normalize_text, normalize_with_map
 
 __all__ = [
+    "ALL_METHODS",
     "DocumentIndex",
     "Span",
     "SpanFailure",
@@ -33,6 +37,8 @@ __all__ = [
 ]
 
 MatchMethod = Literal["exact", "normalized", "fuzzy"]
+ALL_METHODS: tuple[MatchMethod, ...] = ("exact", "normalized", "fuzzy")
+_WHITESPACE = re.compile(r"\s+")
 
 # Weakest last: a merged span is only as trustworthy as its weakest part.
 _METHOD_STRENGTH: dict[str, int] = {"exact": 0, "normalized": 1, "fuzzy": 2}
@@ -107,6 +113,19 @@ def _find_unique(haystack: str, needle: str, *, whole_end: bool = False) -> int 
         if not (whole_end and _ends_inside_word(haystack, at + len(needle))):
             found.append(at)
         at = haystack.find(needle, at + 1)
+    if not found:
+        return SpanFailure.NOT_FOUND
+    return found[0] if len(found) == 1 else SpanFailure.AMBIGUOUS
+
+
+def _find_unique_spaced(haystack: str, needle: str) -> tuple[int, int] | SpanFailure:
+    """The only match of ``needle`` with every whitespace run matching any other run."""
+    pattern = re.compile(r"\s+".join(re.escape(word) for word in _WHITESPACE.split(needle)))
+    found: list[tuple[int, int]] = []
+    match = pattern.search(haystack)
+    while match and len(found) < 2:
+        found.append(match.span())
+        match = pattern.search(haystack, match.start() + 1)
     if not found:
         return SpanFailure.NOT_FOUND
     return found[0] if len(found) == 1 else SpanFailure.AMBIGUOUS
@@ -217,23 +236,30 @@ class DocumentIndex:
         self.text = text
         self._norm_text, self._offsets = normalize_with_map(text)
 
-    def locate(self, reference: str, fuzzy_min_score: float = 90.0) -> Span | SpanFailure:
-        """Find ``reference`` in the document: exact, then normalized, then fuzzy."""
+    def locate(self, reference: str, fuzzy_min_score: float = 90.0,
+               methods: Sequence[MatchMethod] = ALL_METHODS) -> Span | SpanFailure:
+        """Find ``reference`` in the document with the chosen methods, in the order
+        exact, normalized, fuzzy; an ambiguous result stops the search."""
         if not 0.0 <= fuzzy_min_score <= 100.0:
             raise ValueError(f"fuzzy_min_score must be within [0, 100], got {fuzzy_min_score}")
+        if not methods or any(m not in ALL_METHODS for m in methods):
+            raise ValueError(f"methods must be a non-empty subset of {list(ALL_METHODS)}, got {list(methods)}")
         quote = reference.strip()
         if not quote:
             return SpanFailure.NOT_FOUND
-        found = _find_unique(self.text, quote)
-        if isinstance(found, int):
-            return Span(found, found + len(quote), "exact", 100.0)
-        if found is SpanFailure.AMBIGUOUS:
-            return found
+        result: Span | SpanFailure = SpanFailure.NOT_FOUND
+        if "exact" in methods:
+            result = self._locate_exact(quote)
         needle = normalize_text(quote)
-        result = self._locate_normalized(needle)
-        if result is SpanFailure.NOT_FOUND and len(needle) >= _MIN_FUZZY_CHARS:
-            return self._locate_fuzzy(needle, fuzzy_min_score)
+        if result is SpanFailure.NOT_FOUND and "normalized" in methods:
+            result = self._locate_normalized(needle)
+        if result is SpanFailure.NOT_FOUND and "fuzzy" in methods and len(needle) >= _MIN_FUZZY_CHARS:
+            result = self._locate_fuzzy(needle, fuzzy_min_score)
         return result
+
+    def _locate_exact(self, quote: str) -> Span | SpanFailure:
+        found = _find_unique_spaced(self.text, quote)
+        return Span(*found, "exact", 100.0) if isinstance(found, tuple) else found
 
     def _to_span(self, norm_start: int, norm_end: int, method: MatchMethod, score: float) -> Span:
         start, end = self._offsets.to_original(norm_start, norm_end)
@@ -285,6 +311,7 @@ def locate_references(
     index_or_text: DocumentIndex | str,
     references: Sequence[str],
     fuzzy_min_score: float = 90.0,
+    methods: Sequence[MatchMethod] = ALL_METHODS,
 ) -> list[Span] | SpanFailure:
     """Locate every reference of one query; all must succeed.
 
@@ -299,7 +326,7 @@ def locate_references(
     index = index_or_text if isinstance(index_or_text, DocumentIndex) else DocumentIndex(index_or_text)
     spans: list[Span] = []
     for reference in references:
-        found = index.locate(reference, fuzzy_min_score)
+        found = index.locate(reference, fuzzy_min_score, methods)
         if isinstance(found, SpanFailure):
             return found
         spans.append(found)

@@ -26,7 +26,7 @@ from builder.backends.rerankers import (
 )
 from builder.backends.rerankers.bm25 import BM25Scorer
 from builder.prompt_templates import PromptLibrary
-from tests.fixtures.scripted_grader import with_grades
+from tests.fixtures.scripted_grader import grade_answer, with_grades
 
 CORPUS = [
     "The cat sat on the mat near the door.",
@@ -192,3 +192,21 @@ def test_judge_answers_are_parsed_in_any_common_shape():
     for bad in ([3], [5, 1], ["x", 1], [{"id": 1, "grade": 2}], json.loads("[true, 1]")):
         with pytest.raises(ValueError):
             check(bad)
+
+
+def test_llm_judge_one_pair_per_call_answers_a_single_integer(fake_openai):
+    # FineWeb-PosQ's form: one query and one passage per request, a bare integer back.
+    srv = fake_openai(responder=with_grades())
+    backend = OpenAIBackend("g", OpenAIModelConfig(model="g", base_url=srv.base_url), LLMCache.memory())
+    judge = make_reranker("j", LLMJudgeConfig(backend="llm_judge", llm="g", questions_per_call=1),
+                          llm_lookup={"g": backend}.get, prompts=PromptLibrary())
+    pairs = [("cat mat door", CORPUS[0]), ("garden dogs", CORPUS[2]), ("door cat", CORPUS[0])]
+    try:
+        assert judge.score_pairs(pairs) == [1.0, 0.5, 1.0]
+    finally:
+        backend.close()
+    assert len(srv.requests) == 3
+    for body in srv.requests:
+        user = body["messages"][-1]["content"]
+        assert "single integer" in user and "<questions>" not in user
+        assert grade_answer(body).isdigit()  # the scripted grader answers "3", not JSON

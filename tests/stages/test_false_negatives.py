@@ -68,18 +68,23 @@ def _judges(grader, votes_for_planted: int):
     """Three judges; the first `votes_for_planted` grade every pair by word overlap, the
     others always answer 0."""
     def never(body):
-        n = body["messages"][-1]["content"].split("<questions>")[1].count("?")
-        return json.dumps([0] * n)
+        user = body["messages"][-1]["content"]
+        if "<questions>" not in user:
+            return "0"  # the one-pair form: a bare integer
+        return json.dumps([0] * user.split("<questions>")[1].count("?"))
 
     return {f"j{i}": grader(f"j{i}", responder=None if i < votes_for_planted else never) for i in range(3)}
 
 
+@pytest.mark.parametrize("per_call", [8, 1])
 @pytest.mark.parametrize("votes, dropped", [(2, True), (1, False)])
-def test_fineweb_mode_needs_two_judges_to_confirm(tmp_path, grader, votes, dropped):
+def test_fineweb_mode_needs_two_judges_to_confirm(tmp_path, grader, votes, dropped, per_call):
     judges = _judges(grader, votes)
-    configs = {"bm25": BM25Config(normalize=True), "judge": LLMJudgeConfig(backend="llm_judge", llm="j0")}
+    configs = {"bm25": BM25Config(normalize=True),
+               "judge": LLMJudgeConfig(backend="llm_judge", llm="j0", questions_per_call=per_call)}
     ctx = qc_ctx(tmp_path, configs=configs, llms=judges)
-    params = FalseNegativeParams(mode="fineweb_posq", rerankers=["bm25", "judge"], judges=list(judges))
+    params = FalseNegativeParams(mode="fineweb_posq", rerankers=["bm25", "judge"], judges=list(judges),
+                                 questions_per_call=per_call)
     out = FalseNegatives(params).run(_bench(), ctx)
     assert out.corpus.height == 4
     expected = [("query", "q_tower", "false_negative_confirmed")] if dropped else []

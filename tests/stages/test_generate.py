@@ -77,6 +77,54 @@ def test_whole_document_mode_over_http(tmp_path, fake_openai):
     assert "search engine" in system and DOC in user and "third" in user
 
 
+def _reasoning_reply(final_block: str):
+    """A model that follows posir_generate's steps: notes in prose, then the JSON."""
+    def reply(body):
+        user = body["messages"][1]["content"]
+        region = next(r for r in ("first", "middle", "final") if f"the {r} third" in user)
+        answer = json.dumps({"usable": True, "questions": [
+            {"question": f"Q about {region}?", "answer": "A", "type": "fact lookup"}]})
+        return ("1. Searchers: physics students revising [exam season] for the atomic model.\n"
+                "2. Question types: fact lookup and cause and reason, e.g. types [1, 3].\n"
+                "3. Register: short and casual.\n4. Questions:\n" + final_block.format(answer=answer))
+
+    return reply
+
+
+def _generate_with(tmp_path, fake_openai, reply):
+    srv = fake_openai(responder=reply)
+    ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
+    out = GenerateQueries(GenerateParams(llm="gen", questions_per_call=1)).run(_bench(DOC), ctx)
+    return out, srv
+
+
+def test_posir_prompt_offers_the_reasoning_steps_and_reads_the_fenced_json_after_them(tmp_path, fake_openai):
+    out, srv = _generate_with(tmp_path, fake_openai, _reasoning_reply("```json\n{answer}\n```"))
+    (region,) = out.queries["requested_position"].to_list()
+    assert out.queries["text"].to_list() == [f"Q about {region}?"]
+    assert out.drops.is_empty() and srv.request_count == 1  # no re-ask was needed
+    user = srv.requests[0]["messages"][1]["content"]
+    assert "Searchers" in user and "Question types" in user and "```json" in user
+
+
+def test_posir_reasoning_then_bare_json_is_read(tmp_path, fake_openai):
+    # No fence, and the notes hold a list that decodes as JSON: the answer is the JSON
+    # that comes after the reasoning, not the first bracket in it.
+    out, srv = _generate_with(tmp_path, fake_openai, _reasoning_reply("{answer}"))
+    assert out.queries.height == 1 and out.drops.is_empty() and srv.request_count == 1
+
+
+def test_posir_json_only_prompt_stays_available(tmp_path, fake_openai):
+    srv = fake_openai(responder=lambda body: json.dumps({"usable": True, "questions": [
+        {"question": "Q?", "answer": "A", "type": "yes/no"}]}))
+    ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
+    params = GenerateParams(llm="gen", questions_per_call=1, prompt="posir_generate_json")
+    out = GenerateQueries(params).run(_bench(DOC), ctx)
+    assert out.queries["text"].to_list() == ["Q?"]
+    user = srv.requests[0]["messages"][1]["content"]
+    assert "Searchers" not in user and "JSON only" in user
+
+
 def test_chunked_mode_tags_chunks_with_algorithm_1(tmp_path, fake_openai):
     srv = fake_openai(responder=lambda body: json.dumps([
         {"question": "What happens here?", "answer": "x", "type": "simple"}]))
@@ -91,6 +139,32 @@ def test_chunked_mode_tags_chunks_with_algorithm_1(tmp_path, fake_openai):
     for start, end, *_ in rows:
         assert len(doc[start:end].split()) == 30
     assert "<summary>\nabout atoms\n</summary>" in srv.requests[0]["messages"][-1]["content"]
+
+
+def test_chunked_mode_takes_the_models_list_up_to_the_cap(tmp_path, fake_openai):
+    # FineWeb-PosQ asks for a free list of FAQs per chunk; the cap bounds it and the
+    # questions past the cap are counted, not silently lost.
+    srv = fake_openai(responder=lambda body: json.dumps([
+        {"question": f"Question {k}?", "answer": "x", "type": "complicated"} for k in range(5)]))
+    ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
+    doc = " ".join(f"w{i}" for i in range(60))  # two chunks of 30 words
+    params = GenerateParams(mode="chunked", llm="gen", chunk_size=30, questions_per_call=3)
+    out = GenerateQueries(params).run(_bench(doc), ctx)
+    assert out.queries["query_id"].to_list() == ["d0/c0-0", "d0/c0-1", "d0/c0-2", "d0/c1-0", "d0/c1-1", "d0/c1-2"]
+    assert ctx.stats["questions_over_cap"] == 4
+    prompt = srv.requests[0]["messages"][-1]["content"]
+    assert "as many" in prompt and "at most 3" in prompt
+
+
+def test_summary_prompt_asks_for_up_to_400_words_by_default(tmp_path, fake_openai):
+    from builder.stages.generate.summarize import Summarize, SummarizeParams
+
+    srv = fake_openai(responder=lambda body: "A paraphrase.")
+    ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
+    out = Summarize(SummarizeParams(llm="gen")).run(_bench(DOC), ctx)
+    assert out.corpus["summary"].to_list() == ["A paraphrase."]
+    prompt = srv.requests[0]["messages"][-1]["content"]
+    assert "400 words" in prompt and "key information" in prompt
 
 
 @pytest.mark.parametrize("bad", [

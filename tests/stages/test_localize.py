@@ -1,6 +1,7 @@
 import json
 
 import polars as pl
+import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.bench import Bench
@@ -70,3 +71,20 @@ def test_llm_extraction_batches_questions_per_document(tmp_path, fake_openai):
     assert out.queries["query_id"].to_list() == ["q0", "q2", "q4"]
     assert out.drops["reason"].to_list() == ["unanswerable"] * 2
     assert out.queries["reference_texts"].to_list() == [["The cat sat on the mat."]] * 3
+
+
+def test_exact_only_is_posir_rule(tmp_path):
+    bench = _bench([["The cat  sat on\nthe mat."], ['A "quoted" phrase-with a dash'], ["The cat sat on the mta."]])
+    out = LocalizeSpans(LocalizeParams(methods=["exact"])).run(bench, make_ctx(tmp_path))
+    (span,) = out.queries.row(0, named=True)["spans"]
+    assert (DOC[span["start"]:span["end"]], span["method"]) == ("The cat sat on the mat.", "exact")
+    assert sorted(out.drops.select("id", "reason").rows()) == [("q1", "span_not_found"), ("q2", "span_not_found")]
+    default = LocalizeSpans(LocalizeParams()).run(bench, make_ctx(tmp_path))
+    assert default.queries["query_id"].to_list() == ["q0", "q1", "q2"]
+
+
+def test_methods_must_be_named_once():
+    with pytest.raises(ValueError, match="each once"):
+        LocalizeParams(methods=[])
+    with pytest.raises(ValueError):
+        LocalizeParams(methods=["regex"])

@@ -69,3 +69,38 @@ def test_proportions_follow_posir_weights_within_tolerance(tmp_path):
 def test_invalid_params(bad):
     with pytest.raises(ValueError):
         SampleParams(n_docs=1, **bad)
+
+
+def _two_language_bench() -> Bench:
+    # English: 30 short + 30 long documents; Chinese: 8 short + 40 long. Pooled ranking
+    # would hand most of the sample to whichever language hashes first.
+    rows = [("en", 10)] * 30 + [("en", 150)] * 30 + [("zh", 10)] * 8 + [("zh", 150)] * 40
+    return Bench.of(pl.DataFrame({
+        "doc_id": [f"{lang}{i}" for i, (lang, _) in enumerate(rows)],
+        "text": ["w " * n for _, n in rows],
+        "n_tokens": [n for _, n in rows],
+        "lang": [lang for lang, _ in rows],
+        "domain": ["general"] * len(rows),
+    }))
+
+
+def test_stratified_sampling_gives_each_stratum_its_n_docs(tmp_path):
+    stage = SampleByLength(SampleParams(buckets=[0, 100, 200], weights=[1, 1], n_docs=20,
+                                        per=["lang", "domain"]))
+    out = stage.run(_two_language_bench(), ctx := make_ctx(tmp_path))
+    counts = out.corpus.group_by("lang", "n_tokens").len().sort("lang", "n_tokens").rows()
+    # Each language gets 20, split 10:10 by bucket; Chinese has only 8 short ones.
+    assert counts == [("en", 10, 10), ("en", 150, 10), ("zh", 10, 8), ("zh", 150, 10)]
+    assert ctx.stats["strata"] == {
+        "en/general": {"target": 20, "got": 20},
+        "zh/general": {"target": 20, "got": 18},
+    }
+    assert ctx.stats["shortfall"] == 2
+    assert out.drops.group_by("reason").len().rows() == [("not_sampled", 108 - 38)]
+
+
+def test_strata_are_lang_and_domain_only():
+    with pytest.raises(ValueError):
+        SampleParams(n_docs=2, per=["topic"])
+    with pytest.raises(ValueError, match="twice"):
+        SampleParams(n_docs=2, per=["lang", "lang"])

@@ -1,4 +1,5 @@
 import re
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -20,7 +21,7 @@ DOC = (
 )
 
 
-def locate(doc: str, reference: str, **kwargs: float) -> Span | SpanFailure:
+def locate(doc: str, reference: str, **kwargs: Any) -> Span | SpanFailure:
     return DocumentIndex(doc).locate(reference, **kwargs)
 
 
@@ -54,10 +55,29 @@ def test_unique_verbatim_quote_wins_over_normalized_repeats() -> None:
 # --- normalized --------------------------------------------------------------
 
 
-def test_whitespace_drift() -> None:
+def test_whitespace_drift_is_an_exact_regex_match() -> None:
+    # PosIR's rule: the quote's words verbatim, any run of whitespace between them.
     found = locate(DOC, "Officials said the seawall would be raised by")
-    assert found == Span(40, 86, "normalized", 100.0)
+    assert found == Span(40, 86, "exact", 100.0)
     assert DOC[40:86] == "Officials said the seawall  would be\nraised by"
+
+
+def test_exact_only_accepts_whitespace_drift_and_nothing_else() -> None:
+    exact = ("exact",)
+    assert locate(DOC, "Officials said  the seawall\nwould be", methods=exact) == Span(40, 76, "exact", 100.0)
+    assert locate(DOC, "TIDAL FLOODING HAS DOUBLED", methods=exact) is SpanFailure.NOT_FOUND
+    assert locate(DOC, 'raised by "two feet"', methods=exact) is SpanFailure.NOT_FOUND
+    assert locate(DOC, "Residents were not consultd.", methods=exact) is SpanFailure.NOT_FOUND
+    assert locate("Rain  fell. Sun. Rain fell.", "Rain fell.", methods=exact) is SpanFailure.AMBIGUOUS
+
+
+def test_methods_choose_the_steps() -> None:
+    assert locate(DOC, "TIDAL FLOODING HAS DOUBLED", methods=("exact", "normalized")) == Span(
+        0, 26, "normalized", 100.0)
+    assert locate(DOC, "Residents were not consultd.", methods=("exact", "normalized")) is SpanFailure.NOT_FOUND
+    assert locate(DOC, "Residents were not consultd.", methods=("exact", "fuzzy")).method == "fuzzy"
+    with pytest.raises(ValueError, match="methods"):
+        locate(DOC, "Tidal", methods=())
 
 
 def test_curly_quotes_and_em_dash_in_document() -> None:
@@ -100,7 +120,10 @@ def test_trimmed_punctuation_must_end_on_a_word_boundary() -> None:
 
 def test_normalized_repeat_is_ambiguous() -> None:
     doc = "Rates rose\nsharply. Then rates  rose sharply again."
-    assert locate(doc, "rates rose sharply") is SpanFailure.AMBIGUOUS
+    # Upper case: no exact (whitespace-tolerant) match, two normalized ones.
+    assert locate(doc, "RATES ROSE SHARPLY") is SpanFailure.AMBIGUOUS
+    # One whitespace-tolerant exact match wins over the normalized repeat.
+    assert locate(doc, "rates rose sharply") == Span(25, 44, "exact", 100.0)
 
 
 def test_ligature_in_document() -> None:

@@ -80,7 +80,8 @@ class LLMJudgeConfig(_Config):
     backend: Literal["llm_judge"]
     llm: str = Field(description="a model name declared under models:")
     prompt: str = "relevance_grade"
-    questions_per_call: int = Field(default=8, ge=1)
+    questions_per_call: int = Field(default=8, ge=1, description=(
+        "questions about one text per request; 1 = one pair per request, graded with a bare integer"))
     normalize: bool = Field(default=True, description="grade / 4, so 3 and 4 are above 0.5")
 
 
@@ -100,6 +101,9 @@ RerankerConfig = Annotated[
     ],
     Discriminator(_backend_tag),
 ]
+# What a grading prompt is given (see llm_judge.grade_pairs).
+GRADE_VARIABLES = frozenset({"document", "questions", "one_pair"})
+
 BACKENDS = ("bm25", "flag", "cross_encoder", "bi_encoder", "llm_judge")
 RERANKER_TYPES = (BM25Config, FlagConfig, CrossEncoderConfig, BiEncoderConfig, LLMJudgeConfig)
 AnyRerankerConfig = BM25Config | FlagConfig | CrossEncoderConfig | BiEncoderConfig | LLMJudgeConfig

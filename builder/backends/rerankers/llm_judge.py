@@ -1,8 +1,9 @@
-"""0-4 relevance grades from an LLM, several questions about one text per call.
+"""0-4 relevance grades from an LLM: one question per call, or several about one text.
 
-`grade_pairs` is shared by the `llm_judge` reranker and the stages' own LLM checks: pairs
-with the same text are asked together (up to `questions_per_call` at a time), and each
-answer must hold one integer grade per question.
+`grade_pairs` is shared by the `llm_judge` reranker and the stages' own LLM checks. With
+`questions_per_call: 1` every request holds one (question, text) pair and the prompt
+(variable `one_pair`) asks for a bare integer, as FineWeb-PosQ's judge did; otherwise
+pairs with the same text are asked together and the answer lists one grade per question.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from builder.backends.llm import ChatRequest, LLMBackend, chat_json
 from builder.backends.rerankers.base import Pair, RerankerBase
-from builder.backends.rerankers.config import LLMJudgeConfig
+from builder.backends.rerankers.config import GRADE_VARIABLES, LLMJudgeConfig
 
 Render = Callable[..., Sequence[dict[str, str]]]
 MAX_GRADE = 4
@@ -72,8 +73,8 @@ def grade_pairs(backend: LLMBackend, render: Render, pairs: Sequence[Pair], *,
                 on_done: Callable[[int], None] | None = None, tag: str = "") -> list[Grade]:
     """Grade each (question, text) pair; one request per text and batch of questions.
 
-    `render(document=..., questions=[{"id", "text"}])` gives the messages; `tag` keeps the
-    item ids of different callers apart in logs.
+    `render(document=..., questions=[{"id", "text"}], one_pair=...)` gives the messages;
+    `tag` keeps the item ids of different callers apart in logs.
     """
     groups = _groups(pairs, questions_per_call)
     out: list[Grade] = [Grade(None, "llm_failed")] * len(pairs)
@@ -81,7 +82,8 @@ def grade_pairs(backend: LLMBackend, render: Render, pairs: Sequence[Pair], *,
         picked = [(text, idx) for text, idx in groups if len(idx) == size]
         requests = [
             ChatRequest.of(render(document=text, questions=[
-                {"id": k + 1, "text": pairs[i][0]} for k, i in enumerate(idx)]), item_id=f"{tag}{idx[0]}")
+                {"id": k + 1, "text": pairs[i][0]} for k, i in enumerate(idx)],
+                one_pair=questions_per_call == 1), item_id=f"{tag}{idx[0]}")
             for text, idx in picked
         ]
         answers = chat_json(backend, requests, _validator(size), raw_log=raw_log, on_done=on_done)

@@ -1,4 +1,8 @@
-"""FineWeb-PosQ-style generation: the global summary plus one chunk at a time."""
+"""FineWeb-PosQ-style generation: the global summary plus one chunk at a time.
+
+The model returns a free list of questions per chunk, as in the paper's FAQ brainstorm;
+`questions_per_call` caps it, and questions past the cap are counted in the stage stats.
+"""
 
 from __future__ import annotations
 
@@ -79,11 +83,12 @@ def generate_chunked(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams)
     with ctx.progress.task("generating per chunk", len(requests)) as bar:
         answers = chat_json(ctx.llm(p.llm), requests, validate_answer,
                             raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
-    outcome = GenerationOutcome(notes={"chunks": len(requests)})
+    outcome = GenerationOutcome(notes={"chunks": len(requests), "questions_over_cap": 0})
     for (doc_id, call_id, start, end, tag), answer in zip(calls, answers):
         if answer.error is not None:
             outcome.failed[call_id] = (doc_id, answer.error)
             continue
+        outcome.notes["questions_over_cap"] += max(0, len(answer.value) - p.questions_per_call)
         for j, item in enumerate(answer.value[: p.questions_per_call]):
             qtype = str(item.get("type") or "").lower()
             outcome.drafts.append(QueryDraft(

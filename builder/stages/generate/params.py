@@ -25,9 +25,12 @@ _DEFAULT_PROMPT = {"whole_document": "posir_generate", "chunked": "chunk_qa", "e
 class GenerateParams(StageParams):
     mode: Literal["whole_document", "chunked", "extractive"] = "whole_document"
     llm: ModelRef | None = Field(default=None, description="model name; not used by extractive")
-    prompt: PromptRef | None = Field(default=None, description="defaults: posir_generate / chunk_qa")
+    prompt: PromptRef | None = Field(default=None, description=(
+        "defaults: posir_generate (notes on searchers, types and register, then the JSON) / chunk_qa; "
+        "posir_generate_json asks for the JSON alone"))
     calls_per_doc: int = Field(default=1, ge=1, description="whole_document: one region drawn per call")
-    questions_per_call: int = Field(default=3, ge=1, description="questions asked per call / chunk")
+    questions_per_call: int = Field(default=3, ge=1, description=(
+        "whole_document: questions asked per call; chunked: the most kept from a chunk's list"))
     region_weights: dict[Literal["first", "middle", "final"], float] = Field(
         default={"first": 1.0, "middle": 1.0, "final": 1.0})
     question_types: list[str] = Field(default_factory=lambda: list(POSIR_TYPES))

@@ -19,12 +19,12 @@ if TYPE_CHECKING:
 class SummarizeParams(StageParams):
     llm: ModelRef
     prompt: PromptRef = "summarize"
-    max_words: int = Field(default=120, ge=10, description="length the prompt asks for")
+    max_words: int = Field(default=400, ge=10, description="longest summary the prompt allows (FineWeb-PosQ: 400)")
 
 
 @register_stage
 class Summarize(Stage):
-    """Write a short global summary of every document with an LLM (column `summary`)."""
+    """Write a concise global summary of every document with an LLM (column `summary`)."""
 
     name = "summarize"
     Params = SummarizeParams

@@ -23,6 +23,7 @@ import polars as pl
 from pydantic import Field, model_validator
 
 from builder.backends.rerankers import is_missing, make_retriever, reranker_configs
+from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, RetrieverRef
 from builder.stages.qc.grading import grade
@@ -65,7 +66,7 @@ class FalseNegatives(Stage):
     Params = FalseNegativeParams
     params: FalseNegativeParams
 
-    prompt_variables = frozenset({"document", "questions"})
+    prompt_variables = GRADE_VARIABLES
 
     def problems(self, recipe: Any) -> list[tuple[str, str]]:
         p = self.params

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.refs import ModelRef, PromptRef
 from builder.stages.qc.grading import contrast_rows, contrast_verdicts
@@ -22,7 +23,8 @@ class RelevanceParams(StageParams):
     min_grade: int = Field(default=3, ge=0, le=4, description="keep only grades at or above this")
     contrast: bool = Field(default=True, description=(
         "also grade the document without the query's spans and require a strictly higher grade with them"))
-    questions_per_call: int = Field(default=8, ge=1, description="questions about one text per request")
+    questions_per_call: int = Field(default=8, ge=1, description=(
+        "questions about one text per request; 1 = one pair per request, graded with a bare integer"))
 
 
 @register_stage
@@ -34,7 +36,7 @@ class LLMRelevance(Stage):
     Params = RelevanceParams
     params: RelevanceParams
 
-    prompt_variables = frozenset({"document", "questions"})
+    prompt_variables = GRADE_VARIABLES
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         p = self.params

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from builder.backends.rerankers import is_missing
+from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 from builder.stages.qc.grading import grade, grade_histogram
@@ -59,7 +60,7 @@ class SegmentAgreement(Stage):
     Params = SegmentParams
     params: SegmentParams
 
-    prompt_variables = frozenset({"document", "questions"})
+    prompt_variables = GRADE_VARIABLES
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         rows, reasons = self._rows(bench)

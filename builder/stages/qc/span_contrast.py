@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from builder.backends.rerankers import is_missing
+from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 from builder.stages.qc.grading import contrast_rows, contrast_verdicts
@@ -49,7 +50,7 @@ class SpanContrast(Stage):
     Params = SpanContrastParams
     params: SpanContrastParams
 
-    prompt_variables = frozenset({"document", "questions"})
+    prompt_variables = GRADE_VARIABLES
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         p = self.params
