@@ -7,21 +7,24 @@ both beside the target, so `recover` can find what a killed process left and und
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 from pathlib import Path
 
 TMP_TAG = ".tmp-"
 OLD_TAG = ".old-"
+_LEFTOVER = re.compile(r"^\.(.+?)\.(?:tmp|old)-")
 
 
-def _tmp_name(dst: Path) -> Path:
+def temp_path_beside(dst: Path) -> Path:
+    """A name next to `dst`, unique to this process, that `recover` knows as temporary."""
     return dst.with_name(f".{dst.name}{TMP_TAG}{os.getpid()}-{secrets.token_hex(4)}")
 
 
 def write_text_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_name(path)
+    tmp = temp_path_beside(path)
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
@@ -33,7 +36,7 @@ def temp_dir_beside(dst: Path) -> Path:
     """A new empty folder next to `dst`, unique to this process. Unlike `mkdtemp` it
     follows the umask, so a published folder is as readable as any other the user makes."""
     dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_name(dst)
+    tmp = temp_path_beside(dst)
     tmp.mkdir()
     return tmp
 
@@ -77,3 +80,9 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
     else:
         path.unlink(missing_ok=True)
+
+
+def recover_folder(folder: Path) -> list[str]:
+    """`recover` every target in `folder` that has left-overs beside it."""
+    targets = {m.group(1) for p in folder.glob(".*") if (m := _LEFTOVER.match(p.name))}
+    return [note for name in sorted(targets) for note in recover(folder / name)]

@@ -161,11 +161,18 @@ class Bench:
         directory = Path(directory)
         tmp = temp_dir_beside(directory)
         try:
-            for name, table in self._tables().items():
-                table.write_parquet(tmp / f"{name}.parquet")
+            self.write_tables(tmp)
             replace_dir(tmp, directory)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+    def write_tables(self, folder: Path) -> list[str]:
+        """Write the four tables as parquet into an existing folder; returns the file names."""
+        names = []
+        for name, table in self._tables().items():
+            table.write_parquet(Path(folder) / f"{name}.parquet")
+            names.append(f"{name}.parquet")
+        return names
 
     @classmethod
     def load(cls, directory: Path) -> Bench:
