@@ -19,14 +19,23 @@ class EmptyResult(RuntimeError):
     """The build produced nothing usable; nothing was written."""
 
 
+def _removed(st: dict[str, Any]) -> tuple[float, int, int]:
+    """(share of the stage's input it removed, rows removed, rows in)."""
+    rows_in = st.get("docs_in", 0) + st.get("queries_in", 0)
+    removed = sum(st.get("dropped", {}).values())
+    return (removed / rows_in if rows_in else 0.0), removed, rows_in
+
+
 def _worst_stage(stats: list[dict[str, Any]]) -> str:
-    removed = [(sum(st.get("dropped", {}).values()), st) for st in stats]
-    n, worst = max(removed, key=lambda pair: pair[0], default=(0, None))
-    if worst is None or n == 0:
+    """The stage that removed the largest share of what it was given (a sampler that
+    keeps 100 of 10,000 documents is doing its job; a stage that drops all 100 is not)."""
+    worst = max(stats, key=_removed, default=None)
+    if worst is None or not worst.get("dropped"):
         return "no stage dropped anything"
+    _, removed, rows_in = _removed(worst)
     top = sorted(worst["dropped"].items(), key=lambda kv: -kv[1])[:3]
     reasons = ", ".join(f"{reason} {count}" for reason, count in top)
-    return f"{worst['stage']} removed the most: {n} ({reasons})"
+    return f"{worst['stage']} removed the most: {removed} of {rows_in} rows ({reasons})"
 
 
 def check_result(bench: Bench, stats: list[dict[str, Any]], usage: LLMUsage,
