@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
-from builder.atomic import replace_dir
+from builder.atomic import replace_dir, temp_dir_beside
 
 CORPUS_SCHEMA: dict[str, pl.DataType] = {
     "doc_id": pl.Utf8(),
@@ -160,14 +159,20 @@ class Bench:
     def save(self, directory: Path) -> None:
         """Write the four tables as parquet; the folder appears whole or not at all."""
         directory = Path(directory)
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+        tmp = temp_dir_beside(directory)
         try:
-            for name, table in self._tables().items():
-                table.write_parquet(tmp / f"{name}.parquet")
+            self.write_tables(tmp)
             replace_dir(tmp, directory)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+    def write_tables(self, folder: Path) -> list[str]:
+        """Write the four tables as parquet into an existing folder; returns the file names."""
+        names = []
+        for name, table in self._tables().items():
+            table.write_parquet(Path(folder) / f"{name}.parquet")
+            names.append(f"{name}.parquet")
+        return names
 
     @classmethod
     def load(cls, directory: Path) -> Bench:

@@ -56,6 +56,12 @@ def build(
     limit: LimitOpt = None,
     overrides: SetOpt = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Ignore checkpoints (keeps the LLM cache).")] = False,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Replace the output folder even if build-bench did not write it.")] = False,
+    wait: Annotated[bool, typer.Option(
+        "--wait", help="If another build uses the run or output folder, wait for it instead of exiting.")] = False,
+    allow_empty: Annotated[bool, typer.Option(
+        "--allow-empty", help="Write the result even with 0 documents or 0 queries.")] = False,
 ) -> None:
     """Build the dataset a recipe describes."""
     from builder.run.report import print_run_summary
@@ -63,7 +69,8 @@ def build(
     from builder.run.errors import friendly_errors
 
     loaded = _load(recipe, overrides)
-    options = RunOptions(run_root=run_dir, out_dir=out_dir, limit=limit, fresh=fresh)
+    options = RunOptions(run_root=run_dir, out_dir=out_dir, limit=limit, fresh=fresh,
+                         overwrite=overwrite, wait=wait, allow_empty=allow_empty)
     with friendly_errors(err):
         result = Runner(loaded, options, err).run()
     print_run_summary(out, result)

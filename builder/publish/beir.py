@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from builder.bench import Bench
-from builder.atomic import replace_dir
+from builder.atomic import replace_dir, temp_dir_beside
+from builder.publish.paths import safe_component
 
 
 def write_beir(bench: Bench, out_dir: Path, stats: dict[str, Any] | None = None) -> Path:
     """The folder appears whole or not at all: it is built beside the target, then renamed."""
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    tmp = temp_dir_beside(out_dir)
     try:
         _write_tables(bench, tmp)
         _write_settings(bench, tmp)
@@ -52,7 +51,7 @@ def _write_settings(bench: Bench, folder: Path) -> None:
         in_setting = (pl.col("setting") == setting) if "setting" in bench.corpus.columns \
             else pl.col("doc_id").is_in(qrels["doc_id"].implode())
         corpus = bench.corpus.filter(in_setting)
-        _write_tables(Bench.of(corpus, queries, qrels), folder / "settings" / setting)
+        _write_tables(Bench.of(corpus, queries, qrels), folder / "settings" / safe_component(setting))
     if "pairs" in bench.queries.columns:
         pairs = bench.queries.select("query_id", "setting", "pairs").explode("pairs").drop_nulls("pairs")
         write_parquet(pairs.unnest("pairs"), folder / "pairs.parquet")

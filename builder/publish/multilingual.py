@@ -10,7 +10,6 @@ remove an item in one language only, so the id sets of two languages may differ.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +17,19 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from builder.bench import Bench
-from builder.atomic import replace_dir
+from builder.atomic import replace_dir, temp_dir_beside
 from builder.publish.beir import write_beir, write_parquet
 from builder.publish.languages import posir_name
+from builder.publish.paths import safe_component
 
 _INTERNAL = ("source_doc_id", "source_query_id", "piece_starts")
 _TRANSLATED_ID = r"@[a-z]{3}-[A-Z][a-z]{3}$"
+# What a build writes at the top of its folder; a language folder must not take these names.
+TOP_LEVEL = frozenset({
+    "corpus", "queries", "qrels", "plots", "posir", "cross", "settings", "corpus.jsonl",
+    "queries.jsonl", "corpus.parquet", "queries.parquet", "qrels.parquet", "drops.parquet",
+    "pairs.parquet", "stats.json", "README.md", ".build-bench",
+})
 
 
 class MultilingualOutput(BaseModel):
@@ -42,14 +48,16 @@ def write_multilingual(bench: Bench, out_dir: Path, options: MultilingualOutput,
     written: list[Path] = []
     if options.per_language:
         for lang, view in views.items():
-            written.append(write_beir(view, out_dir / lang, stats={"language": lang, **(stats or {})}))
+            folder = out_dir / safe_component(lang, "und", TOP_LEVEL)
+            written.append(write_beir(view, folder, stats={"language": lang, **(stats or {})}))
     if options.posir_layout:
         written.append(_write_posir(views, out_dir / "posir"))
     if options.cross_lingual:
         for target, source in _source_language_of(bench).items():
             if target in views and source in views:
                 view, excluded = cross_view(views[target], views[source])
-                folder = out_dir / "cross" / f"{target}-{source}"
+                pair = f"{safe_component(target, 'und')}-{safe_component(source, 'und')}"
+                folder = out_dir / "cross" / pair
                 info = {"queries_language": target, "corpus_language": source, "excluded_queries": excluded}
                 written.append(write_beir(view, folder, stats={**info, **(stats or {})}))
     return written
@@ -120,8 +128,7 @@ def cross_view(target: Bench, source: Bench) -> tuple[Bench, int]:
 
 
 def _write_posir(views: dict[str, Bench], folder: Path) -> Path:
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    tmp = temp_dir_beside(folder)
     try:
         for lang, view in views.items():
             domain = pl.col("domain").fill_null("unknown")
@@ -130,7 +137,8 @@ def _write_posir(views: dict[str, Bench], folder: Path) -> Path:
             for (name,), part in corpus.group_by("domain", maintain_order=True):
                 q = queries.filter(pl.col("_domain") == name).drop("_domain")
                 r = view.qrels.filter(pl.col("query_id").is_in(q["query_id"].implode()))
-                _write_posir_part(tmp / posir_name(lang) / str(name), part, q, r)
+                part_dir = tmp / safe_component(posir_name(lang), "und") / safe_component(name, "unknown")
+                _write_posir_part(part_dir, part, q, r)
         replace_dir(tmp, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

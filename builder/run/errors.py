@@ -13,15 +13,24 @@ from builder.backends.tokenizers import TokenizerLoadError
 from builder.io.sources import SourceError
 from builder.prompt_templates import PromptError
 from builder.publish.hub import PushError
+from builder.run.locks import LockBusy
+from builder.run.outcome import EmptyResult
+from builder.run.outdir import OutDirError
 from builder.run.runner import InvariantError
 
-_EXPECTED = (SourceError, TokenizerLoadError, BackendUnavailable, PromptError, PushError, OSError)
+_EXPECTED = (SourceError, TokenizerLoadError, BackendUnavailable, PromptError, PushError, OSError,
+             EmptyResult)
+# Refused before any work: the command line points at something it must not touch.
+_REFUSED = (OutDirError, LockBusy)
 
 
 @contextmanager
 def friendly_errors(console: Console) -> Iterator[None]:
     try:
         yield
+    except _REFUSED as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2) from None
     except _EXPECTED as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         raise typer.Exit(1) from None

@@ -1,18 +1,22 @@
 """Execute a recipe: load sources, run stages with checkpoints, write the dataset.
 
 Each finished stage leaves `NN_<stage>/` in the run folder with the Bench (parquet),
-its stats and a fingerprint chained from every earlier stage, so a rerun skips a stage
-exactly when nothing it depends on changed. LLM answers are cached separately, per call,
-so a run killed mid-stage pays for nothing twice.
+its stats and a fingerprint chained from every earlier stage's parameters and the
+content of its input tables, so a rerun skips a stage exactly when nothing it depends
+on changed. LLM answers are cached separately, per call, so a run killed mid-stage pays
+for nothing twice. A lock on the run folder and on the output folder keeps a second
+build off them while one runs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,12 +26,16 @@ from rich.console import Console
 
 from builder.backends.rerankers import reranker_fingerprint
 from builder.bench import Bench
-from builder.atomic import replace_dir, write_text_atomic
+from builder.atomic import recover, recover_folder, replace_dir, temp_path_beside
 from builder.stages.context import StageContext
 from builder.publish.beir import write_beir
 from builder.io.corpus_loader import load_sources
 from builder.publish.multilingual import write_multilingual
 from builder.run.backends import Backends
+from builder.run.checkpoints import load_checkpoint, save_checkpoint
+from builder.run.locks import FileLock, out_lock_path
+from builder.run.outcome import check_result
+from builder.run.outdir import check_out_dir_contents, check_out_dir_place, write_marker
 from builder.run.progress import RichProgress
 from builder.prompt_templates import PromptLibrary
 from builder.publish.hub import push
@@ -51,6 +59,9 @@ class RunOptions:
     out_dir: Path | None = None
     limit: int | None = None
     fresh: bool = False
+    overwrite: bool = False  # replace an output folder that build-bench did not write
+    wait: bool = False  # wait for another build holding the locks instead of exiting
+    allow_empty: bool = False  # write a result with no documents or queries
 
 
 @dataclass
@@ -89,36 +100,56 @@ class Runner:
 
     # -- fingerprints ---------------------------------------------------------
 
-    def _stage_fingerprint(self, previous: str, stage: Stage) -> str:
+    def _stage_fingerprint(self, previous: str, input_digest: str, stage: Stage) -> str:
         prompts = {name: self.prompts.get(name).sha256 for name in stage.prompts_used()}
         models = {m: self.recipe.models[m].model_dump(mode="json") for m in stage.models_used()}
         rerankers = reranker_fingerprint(self.recipe, stage.rerankers_used())
-        return _hash(previous, stage.name, stage.params.model_dump(mode="json"), prompts, models,
+        return _hash(previous, input_digest, stage.name, stage.params.model_dump(mode="json"), prompts, models,
                      rerankers, self.recipe.seed)
 
     # -- the run --------------------------------------------------------------
 
     def run(self) -> RunResult:
-        try:
-            bench, stats = self._stages()
-            out_dir = self.options.out_dir or Path(self.recipe.output.dir or f"out/{self.recipe.name}")
-            self._write(bench, stats, out_dir)
-        finally:
-            self.close()
+        out_dir = self.options.out_dir or Path(self.recipe.output.dir or f"out/{self.recipe.name}")
+        check_out_dir_place(out_dir, self.options.run_root, self.run_dir)
+        with self._locked(out_dir):
+            for note in recover(out_dir) + recover_folder(self.run_dir):
+                self._notice(note)
+            check_out_dir_contents(out_dir, self.options.overwrite)
+            try:
+                bench, stats = self._stages()
+                if not self.options.allow_empty:
+                    check_result(bench, stats, self.backends.usage())
+                self._write(bench, stats, out_dir)
+            finally:
+                self.close()
         if self.recipe.push is not None:
             cfg = self.recipe.push
             push(out_dir, cfg.repo, private=cfg.private, tag=cfg.tag, console=self.console)
         return RunResult(bench=bench, out_dir=out_dir, run_dir=self.run_dir, stage_stats=stats)
 
+    @contextmanager
+    def _locked(self, out_dir: Path) -> Iterator[None]:
+        """Hold the run folder's lock, then the output folder's (always in that order)."""
+        with ExitStack() as stack:
+            for lock in (FileLock(self.run_dir / ".lock", "run folder"),
+                         FileLock(out_lock_path(out_dir), "output folder")):
+                lock.acquire(self.options.wait, self._notice)
+                stack.callback(lock.release)
+            yield
+
+    def _notice(self, text: str) -> None:
+        self.console.print(f"[yellow]{text}[/]", highlight=False)
+
     def _stages(self) -> tuple[Bench, list[dict[str, Any]]]:
         stats: list[dict[str, Any]] = []
         fp = _hash(self._inputs_fp, "load")
-        bench, st = self._checkpointed(LOAD_LABEL, fp, self._load)
+        bench, st, digest = self._checkpointed(LOAD_LABEL, fp, self._load)
         stats.append(st)
         for i, stage in enumerate(self.recipe.stage_objects(), start=1):
-            fp = self._stage_fingerprint(fp, stage)
+            fp = self._stage_fingerprint(fp, digest, stage)
             label = f"{i:02d}_{stage.name}"
-            bench, st = self._checkpointed(
+            bench, st, digest = self._checkpointed(
                 label, fp, lambda b=bench, s=stage, i=i, lab=label: self._run_stage(b, s, i, lab)
             )
             stats.append(st)
@@ -127,29 +158,37 @@ class Runner:
     def _write(self, bench: Bench, stats: list[dict[str, Any]], out_dir: Path) -> None:
         """Everything is written into a staging folder that replaces `out_dir` only when
         complete, so a failure never leaves a half-written dataset behind."""
-        staging = out_dir.with_name(f".{out_dir.name}.staging")
+        staging = temp_path_beside(out_dir)
         summary = self._summary(stats)
-        write_beir(bench, staging, stats=summary)
-        o = self.recipe.output
-        if o.per_language or o.posir_layout or o.cross_lingual:
-            write_multilingual(bench, staging, o, stats=summary)
-        publish_outputs(bench, staging, summary, self.loaded)
-        replace_dir(staging, out_dir)
+        try:
+            write_beir(bench, staging, stats=summary)
+            o = self.recipe.output
+            if o.per_language or o.posir_layout or o.cross_lingual:
+                write_multilingual(bench, staging, o, stats=summary)
+            publish_outputs(bench, staging, summary, self.loaded)
+            write_marker(staging, self.recipe.name)
+            replace_dir(staging, out_dir)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
     def _checkpointed(self, label: str, fp: str, compute: Callable[[], tuple[Bench, dict[str, Any]]]
-                      ) -> tuple[Bench, dict[str, Any]]:
+                      ) -> tuple[Bench, dict[str, Any], str]:
         stage_dir = self.run_dir / label
-        stamp = stage_dir / "fingerprint.txt"
-        if not self.options.fresh and stamp.exists() and stamp.read_text() == fp:
-            stats = json.loads((stage_dir / "stats.json").read_text())
-            stats["resumed"] = True
+        found = None if self.options.fresh else load_checkpoint(stage_dir, fp, self._notice)
+        if found is not None:
             self.console.print(f"[dim]{label}: unchanged, loaded from checkpoint[/]")
-            return Bench.load(stage_dir), stats
+            return found.bench, {**found.stats, "resumed": True}, found.digest
+        failed_before = self.backends.usage().transport_failures
         bench, stats = compute()
-        bench.save(stage_dir)
-        write_text_atomic(stage_dir / "stats.json", json.dumps(stats, indent=2, default=str))
-        write_text_atomic(stamp, fp)
-        return bench, stats
+        lost = self.backends.usage().transport_failures - failed_before
+        if lost:
+            # Answers lost to an outage are not the model's: leave the stage unfinished so
+            # a rerun asks again for exactly those (answers that came back are cached).
+            stats["llm_transport_failures"] = lost
+            self._notice(f"{label}: {lost} LLM requests failed to get through (last: "
+                         f"{self.backends.usage().last_transport_error}); the stage is not checkpointed, "
+                         "run again to retry them")
+        return bench, stats, save_checkpoint(stage_dir, bench, stats, None if lost else fp)
 
     def _load(self) -> tuple[Bench, dict[str, Any]]:
         t0 = time.perf_counter()

@@ -1,0 +1,104 @@
+"""Stage checkpoints: the Bench after a stage, its stats, and a stamp that says for which
+fingerprint they were made and what every file hashed to when written.
+
+A checkpoint is reused only when its fingerprint matches and every file still hashes as
+stamped; anything else damaged (a garbled, empty or deleted parquet, an unreadable
+stats.json or stamp) is moved aside with a one-line notice and the stage runs again.
+The hash of the tables is also the stage's content digest, which the runner chains into
+the next stage's fingerprint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from builder.atomic import replace_dir, temp_dir_beside
+from builder.bench import Bench
+
+STAMP = "checkpoint.json"
+STATS = "stats.json"
+
+
+@dataclass
+class Checkpoint:
+    bench: Bench
+    stats: dict[str, Any]
+    digest: str  # content hash of the four tables
+
+
+class Damaged(Exception):
+    pass
+
+
+def _sha(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _digest(files: dict[str, str], tables: list[str]) -> str:
+    return hashlib.sha256(json.dumps({t: files[t] for t in tables}, sort_keys=True).encode()).hexdigest()
+
+
+def save_checkpoint(stage_dir: Path, bench: Bench, stats: dict[str, Any], fingerprint: str | None) -> str:
+    """Write the checkpoint whole (one folder swap); `fingerprint` None keeps the data for
+    inspection but marks the stage unfinished, so no rerun reuses it. Returns the digest."""
+    tmp = temp_dir_beside(stage_dir)
+    try:
+        tables = bench.write_tables(tmp)
+        (tmp / STATS).write_text(json.dumps(stats, indent=2, default=str), encoding="utf-8")
+        files = {name: _sha(tmp / name) for name in [*tables, STATS]}
+        stamp = {"fingerprint": fingerprint, "tables": tables, "files": files}
+        (tmp / STAMP).write_text(json.dumps(stamp, indent=1), encoding="utf-8")
+        replace_dir(tmp, stage_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return _digest(files, tables)
+
+
+def load_checkpoint(stage_dir: Path, fingerprint: str, notice: Callable[[str], None]) -> Checkpoint | None:
+    """The checkpoint made for `fingerprint`, or None when there is none to reuse."""
+    stamp_path = stage_dir / STAMP
+    if not stage_dir.is_dir() or not stamp_path.exists():
+        return None
+    try:
+        stamp = json.loads(stamp_path.read_text(encoding="utf-8"))
+        if stamp.get("fingerprint") != fingerprint:
+            return None
+        return _read(stage_dir, stamp)
+    except Damaged as exc:
+        problem = str(exc)
+    except (OSError, ValueError, AttributeError, KeyError, TypeError, pl.exceptions.PolarsError) as exc:
+        problem = f"{type(exc).__name__}: {exc}"[:160]
+    aside = stage_dir.with_name(f"{stage_dir.name}.damaged")
+    if aside.exists():
+        shutil.rmtree(aside, ignore_errors=True)
+    os.replace(stage_dir, aside)
+    notice(f"{stage_dir.name}: checkpoint damaged ({problem}); moved aside to {aside.name}, running the stage again")
+    return None
+
+
+def _read(stage_dir: Path, stamp: dict[str, Any]) -> Checkpoint:
+    files: dict[str, str] = stamp["files"]
+    for name, expected in files.items():
+        path = stage_dir / name
+        if not path.is_file():
+            raise Damaged(f"{name} is missing")
+        if _sha(path) != expected:
+            raise Damaged(f"{name} changed since it was written")
+    stats = json.loads((stage_dir / STATS).read_text(encoding="utf-8"))
+    if not isinstance(stats, dict):
+        raise Damaged(f"{STATS} is not an object")
+    tables = list(stamp["tables"])
+    return Checkpoint(Bench.load(stage_dir), stats, _digest(files, tables))

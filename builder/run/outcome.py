@@ -1,0 +1,51 @@
+"""Refusing to call an empty or failed build a success.
+
+A build that ends with no documents or no queries, or in which no LLM call got an
+answer, almost always means something upstream went wrong (an outage, a filter set too
+tight). It exits 1 naming the stage that removed the most and why, unless the user
+said an empty result is fine (`--allow-empty`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builder.backends.llm import LLMUsage
+from builder.bench import Bench
+
+
+class EmptyResult(RuntimeError):
+    """The build produced nothing usable; nothing was written."""
+
+
+def _removed(st: dict[str, Any]) -> tuple[float, int, int]:
+    """(share of the stage's input it removed, rows removed, rows in)."""
+    rows_in = st.get("docs_in", 0) + st.get("queries_in", 0)
+    removed = sum(st.get("dropped", {}).values())
+    return (removed / rows_in if rows_in else 0.0), removed, rows_in
+
+
+def _worst_stage(stats: list[dict[str, Any]]) -> str:
+    """The stage that removed the largest share of what it was given (a sampler that
+    keeps 100 of 10,000 documents is doing its job; a stage that drops all 100 is not)."""
+    worst = max(stats, key=_removed, default=None)
+    if worst is None or not worst.get("dropped"):
+        return "no stage dropped anything"
+    _, removed, rows_in = _removed(worst)
+    top = sorted(worst["dropped"].items(), key=lambda kv: -kv[1])[:3]
+    reasons = ", ".join(f"{reason} {count}" for reason, count in top)
+    return f"{worst['stage']} removed the most: {removed} of {rows_in} rows ({reasons})"
+
+
+def check_result(bench: Bench, stats: list[dict[str, Any]], usage: LLMUsage) -> None:
+    counts = bench.counts()
+    all_failed = usage.failures > 0 and usage.calls == 0 and usage.cache_hits == 0
+    if counts["docs"] and counts["queries"] and not all_failed:
+        return
+    what = (f"every LLM call failed ({usage.failures})" if all_failed else
+            f"the result has {counts['docs']} documents and {counts['queries']} queries")
+    parts = [f"build failed: {what}", _worst_stage(stats)]
+    if usage.last_transport_error:
+        parts.append(f"last LLM error: {usage.last_transport_error}")
+    parts.append("nothing was written; pass --allow-empty to write an empty result anyway")
+    raise EmptyResult("; ".join(parts))

@@ -1,0 +1,48 @@
+"""Checks on the output folder, made before any work: a build replaces its output whole,
+so it must never be pointed at a folder holding anything but an earlier build's output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+MARKER = ".build-bench"
+
+
+class OutDirError(RuntimeError):
+    """The output folder cannot be used; the message says why and what to do."""
+
+
+def _is_within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def check_out_dir_place(out_dir: Path, run_root: Path, run_dir: Path) -> None:
+    """Refuse a path the swap would destroy something at: a file, `/`, the working
+    directory or one of its parents, or a folder holding the run folder."""
+    if (out_dir.exists() or out_dir.is_symlink()) and not out_dir.is_dir():
+        raise OutDirError(f"output folder {out_dir} is an existing file, not a folder; pick a folder path")
+    target = out_dir.resolve()
+    if target == Path(target.anchor):
+        raise OutDirError(f"output folder {out_dir} is the root of the file system; pick a new folder")
+    if _is_within(Path.cwd().resolve(), target):
+        raise OutDirError(f"output folder {out_dir} is the working directory or one of its parents; "
+                          "the build replaces its output folder whole, so pick a new folder")
+    if _is_within(run_root.resolve(), target) or _is_within(target, run_dir.resolve()):
+        raise OutDirError(f"output folder {out_dir} would hold or sit inside the run folder {run_root}; "
+                          "pick a folder outside it")
+
+
+def check_out_dir_contents(out_dir: Path, overwrite: bool) -> None:
+    """A folder is replaced only when empty or written by an earlier build (it has the marker)."""
+    if overwrite or not out_dir.is_dir() or (out_dir / MARKER).is_file():
+        return
+    if next(out_dir.iterdir(), None) is not None:
+        raise OutDirError(f"output folder {out_dir} is a folder that build-bench did not write and it is not "
+                          "empty; its contents would be replaced. Pick a new folder, or pass "
+                          "--overwrite to replace it anyway")
+
+
+def write_marker(folder: Path, recipe_name: str) -> None:
+    text = json.dumps({"written_by": "build-bench", "recipe": recipe_name}) + "\n"
+    (folder / MARKER).write_text(text, encoding="utf-8")
