@@ -3,7 +3,9 @@ of its document must match that third best.
 
 The document is cut into three equal parts by characters (the first two of length
 floor(len / 3), as in the chunk tagging). Every listed reranker must score the labelled
-third strictly highest; the optional LLM step grades all three thirds 0-4 and requires
+third strictly highest; one whose top score is shared by the labelled third and another
+casts no vote (a tie decides nothing), and with no vote at all the query goes as
+`segment_undecided`. The optional LLM step grades all three thirds 0-4 and requires
 the labelled one to reach `min_grade` and beat the others by `margin` levels. FineWeb-PosQ
 runs the rerankers, balances, then the LLM step: list the stage twice for that.
 """
@@ -45,6 +47,28 @@ class SegmentParams(StageParams):
         return self
 
 
+def third_vote(three: list[float], label: int) -> str:
+    """One reranker's vote: `agree` when the labelled third scores strictly highest,
+    `disagree` when another scores strictly higher, `tie` (no decision) when it shares the top."""
+    if any(is_missing(s) for s in three):
+        return "no_score"
+    best_other = max(s for j, s in enumerate(three) if j != label)
+    if three[label] > best_other:
+        return "agree"
+    return "disagree" if three[label] < best_other else "tie"
+
+
+def segment_verdict(votes: list[tuple[str, str]], require: str) -> str | None:
+    """None to keep, else why not. Ties abstain: the verdict is taken over the rerankers that
+    decide (all of them agree, or more than half); when none decides, `segment_undecided`."""
+    failed = [f"{vote if vote == 'no_score' else 'segment_disagreement'}:{name}"
+              for name, vote in votes if vote in ("disagree", "no_score")]
+    deciding = [v for v in votes if v[1] != "tie"]
+    if not deciding:
+        return "segment_undecided"
+    return verdict(failed, len(deciding), require)
+
+
 def thirds(text: str) -> list[str]:
     third = len(text) // 3
     return [text[:third], text[third: 2 * third], text[2 * third:]]
@@ -63,22 +87,24 @@ class SegmentAgreement(Stage):
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         rows, reasons = self._rows(bench)
-        failures: dict[str, list[str]] = {r[0]: [] for r in rows}
+        votes: dict[str, list[tuple[str, str]]] = {r[0]: [] for r in rows}
         corpus_texts = bench.corpus["text"].to_list()
+        tallies: dict[str, dict[str, int]] = {}
         for name in self.params.rerankers:
             reranker = get_reranker(ctx, name)
             reranker.fit(corpus_texts)
             scores = reranker.score_pairs([(q, part) for _, q, parts, _ in rows for part in parts])
+            tally = tallies.setdefault(name, dict.fromkeys(("agree", "disagree", "tie", "no_score"), 0))
             for k, (qid, _, _, label) in enumerate(rows):
-                three = scores[3 * k: 3 * k + 3]
-                if any(is_missing(s) for s in three):
-                    failures[qid].append(f"no_score:{name}")
-                elif any(three[label] <= s for j, s in enumerate(three) if j != label):
-                    failures[qid].append(f"segment_disagreement:{name}")
-        for qid, failed in failures.items():
-            reason = verdict(failed, len(self.params.rerankers), self.params.require)
-            if reason:
-                reasons[qid] = reason
+                vote = third_vote(scores[3 * k: 3 * k + 3], label)
+                tally[vote] += 1
+                votes[qid].append((name, vote))
+        ctx.stats["segment_agreement"] = tallies
+        if self.params.rerankers:
+            for qid, cast in votes.items():
+                reason = segment_verdict(cast, self.params.require)
+                if reason:
+                    reasons[qid] = reason
         if self.params.llm:
             reasons.update(self._llm_check([r for r in rows if r[0] not in reasons], ctx))
         return bench.drop_queries(reasons, ctx.label)
