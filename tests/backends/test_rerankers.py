@@ -200,3 +200,31 @@ def test_judge_answers_are_parsed_in_any_common_shape():
     for bad in ([3], [5, 1], ["x", 1], [{"id": 1, "grade": 2}], json.loads("[true, 1]")):
         with pytest.raises(ValueError):
             check(bad)
+
+
+def test_windows_overlap_by_a_quarter_and_cover_the_text():
+    from builder.backends.rerankers.windows import windows
+
+    text = " ".join(f"w{k}" for k in range(10))
+    ends = [m.end() for m in re.finditer(r"\S+", text)]
+    assert windows(text, ends, 4) == ["w0 w1 w2 w3", " w3 w4 w5 w6", " w6 w7 w8 w9"]
+    assert windows(text, ends, 10) == [text]
+
+
+def test_minilm_windows_see_evidence_past_its_max_length(monkeypatch):
+    _need("sentence_transformers")
+    _minilm()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from builder.backends.rerankers.windows import reads_up_to, score_windowed
+
+    encoder = make_reranker("mini", BiEncoderConfig(backend="bi_encoder", device="cpu", max_length=64),
+                            lambda n: None)
+    filler = " ".join(["The committee met on Tuesday to discuss the annual budget report."] * 30)
+    doc = f"{filler} Volcanoes erupt when magma rises through the crust."
+    query = "Why do volcanoes erupt?"
+    ends = encoder.token_ends(doc)
+    assert ends == sorted(ends) and ends[-1] == len(doc)
+    assert reads_up_to(encoder, query, doc) < len(filler)
+    truncated, = encoder.score_pairs([(query, doc)])
+    windowed, = score_windowed(encoder, [(query, doc)])
+    assert windowed > truncated + 0.1

@@ -2,7 +2,7 @@ import pytest
 
 from builder.backends.rerankers import BM25Config
 from builder.stages.qc.segment_agreement import SegmentAgreement, SegmentParams, thirds
-from tests.stages.qc_factories import ByLength, bench_of, graders, qc_ctx
+from tests.stages.qc_factories import ByLength, ShortWindow, bench_of, graders, qc_ctx
 
 
 @pytest.fixture
@@ -86,3 +86,18 @@ def test_llm_step_needs_a_high_and_distinct_grade(tmp_path, grader):
 def test_needs_a_reranker_or_an_llm():
     with pytest.raises(ValueError, match="rerankers, an llm, or both"):
         SegmentParams(rerankers=[])
+
+
+def test_a_short_window_reranker_reads_the_whole_labelled_third(tmp_path):
+    # Each third is 80 words; the fact sits at the end of the last one, past a 30-word window.
+    parts = [" ".join(f"w{t}x{k}" for k in range(80)) for t in range(3)]
+    parts[2] += " the comet glows green"
+    doc = " ".join(parts)
+    bench = bench_of({"d": doc}, [{"query_id": "q", "text": "comet glows green", "doc_id": "d",
+                                   "chunk_tag": "end"}])
+    ctx = qc_ctx(tmp_path, rerankers={"short": ShortWindow("short", 30)})
+    out = SegmentAgreement(SegmentParams(rerankers=["short"])).run(bench, ctx)
+    assert out.queries["query_id"].to_list() == ["q"]
+    assert ctx.stats["kept_by_third"]["end"] == {"in": 1, "kept": 1, "share": 1.0}
+    dropped = SegmentAgreement(SegmentParams(rerankers=["short"], beyond_window="drop")).run(bench, ctx)
+    assert dropped.drops.select("id", "reason").rows() == [("q", "span_beyond_window:short")]

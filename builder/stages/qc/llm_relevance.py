@@ -9,6 +9,7 @@ from pydantic import Field
 
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.qc.grading import contrast_rows, contrast_verdicts
+from builder.stages.qc.windowing import kept_by_third
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -47,7 +48,9 @@ class LLMRelevance(Stage):
             reasons = {}
         verdicts = contrast_verdicts(ctx, rows, p.llm, p.prompt, p.min_grade, p.contrast, p.questions_per_call)
         reasons.update({q: r for q, r in verdicts.items() if r})
-        return bench.drop_queries(reasons, ctx.label)
+        out = bench.drop_queries(reasons, ctx.label)
+        ctx.stats["kept_by_third"] = kept_by_third(bench, out)
+        return out
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         p = self.params

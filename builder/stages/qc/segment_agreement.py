@@ -12,14 +12,16 @@ runs the rerankers, balances, then the LLM step: list the stage twice for that.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
 from builder.backends.rerankers import get_reranker, is_missing
+from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.qc.grading import grade, grade_histogram
 from builder.stages.qc.span_contrast import verdict
+from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, kept_by_third, span_ends
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -39,6 +41,7 @@ class SegmentParams(StageParams):
     min_grade: int = Field(default=3, ge=0, le=4)
     margin: int = Field(default=1, ge=0, le=4, description="levels the labelled third must beat each other by")
     questions_per_call: int = Field(default=8, ge=1)
+    beyond_window: BeyondWindow = beyond_window_field()
 
     @model_validator(mode="after")
     def _something_to_check(self) -> SegmentParams:
@@ -90,10 +93,16 @@ class SegmentAgreement(Stage):
         votes: dict[str, list[tuple[str, str]]] = {r[0]: [] for r in rows}
         corpus_texts = bench.corpus["text"].to_list()
         tallies: dict[str, dict[str, int]] = {}
+        ends = span_ends(bench)
         for name in self.params.rerankers:
             reranker = get_reranker(ctx, name)
+            if self.params.beyond_window == "drop":
+                reasons.update(dict.fromkeys(self._unread(reranker, rows, ends),
+                                             f"span_beyond_window:{name}"))
+                rows = [r for r in rows if r[0] not in reasons]
+                votes = {qid: cast for qid, cast in votes.items() if qid not in reasons}
             reranker.fit(corpus_texts)
-            scores = reranker.score_pairs([(q, part) for _, q, parts, _ in rows for part in parts])
+            scores = score_windowed(reranker, [(q, part) for _, q, parts, _ in rows for part in parts])
             tally = tallies.setdefault(name, dict.fromkeys(("agree", "disagree", "tie", "no_score"), 0))
             for k, (qid, _, _, label) in enumerate(rows):
                 vote = third_vote(scores[3 * k: 3 * k + 3], label)
@@ -107,7 +116,20 @@ class SegmentAgreement(Stage):
                     reasons[qid] = reason
         if self.params.llm:
             reasons.update(self._llm_check([r for r in rows if r[0] not in reasons], ctx))
-        return bench.drop_queries(reasons, ctx.label)
+        out = bench.drop_queries(reasons, ctx.label)
+        ctx.stats["kept_by_third"] = kept_by_third(bench, out)
+        return out
+
+    @staticmethod
+    def _unread(reranker: Any, rows: list[Row], ends: dict[str, int]) -> list[str]:
+        """Queries whose span ends past what the scorer reads of their labelled third (a
+        query without spans: when the labelled third itself is longer than that)."""
+        items = []
+        for qid, query, parts, label in rows:
+            start = sum(len(p) for p in parts[:label])
+            end = ends.get(qid, start + len(parts[label]))
+            items.append((qid, query, parts[label], end - start))
+        return beyond_window(reranker, items)
 
     def _rows(self, bench: Bench) -> tuple[list[Row], dict[str, str]]:
         texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
