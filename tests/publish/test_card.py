@@ -12,7 +12,7 @@ from builder.publish.masking import mask_mapping, mask_recipe_text
 from builder.publish.outputs import publish_outputs
 from builder.recipe.model import parse_recipe
 from builder.resources import shipped_recipes
-from tests.publish.conftest import PROMPT_SHA, mini_bench, mini_run_stats
+from tests.publish.conftest import NO_LLM, PROMPT_SHA, mini_bench, mini_run_stats
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -117,3 +117,18 @@ def test_recipe_secrets_are_masked_and_env_names_kept():
     assert data["models"]["judge"]["max_tokens"] == 512
     assert data["models"]["judge"]["password"] == "***"
     assert mask_mapping({"a": [{"secret_key": "x", "n_tokens": 3}]}) == {"a": [{"secret_key": "***", "n_tokens": 3}]}
+
+
+def test_card_shows_kept_share_by_position_third_per_qc_stage(mini_folder):
+    stats = mini_run_stats()
+    stats["stages"].append({
+        "stage": "03_span_contrast", "docs_in": 4, "docs_out": 4, "queries_in": 5, "queries_out": 3,
+        "dropped": {"contrast_not_higher:bm25": 2}, "llm": NO_LLM, "prompts": {},
+        "kept_by_third": {"beginning": {"in": 2, "kept": 2, "share": 1.0},
+                          "middle": {"in": 1, "kept": 1, "share": 1.0},
+                          "end": {"in": 2, "kept": 0, "share": 0.0}}})
+    publish_outputs(mini_bench(), mini_folder, stats, None)
+    card = (mini_folder / "README.md").read_text(encoding="utf-8")
+    assert "### Quality control by evidence position" in card
+    assert "| `03_span_contrast` | beginning 2/2 (100%) · middle 1/1 (100%) · end 0/2 (0%) |" in card
+    assert "| `02_generate_queries` | beginning" not in card

@@ -63,3 +63,15 @@ def kept_by_third(before: Bench, after: Bench) -> dict[str, dict[str, Any]]:
         n_kept = sum(i in kept for i in ids)
         out[third] = {"in": len(ids), "kept": n_kept, "share": round(n_kept / len(ids), 3) if ids else None}
     return out
+
+
+def format_kept_by_third(kept: dict[str, dict[str, Any]] | None) -> str:
+    """`beginning 6/6 (100%) · middle 6/6 (100%) · end 0/6 (0%)`; empty when not recorded."""
+    if not kept:
+        return ""
+    cells = []
+    for third in THIRDS:
+        row = kept.get(third) or {}
+        if row.get("in"):
+            cells.append(f"{third} {row['kept']}/{row['in']} ({round(100 * row['kept'] / row['in'])}%)")
+    return " · ".join(cells)
