@@ -71,9 +71,16 @@ def validate(
     overrides: SetOpt = None,
 ) -> None:
     """Check recipes without running anything."""
+    from builder.run.errors import friendly_errors
+    from builder.run.window_check import sample_texts, window_warnings
+
     for recipe in recipes:
         loaded = _load(recipe, overrides)
         out.print(f"[green]ok[/] {loaded.path} ({len(loaded.recipe.stage_objects())} stages)")
+        with friendly_errors(err):
+            texts = sample_texts(loaded)
+        for line in window_warnings(loaded.recipe, texts or []):
+            err.print(f"[yellow]warning:[/] {line}", markup=True, highlight=False)
 
 
 @app.command()
@@ -87,9 +94,13 @@ def plan(
     from builder.run.errors import friendly_errors
 
     loaded = _load(recipe, overrides)
+    from builder.run.window_check import window_warnings
+
     with friendly_errors(err):
         rows = make_plan(loaded, limit)
     print_plan(out, loaded, rows)
+    for line in window_warnings(loaded.recipe, rows[0].texts):
+        err.print(f"[yellow]warning:[/] {line}", markup=True, highlight=False)
 
 
 @app.command()
