@@ -82,9 +82,19 @@ def validate(
     overrides: SetOpt = None,
 ) -> None:
     """Check recipes without running anything."""
+    from builder.io.sources import SourceError
+    from builder.run.window_check import sample_texts, window_warnings
+
     for recipe in recipes:
         loaded = _load(recipe, overrides)
         out.print(f"[green]ok[/] {loaded.path} ({len(loaded.recipe.stage_objects())} stages)")
+        try:
+            texts = sample_texts(loaded)
+        except SourceError as exc:  # the data may live elsewhere until the build runs
+            err.print(f"note: scorer window check skipped: {str(exc).splitlines()[0]}", highlight=False)
+            texts = None
+        for line in window_warnings(loaded.recipe, texts or []):
+            err.print(f"[yellow]warning:[/] {line}", markup=True, highlight=False)
 
 
 @app.command()
@@ -98,9 +108,13 @@ def plan(
     from builder.run.errors import friendly_errors
 
     loaded = _load(recipe, overrides)
+    from builder.run.window_check import window_warnings
+
     with friendly_errors(err):
         rows = make_plan(loaded, limit)
     print_plan(out, loaded, rows)
+    for line in window_warnings(loaded.recipe, rows[0].texts):
+        err.print(f"[yellow]warning:[/] {line}", markup=True, highlight=False)
 
 
 @app.command()

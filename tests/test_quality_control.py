@@ -142,3 +142,33 @@ def test_unknown_reranker_key_names_the_line(write_recipe):
     with pytest.raises(RecipeError) as err:
         parse_recipe(path)
     assert "lex.normalise: unknown key 'normalise' (did you mean 'normalize'?)" in err.value.render()
+
+
+WINDOW_RECIPE = """
+name: windows
+sources: [{type: jsonl, path: docs.jsonl}]
+rerankers:
+  mini: {backend: bi_encoder, max_length: 64, BACKEND_MODEL}
+stages:
+  - span_contrast: {rerankers: [bm25, mini]}
+"""
+
+
+@pytest.mark.parametrize("command", ["validate", "plan"])
+def test_validate_and_plan_warn_when_a_scorer_reads_less_than_the_documents(command, tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from builder.cli import app
+
+    lines = [{"id": f"d{i}", "text": " ".join(f"w{i}x{k}" for k in range(30 if i % 4 else 120))} for i in range(8)]
+    (tmp_path / "docs.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    # A hub id is not on disk: tokens are approximated from words (marked ~).
+    (tmp_path / "r.yaml").write_text(WINDOW_RECIPE.replace("BACKEND_MODEL", "model: org/remote-model"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("builder.backends.rerankers.config.missing_extra", lambda config: None)
+    result = CliRunner().invoke(app, [command, "r.yaml"])
+    assert result.exit_code == 0, result.output
+    assert ("01_span_contrast: reranker 'mini' reads 64 tokens; 25% of 8 sampled documents are longer "
+            "(longest ~156 tokens): scored in overlapping windows") in " ".join(result.output.split())

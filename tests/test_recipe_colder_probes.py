@@ -22,7 +22,8 @@ def test_colder_probes_recipe_builds(tmp_path, shared_data, minilm_tokenizer, mo
     assert dict(per_setting.iter_rows()) == {s: 20 for s in (
         "position_i", "first_vs_last", "brevity", "repetition", "answer_importance", "foil")}
     assert bench.corpus["setting"].null_count() == 0
-    assert bench.qrels.height == bench.corpus.height  # every probe document is judged
+    assert set(bench.qrels["doc_id"]) == set(bench.corpus["doc_id"])  # every probe document is judged
+    _no_identical_documents(result.out_dir)
     pairs = pl.read_parquet(result.run_dir / "work" / "01_position_probes" / "pairs.parquet")
     assert pairs.height == bench.queries["pairs"].list.len().sum()
     assert set(pairs["doc_a"]) | set(pairs["doc_b"]) == set(bench.corpus["doc_id"])
@@ -31,6 +32,13 @@ def test_colder_probes_recipe_builds(tmp_path, shared_data, minilm_tokenizer, mo
     for setting in per_setting["setting"]:
         folder = result.out_dir / "settings" / setting
         qrels = pl.read_csv(folder / "qrels" / "test.tsv", separator="\t")
-        assert qrels.height == bench.corpus.filter(pl.col("setting") == setting).height
+        assert qrels.height == bench.qrels.filter(pl.col("query_id").str.starts_with(f"{setting}-")).height
         corpus = pl.read_ndjson(folder / "corpus.jsonl")
         assert set(corpus["_id"]) == set(qrels["corpus-id"])
+        _no_identical_documents(folder)
+
+
+def _no_identical_documents(folder):
+    """An identical copy of a query's document, unjudged for it, would be a false negative."""
+    corpus = pl.read_ndjson(folder / "corpus.jsonl")
+    assert corpus["text"].n_unique() == corpus.height, folder

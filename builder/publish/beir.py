@@ -48,8 +48,10 @@ def _write_settings(bench: Bench, folder: Path) -> None:
     for setting in sorted(bench.queries["setting"].drop_nulls().unique().to_list()):
         queries = bench.queries.filter(pl.col("setting") == setting)
         qrels = bench.qrels.filter(pl.col("query_id").is_in(queries["query_id"].implode()))
-        in_setting = (pl.col("setting") == setting) if "setting" in bench.corpus.columns \
-            else pl.col("doc_id").is_in(qrels["doc_id"].implode())
+        # Judged documents too: settings share documents, each written once under one setting.
+        in_setting = pl.col("doc_id").is_in(qrels["doc_id"].implode())
+        if "setting" in bench.corpus.columns:
+            in_setting = in_setting | (pl.col("setting") == setting)
         corpus = bench.corpus.filter(in_setting)
         _write_tables(Bench.of(corpus, queries, qrels), folder / "settings" / safe_component(setting))
     if "pairs" in bench.queries.columns:

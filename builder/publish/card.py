@@ -91,6 +91,7 @@ def _index(label: str) -> int:
 def construction(run_stages: list[dict[str, Any]], loaded: LoadedRecipe | None) -> list[dict[str, Any]]:
     """One entry per stage that actually ran, with its parameters and its effect."""
     from builder.stages import STAGES
+    from builder.stages.qc.windowing import format_kept_by_third
 
     params = _stage_params(loaded)
     steps = []
@@ -108,6 +109,7 @@ def construction(run_stages: list[dict[str, Any]], loaded: LoadedRecipe | None) 
             "dropped": ", ".join(f"{r} {n}" for r, n in sorted((st.get("dropped") or {}).items(),
                                                                 key=lambda kv: -kv[1])),
             "llm_calls": int((st.get("llm") or {}).get("calls", 0)),
+            "kept_by_third": format_kept_by_third(st.get("kept_by_third")),
             "resumed": bool(st.get("resumed")),
         })
     return steps

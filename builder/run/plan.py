@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -23,6 +23,7 @@ class PlanRow:
     flow_in: Flow
     flow_out: Flow
     estimate: Estimate
+    texts: list[str] = field(default_factory=list)  # 00_load only: the sampled documents
 
 
 def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
@@ -31,7 +32,7 @@ def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
     corpus, _ = load_sources(recipe.sources, loaded.base_dir, limit)
     counts = make_counter(recipe.tokenizer).count_many(corpus["text"].to_list())
     flow = Flow(docs=corpus.height, queries=0, doc_tokens=sum(counts) / max(len(counts), 1))
-    rows = [PlanRow("00_load", [], flow, flow, Estimate())]
+    rows = [PlanRow("00_load", [], flow, flow, Estimate(), corpus["text"].to_list())]
     for i, stage in enumerate(recipe.stage_objects(), start=1):
         nxt, est = stage.plan(flow)
         rows.append(PlanRow(f"{i:02d}_{stage.name}", stage.models_used(), flow, nxt, est))

@@ -11,14 +11,25 @@ if TYPE_CHECKING:
     from builder.run.runner import RunResult
 
 
+SKEW_POINTS = 10  # kept shares of two thirds further apart than this get a warning
+
+
+def _skew(kept: dict | None) -> float | None:
+    """Largest gap, in percentage points, between the kept shares of the position thirds."""
+    shares = [row["share"] for row in (kept or {}).values() if row.get("share") is not None]
+    return 100 * (max(shares) - min(shares)) if len(shares) > 1 else None
+
+
 def _dropped(stats: dict) -> str:
     items = sorted(stats.get("dropped", {}).items(), key=lambda kv: -kv[1])
     return ", ".join(f"{reason} {n}" for reason, n in items) or "-"
 
 
 def print_run_summary(console: Console, result: RunResult) -> None:
+    from builder.stages.qc.windowing import format_kept_by_third
+
     table = Table(title=f"build finished: {result.out_dir}", title_justify="left")
-    for col in ("stage", "docs in→out", "queries in→out", "dropped by reason",
+    for col in ("stage", "docs in→out", "queries in→out", "dropped by reason", "kept by third",
                 "LLM calls", "cache hits", "retries", "seconds"):
         table.add_column(col, overflow="fold")
     for st in result.stage_stats:
@@ -28,10 +39,16 @@ def print_run_summary(console: Console, result: RunResult) -> None:
             f"{st['docs_in']}→{st['docs_out']}",
             f"{st['queries_in']}→{st['queries_out']}",
             _dropped(st),
+            format_kept_by_third(st.get("kept_by_third")) or "-",
             str(llm.get("calls", 0)), str(llm.get("cache_hits", 0)), str(llm.get("retries", 0)),
             f"{st.get('seconds', 0):.1f}",
         )
     console.print(table)
+    for st in result.stage_stats:
+        gap = _skew(st.get("kept_by_third"))
+        if gap is not None and gap > SKEW_POINTS:
+            console.print(f"[yellow]{st['stage']} kept position thirds unevenly ({gap:.0f} points apart): "
+                          f"check the scorers' max_length and beyond_window[/]")
     counts = result.bench.counts()
     console.print(f"{counts['docs']} documents, {counts['queries']} queries, "
                   f"{counts['qrels']} qrels written to {result.out_dir}")

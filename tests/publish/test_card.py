@@ -16,7 +16,7 @@ from builder.publish.outputs import publish_outputs
 from builder.recipe.model import parse_recipe
 from builder.resources import shipped_recipes
 from tests.conftest import require_recipe_extras
-from tests.publish.conftest import PROMPT_SHA, mini_bench, mini_run_stats
+from tests.publish.conftest import NO_LLM, PROMPT_SHA, mini_bench, mini_run_stats
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -195,3 +195,16 @@ def test_card_language_holds_iso_639_1_codes_and_keeps_script_tags(tmp_path):
                                             ("en", "en"), ("zh-cn", "zh"), ("xyz-Latn", None), ("und", None)])
 def test_iso_639_1_codes(lang, code):
     assert iso_639_1(lang) == code
+def test_card_shows_kept_share_by_position_third_per_qc_stage(mini_folder):
+    stats = mini_run_stats()
+    stats["stages"].append({
+        "stage": "03_span_contrast", "docs_in": 4, "docs_out": 4, "queries_in": 5, "queries_out": 3,
+        "dropped": {"contrast_not_higher:bm25": 2}, "llm": NO_LLM, "prompts": {},
+        "kept_by_third": {"beginning": {"in": 2, "kept": 2, "share": 1.0},
+                          "middle": {"in": 1, "kept": 1, "share": 1.0},
+                          "end": {"in": 2, "kept": 0, "share": 0.0}}})
+    publish_outputs(mini_bench(), mini_folder, stats, None)
+    card = (mini_folder / "README.md").read_text(encoding="utf-8")
+    assert "### Quality control by evidence position" in card
+    assert "| `03_span_contrast` | beginning 2/2 (100%) · middle 1/1 (100%) · end 0/2 (0%) |" in card
+    assert "| `02_generate_queries` | beginning" not in card

@@ -10,6 +10,7 @@ import polars as pl
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.backends.rerankers import AnyRerankerConfig, make_reranker
+from builder.backends.rerankers.base import RerankerBase
 from builder.bench import SPAN_DTYPE, Bench
 from builder.prompt_templates import PromptLibrary
 from tests.fixtures.scripted_grader import with_grades
@@ -80,3 +81,21 @@ def qc_ctx(tmp_path: Path, *, rerankers: dict[str, Any] | None = None,
         ready[name] = make_reranker(name, config, ctx.llm, PromptLibrary())
     ctx.reranker_factory = ready.__getitem__
     return ctx
+
+
+class ShortWindow(RerankerBase):
+    """A stand-in neural scorer that reads only the first `max_length` words of a text
+    (as a model truncates its input): the score is how many distinct query words it sees."""
+
+    def __init__(self, name: str, max_length: int) -> None:
+        self.name, self.max_length = name, max_length
+
+    def text_budget(self, query: str) -> int | None:
+        return self.max_length
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        out = []
+        for query, text in pairs:
+            seen = set(text.lower().split()[: self.max_length])
+            out.append(float(sum(w in seen for w in set(query.lower().split()))))
+        return out

@@ -5,7 +5,7 @@ import pytest
 
 from builder.backends.rerankers import BM25Config, LLMJudgeConfig
 from builder.stages.qc.false_negatives import FalseNegativeParams, FalseNegatives
-from tests.stages.qc_factories import bench_of, graders, qc_ctx
+from tests.stages.qc_factories import ShortWindow, bench_of, graders, qc_ctx, span
 
 
 @pytest.fixture
@@ -104,3 +104,25 @@ def test_params_reject_judges_in_posir_mode():
         FalseNegativeParams(judges=["a"])
     with pytest.raises(ValueError, match="more than the 1 judges"):
         FalseNegativeParams(mode="fineweb_posq", judges=["a"])
+
+
+def _late_evidence_bench():
+    filler = " ".join(f"filler{k}" for k in range(200))
+    docs = {"positive": f"{filler} the comet glows green at dusk",
+            "other": "comet sightings are rare in this town and the sky is cloudy"}
+    return bench_of(docs, [{"query_id": "q", "text": "why does the comet glow green", "doc_id": "positive",
+                            "spans": span("the comet glows green at dusk", docs["positive"])}])
+
+
+def test_a_short_window_reranker_reads_the_whole_positive(tmp_path):
+    # Truncated, the positive showed none of the query's words and lost to a weaker document.
+    ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()}, rerankers={"short": ShortWindow("short", 64)})
+    out = FalseNegatives(FalseNegativeParams(rerankers=["short"])).run(_late_evidence_bench(), ctx)
+    assert out.drops.height == 0 and out.corpus.height == 2
+
+
+def test_beyond_window_drop_removes_queries_the_reranker_cannot_read(tmp_path):
+    ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()}, rerankers={"short": ShortWindow("short", 64)})
+    params = FalseNegativeParams(rerankers=["short"], beyond_window="drop")
+    out = FalseNegatives(params).run(_late_evidence_bench(), ctx)
+    assert out.drops.select("id", "reason").rows() == [("q", "span_beyond_window:short")]

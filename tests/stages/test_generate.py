@@ -1,4 +1,5 @@
 import json
+import re
 
 import polars as pl
 import pytest
@@ -126,8 +127,11 @@ def test_posir_json_only_prompt_stays_available(tmp_path, fake_openai):
 
 
 def test_chunked_mode_tags_chunks_with_algorithm_1(tmp_path, fake_openai):
-    srv = fake_openai(responder=lambda body: json.dumps([
-        {"question": "What happens here?", "answer": "x", "type": "simple"}]))
+    def reply(body):  # one question per chunk, naming the chunk's first word
+        first = re.search(r"<excerpt>\s*(\S+)", body["messages"][-1]["content"]).group(1)
+        return json.dumps([{"question": f"What happens at {first}?", "answer": "x", "type": "simple"}])
+
+    srv = fake_openai(responder=reply)
     ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
     doc = " ".join(f"w{i}" for i in range(100, 220))  # 120 words -> four chunks of 30
     params = GenerateParams(mode="chunked", llm="gen", chunk_size=30, questions_per_call=1)
@@ -144,8 +148,12 @@ def test_chunked_mode_tags_chunks_with_algorithm_1(tmp_path, fake_openai):
 def test_chunked_mode_takes_the_models_list_up_to_the_cap(tmp_path, fake_openai):
     # FineWeb-PosQ asks for a free list of FAQs per chunk; the cap bounds it and the
     # questions past the cap are counted, not silently lost.
+    # Each chunk gets its own questions: repeats within a document would drop as duplicate_query.
+    def chunk(body: dict) -> str:
+        return "the start" if "<excerpt>\nw0 " in body["messages"][-1]["content"] else "the end"
+
     srv = fake_openai(responder=lambda body: json.dumps([
-        {"question": f"Question {k}?", "answer": "x", "type": "complicated"} for k in range(5)]))
+        {"question": f"Question {k} on {chunk(body)}?", "answer": "x", "type": "complicated"} for k in range(5)]))
     ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
     doc = " ".join(f"w{i}" for i in range(60))  # two chunks of 30 words
     params = GenerateParams(mode="chunked", llm="gen", chunk_size=30, questions_per_call=3)
@@ -175,3 +183,36 @@ def test_summary_prompt_asks_for_up_to_400_words_by_default(tmp_path, fake_opena
 def test_invalid_params(bad):
     with pytest.raises(ValueError):
         GenerateParams(**bad)
+
+
+def test_calls_on_one_document_are_distinct_requests_and_repeated_questions_drop(tmp_path, fake_openai):
+    # Both calls draw the same third; before, their prompts were identical, the second answer
+    # came from the cache, and the question was kept twice.
+    def reply(body):
+        return json.dumps({"usable": True, "questions": [
+            {"question": "Who studied alpha particles?", "answer": "Rutherford"},
+            {"question": "who studied  ALPHA particles?", "answer": "Rutherford"}]})
+
+    srv = fake_openai(responder=reply)
+    ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
+    params = GenerateParams(llm="gen", calls_per_doc=2, questions_per_call=2, region_weights={"first": 1})
+    out = GenerateQueries(params).run(_bench(DOC), ctx)
+    prompts = [r["messages"][-1]["content"] for r in srv.requests]
+    assert len(prompts) == 2 and prompts[0] != prompts[1]
+    assert out.queries["query_id"].to_list() == ["d0/g0-0"]
+    assert sorted(out.drops.select("id", "reason").rows()) == [
+        ("d0/g0-1", "duplicate_query"), ("d0/g1-0", "duplicate_query"), ("d0/g1-1", "duplicate_query")]
+
+
+def test_questions_in_another_language_than_their_document_drop(tmp_path, fake_openai):
+    questions = {"en": "Who discovered the neutron in Cambridge?", "de": "Wer entdeckte das Neutron in Cambridge?",
+                 "zh": "谁在剑桥发现了中子？", "short": "Wer denn?"}
+    srv = fake_openai(responder=lambda body: json.dumps({"usable": True, "questions": [
+        {"question": q, "answer": "Chadwick"} for q in questions.values()]}))
+    ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
+    out = GenerateQueries(GenerateParams(llm="gen", questions_per_call=4)).run(_bench(DOC), ctx)
+    # Too short to tell ("Wer denn?") is not judged, so it stays.
+    assert out.queries["text"].to_list() == [questions["en"], questions["short"]]
+    assert sorted(out.drops.select("id", "reason").rows()) == [
+        ("d0/g0-1", "query_wrong_language"), ("d0/g0-2", "query_wrong_language")]
+    assert ctx.stats["query_language"] == {"checked": 3, "too_short": 1, "wrong": 2}

@@ -34,8 +34,34 @@ def _run(tmp_path, path, seed=0, **params):
 
 
 def _docs(bench: Bench, qid: str) -> dict[str, list[str]]:
-    rows = bench.corpus.filter(pl.col("probe_query") == qid).select("variant", "sentences").iter_rows()
-    return {v: list(s) for v, s in rows}
+    """A probe's documents by variant, found through every id a document stands for."""
+    out = {}
+    for doc_id, same, sentences in bench.corpus.select("doc_id", "same_text_ids", "sentences").iter_rows():
+        for i in [doc_id, *same]:
+            if i.startswith(f"{qid}-"):
+                out[i[len(qid) + 1:]] = list(sentences)
+    return out
+
+
+def test_identical_documents_are_written_once_and_judged_under_the_kept_id(tmp_path):
+    # [EV, *NEUTRAL] is position_i's pos01, first_vs_last's evidence_first, brevity's
+    # evidence_and_rest and answer_importance's answer_present: one document, four ids.
+    bench, _ = _run(tmp_path, TINY, templates=TEMPLATES)
+    assert bench.corpus["text"].n_unique() == bench.corpus.height
+    kept = "position_i-0.0-0-pos01"
+    row = bench.corpus.filter(pl.col("doc_id") == kept).row(0, named=True)
+    assert row["same_text_ids"] == ["first_vs_last-0.0-0-evidence_first", "brevity-0.0-0-evidence_and_rest",
+                                    "answer_importance-0.0-0-answer_present"]
+    # [*NEUTRAL, EV] is both pos04 and evidence_last.
+    folded = [*row["same_text_ids"], "first_vs_last-0.0-0-evidence_last"]
+    assert sorted(bench.drops.select("id", "reason").rows()) == sorted((i, "duplicate_text") for i in folded)
+    qrels = set(bench.qrels.select("query_id", "doc_id", "score").iter_rows())
+    for qid in ("position_i-0.0-0", "first_vs_last-0.0-0", "brevity-0.0-0", "answer_importance-0.0-0"):
+        assert (qid, kept, 1) in qrels
+    first_vs_last = bench.queries.filter(pl.col("setting") == "first_vs_last").row(0, named=True)
+    assert first_vs_last["doc_id"] == kept
+    assert first_vs_last["pairs"] == [{"doc_a": kept, "doc_b": "position_i-0.0-0-pos04"}]
+    assert set(bench.qrels["doc_id"]) == set(bench.corpus["doc_id"])
 
 
 def test_tiny_fact_filter(tmp_path):
@@ -136,13 +162,15 @@ def test_shared_redocred_pairs_differ_only_in_their_factor(tmp_path, shared_data
     bench, ctx = _run(tmp_path, path, seed=4, templates=recipe_templates, queries_per_setting=60)
     assert Counter(bench.queries["setting"]) == {s: 60 for s in ctx.stats["settings"]}
     by_query: dict[str, dict[str, list[str]]] = {}
-    for q, v, s in bench.corpus.select("probe_query", "variant", "sentences").iter_rows():
-        by_query.setdefault(q, {})[v] = list(s)
+    assert bench.corpus["text"].n_unique() == bench.corpus.height
+    kept_as: dict[str, str] = {}
+    for doc_id, same in bench.corpus.select("doc_id", "same_text_ids").iter_rows():
+        kept_as.update({i: doc_id for i in [doc_id, *same]})
     for q in bench.queries.iter_rows(named=True):
-        docs = by_query[q["query_id"]]
+        docs = by_query[q["query_id"]] = _docs(bench, q["query_id"])
         _check_differs_only_in_factor(q["setting"], docs)
         assert q["head"].lower() in q["text"].lower()
         assert {p["doc_a"] for p in q["pairs"]} | {p["doc_b"] for p in q["pairs"]} == {
-            f"{q['query_id']}-{v}" for v in docs}
+            kept_as[f"{q['query_id']}-{v}"] for v in docs}
     again, _ = _run(tmp_path, path, seed=4, templates=recipe_templates, queries_per_setting=60)
     assert again.corpus.equals(bench.corpus) and again.queries.equals(bench.queries)

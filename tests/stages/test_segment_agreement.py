@@ -2,7 +2,7 @@ import pytest
 
 from builder.backends.rerankers import BM25Config
 from builder.stages.qc.segment_agreement import SegmentAgreement, SegmentParams, thirds
-from tests.stages.qc_factories import ByLength, bench_of, graders, qc_ctx
+from tests.stages.qc_factories import ByLength, ShortWindow, bench_of, graders, qc_ctx
 
 
 @pytest.fixture
@@ -45,12 +45,33 @@ def test_rerankers_must_rank_the_labelled_third_first(tmp_path):
         "ocean": "segment_disagreement:bm25", "warm": "segment_disagreement:bm25"}
 
 
-def test_majority_of_rerankers(tmp_path):
-    # Equal-length thirds tie under the length "reranker", which therefore never agrees.
+def test_a_tie_at_the_top_is_no_decision(tmp_path):
+    # Equal-length thirds tie under the length "reranker": it abstains, so bm25 decides alone,
+    # whether every deciding reranker must agree or a majority of them.
     ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()}, rerankers={"len": ByLength("len")})
-    out = SegmentAgreement(SegmentParams(rerankers=["bm25", "len"], require="majority")).run(_bench(), ctx)
+    for require in ("all", "majority"):
+        out = SegmentAgreement(SegmentParams(rerankers=["bm25", "len"], require=require)).run(_bench(), ctx)
+        assert out.queries["query_id"].to_list() == ["lava", "reef"]
+        assert dict(out.drops.select("id", "reason").rows())["ocean"] == "segment_disagreement:bm25"
+    assert ctx.stats["segment_agreement"]["len"] == {"agree": 0, "disagree": 0, "tie": 5, "no_score": 0}
+
+
+def test_no_deciding_reranker_leaves_the_query_undecided(tmp_path):
+    ctx = qc_ctx(tmp_path, rerankers={"len": ByLength("len")})
+    out = SegmentAgreement(SegmentParams(rerankers=["len"])).run(_bench(), ctx)
     assert out.queries.height == 0
-    assert dict(out.drops.select("id", "reason").rows())["lava"] == "segment_disagreement:len"
+    assert set(dict(out.drops.select("id", "reason").rows()).values()) == {"segment_undecided", "no_position_label"}
+
+
+def test_tied_normalized_bm25_does_not_drop_a_query(tmp_path):
+    # Normalized bm25 used to cap strong matches at 1.0, so all three thirds tied.
+    part = "tide tide tide pool pool pool. "
+    doc = (part * 3)
+    ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config(normalize=True)})
+    bench = bench_of({"d": doc, "o": "dry sand"}, [{"query_id": "q", "text": "tide pool", "doc_id": "d",
+                                                   "chunk_tag": "beginning"}])
+    out = SegmentAgreement(SegmentParams()).run(bench, ctx)
+    assert dict(out.drops.select("id", "reason").rows()) == {"q": "segment_undecided"}
 
 
 def test_llm_step_needs_a_high_and_distinct_grade(tmp_path, grader):
@@ -65,3 +86,18 @@ def test_llm_step_needs_a_high_and_distinct_grade(tmp_path, grader):
 def test_needs_a_reranker_or_an_llm():
     with pytest.raises(ValueError, match="rerankers, an llm, or both"):
         SegmentParams(rerankers=[])
+
+
+def test_a_short_window_reranker_reads_the_whole_labelled_third(tmp_path):
+    # Each third is 80 words; the fact sits at the end of the last one, past a 30-word window.
+    parts = [" ".join(f"w{t}x{k}" for k in range(80)) for t in range(3)]
+    parts[2] += " the comet glows green"
+    doc = " ".join(parts)
+    bench = bench_of({"d": doc}, [{"query_id": "q", "text": "comet glows green", "doc_id": "d",
+                                   "chunk_tag": "end"}])
+    ctx = qc_ctx(tmp_path, rerankers={"short": ShortWindow("short", 30)})
+    out = SegmentAgreement(SegmentParams(rerankers=["short"])).run(bench, ctx)
+    assert out.queries["query_id"].to_list() == ["q"]
+    assert ctx.stats["kept_by_third"]["end"] == {"in": 1, "kept": 1, "share": 1.0}
+    dropped = SegmentAgreement(SegmentParams(rerankers=["short"], beyond_window="drop")).run(bench, ctx)
+    assert dropped.drops.select("id", "reason").rows() == [("q", "span_beyond_window:short")]

@@ -6,7 +6,7 @@ from builder.backends.rerankers import BM25Config
 from builder.stages.qc.span_contrast import SpanContrast, SpanContrastParams
 from builder.testing.openai_server import Reply
 from tests.fixtures.scripted_grader import grade_answer
-from tests.stages.qc_factories import ByLength, bench_of, graders, qc_ctx, span
+from tests.stages.qc_factories import ByLength, ShortWindow, bench_of, graders, qc_ctx, span
 
 
 @pytest.fixture
@@ -96,3 +96,38 @@ def test_a_truncated_contrast_grade_keeps_its_reason(tmp_path, grader):
     ctx = qc_ctx(tmp_path, llms={"judge": grader(responder=answer)}, rerankers={"longer": ByLength("longer")})
     out = SpanContrast(SpanContrastParams(rerankers=["longer"], llm="judge")).run(_bench(), ctx)
     assert dict(out.drops.select("id", "reason").rows()) == {"none": "no_spans", "bad": "llm_truncated"}
+FILLER = [f"filler{k}" for k in range(400)]
+FACTS = {"beginning": "the comet glows green", "middle": "the glacier melts slowly",
+         "end": "the volcano erupts daily"}
+
+
+def _long_bench():
+    """Documents of 400 words, three times longer than the scorer's window, with one fact
+    in each third and one query per fact."""
+    docs, queries = {}, []
+    for d in range(6):
+        words = list(FILLER)
+        for k, (tag, fact) in enumerate(FACTS.items()):
+            words[20 + 150 * k + d] = fact
+        doc = " ".join(words)
+        docs[f"d{d}"] = doc
+        for tag, fact in FACTS.items():
+            queries.append({"query_id": f"d{d}-{tag}", "text": f"why {fact.split()[1]} {fact.split()[2]}",
+                            "doc_id": f"d{d}", "position_tag": tag, "spans": span(fact, doc)})
+    return bench_of(docs, queries)
+
+
+def test_a_short_window_scorer_keeps_end_thirds_as_often_as_beginnings(tmp_path):
+    ctx = qc_ctx(tmp_path, rerankers={"short": ShortWindow("short", max_length=128)})
+    out = SpanContrast(SpanContrastParams(rerankers=["short"])).run(_long_bench(), ctx)
+    kept = ctx.stats["kept_by_third"]
+    assert kept == {t: {"in": 6, "kept": 6, "share": 1.0} for t in ("beginning", "middle", "end")}
+    assert abs(kept["end"]["share"] - kept["beginning"]["share"]) <= 0.10
+    assert out.queries.height == 18
+
+
+def test_a_short_window_scorer_can_drop_what_it_cannot_read_instead(tmp_path):
+    ctx = qc_ctx(tmp_path, rerankers={"short": ShortWindow("short", max_length=128)})
+    out = SpanContrast(SpanContrastParams(rerankers=["short"], beyond_window="drop")).run(_long_bench(), ctx)
+    assert sorted(out.queries["position_tag"]) == ["beginning"] * 6
+    assert set(dict(out.drops.select("id", "reason").rows()).values()) == {"span_beyond_window:short"}

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Protocol
 
 Pair = tuple[str, str]  # (query, text)
+_WORD = re.compile(r"\S+")
 
 
 class Reranker(Protocol):
@@ -33,10 +35,23 @@ class Reranker(Protocol):
 
 
 class RerankerBase:
-    """`score` in terms of `score_pairs`; fit and close do nothing unless overridden."""
+    """`score` in terms of `score_pairs`; fit and close do nothing unless overridden.
+
+    A scorer that reads only part of a long input sets `max_length` and answers
+    `text_budget` and `token_ends` (see windows.py); None means it reads any length.
+    """
 
     name: str
     normalized: bool = False
+    max_length: int | None = None
+
+    def text_budget(self, query: str) -> int | None:
+        """Tokens of text the model reads beside `query`; None: no limit."""
+        return None
+
+    def token_ends(self, text: str) -> list[int]:
+        """Where each of the scorer's tokens ends in `text` (here: whitespace words)."""
+        return [m.end() for m in _WORD.finditer(text)]
 
     def fit(self, corpus_texts: Sequence[str]) -> None:
         return None

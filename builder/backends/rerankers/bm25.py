@@ -152,9 +152,15 @@ class BM25Scorer(RerankerBase):
         norm = k1 * (1 - b + b * lengths / lex.avgdl)
         scores = (lex.idf[qids] * tf / (tf + norm[:, None])).sum(axis=1)
         if self.config.normalize:
-            reference = lex.idf[qids].sum() / (1 + k1)
-            scores = np.minimum(1.0, scores / reference)
+            scores = saturate(scores / (lex.idf[qids].sum() / (1 + k1)))
         return scores.tolist()
+
+
+def saturate(x: np.ndarray) -> np.ndarray:
+    """Map ratios in [0, inf) into [0, 1) without a cap: 2x / (2x + 1) is strictly increasing,
+    so strong matches keep their order (a cap made them tie), and 0.5 still means half
+    of the reference score."""
+    return 2 * x / (2 * x + 1)
 
 
 class BM25Retriever:

@@ -38,8 +38,8 @@ class BM25Config(_Config):
     b: float = Field(default=0.75, ge=0, le=1)
     stopwords: Literal["en"] | None = "en"
     normalize: bool = Field(default=False, description=(
-        "divide by the score of a text of average length holding each query term once, "
-        "capped at 1 (roughly: the share of the query's IDF mass that the text matches)"))
+        "map into [0, 1): the score's ratio r to that of a text of average length holding each "
+        "query term once, as 2r / (2r + 1) (0.5 at half the reference; never capped, so no ties)"))
 
 
 class FlagConfig(_NeuralConfig):

@@ -68,9 +68,35 @@ class _Lazy(RerankerBase):
     def close(self) -> None:
         self._model = None
 
+    @property
+    def max_length(self) -> int:  # type: ignore[override]
+        return int(self.config.max_length)
+
+    # Room for special tokens, and the instruction template of LLM-based rerankers.
+    _RESERVED = 8
+
+    def text_budget(self, query: str) -> int | None:
+        return max(16, self.max_length - len(self.token_ends(query)) - self._RESERVED)
+
+    def token_ends(self, text: str) -> list[int]:
+        """The model tokenizer's token ends; with a slow tokenizer (no offsets), each word
+        counts as the text's mean tokens per word."""
+        tokenizer = self.model.tokenizer
+        try:
+            offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+            return [end for _, end in offsets]
+        except (NotImplementedError, TypeError, KeyError):
+            words = super().token_ends(text)
+            ratio = len(tokenizer.tokenize(text)) / max(len(words), 1)
+            return [end for k, end in enumerate(words) for _ in range(int((k + 1) * ratio) - int(k * ratio))]
+
 
 class FlagScorer(_Lazy):
     config: FlagConfig
+
+    @property
+    def _RESERVED(self) -> int:  # type: ignore[override]
+        return 8 if self.config.kind == "encoder" else 64
 
     def _build(self) -> Any:
         import FlagEmbedding
@@ -126,6 +152,10 @@ class BiEncoderScorer(_Lazy):
     """Cosine of normalised embeddings; `embed` also serves dense retrieval."""
 
     config: BiEncoderConfig
+
+    def text_budget(self, query: str) -> int | None:
+        # Texts are encoded alone: the query takes no room, the document prefix does.
+        return max(16, self.max_length - len(self.token_ends(self.config.doc_prefix)) - 2)
 
     def _build(self) -> Any:
         c = self.config

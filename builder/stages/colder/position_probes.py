@@ -150,9 +150,11 @@ class PositionProbes(Stage):
         for setting in p.settings:
             for c, probe in self._pick(setting, candidates, docs, ctx):
                 rows.add(c, probe)
+        kept_as = rows.fold_identical()
         rows.pairs_table().write_parquet(ctx.work_dir / "pairs.parquet")
+        ctx.stats["identical_documents_folded"] = len(kept_as)
         return add_rows(bench, ctx.label, corpus=rows.corpus(), queries=rows.queries(),
-                        qrels=rows.qrels())
+                        qrels=rows.qrels(), rejected=[("doc", d, "duplicate_text") for d in kept_as])
 
     def _pick(self, setting: Setting, candidates: list[Candidate], docs: list[Document],
               ctx: StageContext) -> list[tuple[Candidate, Probe]]:
@@ -218,11 +220,36 @@ class _Rows:
             "spans": [spans[probe.positive]], "pairs": pairs, "source_title": c.doc.title,
         })
 
+    def fold_identical(self) -> dict[str, str]:
+        """Keep one document per text (the first built): settings share documents (pos01 is
+        evidence_first is answer_present), and an identical copy judged for another query
+        only would be a false negative. Queries, pairs and qrels move to the kept id; the
+        kept row lists the ids folded into it. Returns folded id -> kept id."""
+        first: dict[str, dict[str, Any]] = {}
+        kept_as: dict[str, str] = {}
+        for d in self.docs:
+            keeper = first.setdefault(d["text"], d)
+            keeper.setdefault("same_text_ids", [])
+            if keeper is not d:
+                keeper["same_text_ids"].append(d["doc_id"])
+                kept_as[d["doc_id"]] = keeper["doc_id"]
+        self.judged = [(d["probe_query"], kept_as.get(d["doc_id"], d["doc_id"]), int(d["evidence_start"] is not None))
+                       for d in self.docs]
+        self.docs = list(first.values())
+        for q in self.query_rows:
+            q["doc_id"] = kept_as.get(q["doc_id"], q["doc_id"])
+            q["pairs"] = [{k: kept_as.get(v, v) for k, v in pair.items()} for pair in q["pairs"]]
+        for pair in self.pair_rows:
+            pair["doc_a"], pair["doc_b"] = (kept_as.get(pair["doc_a"], pair["doc_a"]),
+                                            kept_as.get(pair["doc_b"], pair["doc_b"]))
+        return kept_as
+
     def corpus(self) -> pl.DataFrame:
         frame = pl.DataFrame(self.docs, schema={
             "doc_id": pl.Utf8, "title": pl.Utf8, "text": pl.Utf8, "lang": pl.Utf8, "domain": pl.Utf8,
             "setting": pl.Utf8, "variant": pl.Utf8, "probe_query": pl.Utf8, "evidence_start": pl.Int64,
-            "evidence_end": pl.Int64, "sentences": pl.List(pl.Utf8), "source_title": pl.Utf8})
+            "evidence_end": pl.Int64, "sentences": pl.List(pl.Utf8), "source_title": pl.Utf8,
+            "same_text_ids": pl.List(pl.Utf8)})
         counts = self.ctx.tokenizer.count_many(frame["text"].to_list())
         return frame.with_columns(pl.Series("n_tokens", counts, pl.Int64))
 
@@ -233,10 +260,10 @@ class _Rows:
             "pairs": PAIR_DTYPE, "source_title": pl.Utf8})
 
     def qrels(self) -> pl.DataFrame:
-        """Every probe document is judged: 1 where it holds the evidence, 0 where not."""
-        return pl.DataFrame(
-            [(d["probe_query"], d["doc_id"], int(d["evidence_start"] is not None)) for d in self.docs],
-            schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Int64}, orient="row")
+        """Every probe document is judged by its probe's query: 1 where it holds the
+        evidence, 0 where not (under the kept id, once per pair)."""
+        return pl.DataFrame(self.judged, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Int64},
+                            orient="row").group_by("query_id", "doc_id", maintain_order=True).agg(pl.col("score").max())
 
     def pairs_table(self) -> pl.DataFrame:
         return pl.DataFrame(self.pair_rows, schema={

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from builder.stages.generate.chunked import generate_chunked
+from builder.stages.generate.checks import repeated_questions, wrong_language
 from builder.stages.generate.extractive import generate_extractive
 from builder.stages.generate.records import GenerationOutcome
 from builder.stages.generate.whole_document import generate_whole_document
@@ -38,7 +39,8 @@ class GenerateQueries(Stage):
             return {}
         if p.mode == "chunked":
             return {p.prompt: {"summary", "chunk", "max_questions"}}
-        return {p.prompt: {"document", "n_questions", "region_instruction", "question_types", "styles"}}
+        return {p.prompt: {"document", "n_questions", "region_instruction", "question_types", "styles",
+                           "call_number", "calls"}}
 
     def problems(self, recipe: Any) -> list[tuple[str, str]]:
         names = [s.name for s in recipe.stage_objects()]
@@ -49,7 +51,7 @@ class GenerateQueries(Stage):
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         outcome = _MODES[self.params.mode](bench.corpus, ctx, self.params)
         ctx.stats.update(outcome.notes)
-        return _apply(bench, outcome, ctx)
+        return _apply(bench, outcome, ctx, self.params)
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         p = self.params
@@ -67,7 +69,7 @@ class GenerateQueries(Stage):
         return Flow(flow.docs, flow.queries + n, flow.doc_tokens), est
 
 
-def _apply(bench: Bench, outcome: GenerationOutcome, ctx: StageContext) -> Bench:
+def _apply(bench: Bench, outcome: GenerationOutcome, ctx: StageContext, p: GenerateParams) -> Bench:
     langs = dict(bench.corpus.select("doc_id", "lang").iter_rows())
     rows = [
         {"query_id": d.query_id, "text": d.text, "doc_id": d.doc_id, "lang": langs[d.doc_id],
@@ -86,7 +88,13 @@ def _apply(bench: Bench, outcome: GenerationOutcome, ctx: StageContext) -> Bench
     qrels = pl.concat([bench.qrels, new.select(
         "query_id", "doc_id", pl.lit(1, dtype=pl.Int64).alias("score"))])
     bench = bench.replace(queries=queries, qrels=qrels)
-    bench = bench.drop_queries({c: reason for c, (_, reason) in outcome.failed.items()}, ctx.label)
+    reasons = {c: reason for c, (_, reason) in outcome.failed.items()}
+    reasons.update(repeated_questions(bench.queries, new["query_id"].to_list()))
+    if p.check_language:
+        wrong, counts = wrong_language(new.filter(~pl.col("query_id").is_in(list(reasons))))
+        reasons.update(wrong)
+        ctx.stats["query_language"] = counts
+    bench = bench.drop_queries(reasons, ctx.label)
     return bench.drop_docs(dict.fromkeys(outcome.unusable_docs, "doc_unusable"), ctx.label)
 
 

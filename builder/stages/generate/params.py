@@ -38,6 +38,8 @@ class GenerateParams(StageParams):
     chunk_size: int = Field(default=256, ge=16, description="chunked: chunk length in chunk_unit")
     chunk_overlap: int = Field(default=0, ge=0)
     chunk_unit: Literal["words", "tokens"] = "words"
+    check_language: bool = Field(default=True, description=(
+        "drop questions langdetect places in another language than their document"))
 
     @model_validator(mode="after")
     def _consistent(self) -> GenerateParams:

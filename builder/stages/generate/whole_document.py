@@ -67,6 +67,7 @@ def generate_whole_document(corpus: pl.DataFrame, ctx: StageContext, p: Generate
                 p.prompt, document=doc["text"], n_questions=p.questions_per_call,
                 region_instruction=REGION_INSTRUCTIONS[region],
                 question_types=p.question_types, styles=p.styles,
+                call_number=k + 1, calls=p.calls_per_doc,  # so two calls are never one cached request
             )
             calls.append((doc["doc_id"], call_id, region))
             requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=ANSWER_SCHEMA))

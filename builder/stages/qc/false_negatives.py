@@ -24,9 +24,11 @@ from pydantic import Field, model_validator
 
 from builder.backends.rerankers import is_missing, make_retriever, reranker_configs
 from builder.backends.rerankers.config import GRADE_VARIABLES
+from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, RetrieverRef
 from builder.stages.qc.grading import grade
+from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, kept_by_third, span_ends
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -47,6 +49,7 @@ class FalseNegativeParams(StageParams):
     min_grade: int = Field(default=3, ge=0, le=4)
     prompt: PromptRef = "relevance_grade"
     questions_per_call: int = Field(default=8, ge=1)
+    beyond_window: BeyondWindow = beyond_window_field()
 
     @model_validator(mode="after")
     def _judges_fit_mode(self) -> FalseNegativeParams:
@@ -81,10 +84,28 @@ class FalseNegatives(Stage):
         return out
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
+        before = bench
+        if self.params.beyond_window == "drop":
+            bench = self._drop_unread(bench, ctx)
         flagged = self._flag(bench, ctx)
         if self.params.mode == "posir":
-            return self._remove_documents(bench, flagged, ctx)
-        return self._drop_queries(bench, flagged, ctx)
+            out = self._remove_documents(bench, flagged, ctx)
+        else:
+            out = self._drop_queries(bench, flagged, ctx)
+        ctx.stats["kept_by_third"] = kept_by_third(before, out)
+        return out
+
+    def _drop_unread(self, bench: Bench, ctx: StageContext) -> Bench:
+        """Queries whose span ends past what a reranker reads of their positive."""
+        texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
+        ends = span_ends(bench)
+        items = [(qid, q, texts[d], ends[qid]) for qid, q, d in bench.queries.select(
+            "query_id", "text", "doc_id").iter_rows() if qid in ends]
+        reasons: dict[str, str] = {}
+        for name in self.params.rerankers:
+            unread = beyond_window(ctx.reranker(name), [i for i in items if i[0] not in reasons])
+            reasons.update(dict.fromkeys(unread, f"span_beyond_window:{name}"))
+        return bench.drop_queries(reasons, ctx.label)
 
     def _flag(self, bench: Bench, ctx: StageContext) -> list[dict[str, Any]]:
         """Recall, then score: one record per (query, candidate) the rerankers single out."""
@@ -167,7 +188,7 @@ def _block_scores(reranker: Any, block: list[tuple], cands: list[list[int]], tex
         head = [(query, texts[row_of[positive]])] if with_positive else []
         pairs += head + [(query, texts[r]) for r in rows]
         sizes.append(len(head) + len(rows))
-    flat = reranker.score_pairs(pairs)
+    flat = score_windowed(reranker, pairs)
     out, at = [], 0
     for n in sizes:
         out.append(flat[at: at + n])

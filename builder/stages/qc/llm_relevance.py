@@ -11,6 +11,7 @@ from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.refs import ModelRef, PromptRef
 from builder.stages.qc.grading import contrast_rows, contrast_verdicts
+from builder.stages.qc.windowing import kept_by_third
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -49,7 +50,9 @@ class LLMRelevance(Stage):
             reasons = {}
         verdicts = contrast_verdicts(ctx, rows, p.llm, p.prompt, p.min_grade, p.contrast, p.questions_per_call)
         reasons.update({q: r for q, r in verdicts.items() if r})
-        return bench.drop_queries(reasons, ctx.label)
+        out = bench.drop_queries(reasons, ctx.label)
+        ctx.stats["kept_by_third"] = kept_by_third(bench, out)
+        return out
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         p = self.params

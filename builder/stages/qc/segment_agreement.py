@@ -3,23 +3,27 @@ of its document must match that third best.
 
 The document is cut into three equal parts by characters (the first two of length
 floor(len / 3), as in the chunk tagging). Every listed reranker must score the labelled
-third strictly highest; the optional LLM step grades all three thirds 0-4 and requires
+third strictly highest; one whose top score is shared by the labelled third and another
+casts no vote (a tie decides nothing), and with no vote at all the query goes as
+`segment_undecided`. The optional LLM step grades all three thirds 0-4 and requires
 the labelled one to reach `min_grade` and beat the others by `margin` levels. FineWeb-PosQ
 runs the rerankers, balances, then the LLM step: list the stage twice for that.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
 from builder.backends.rerankers import is_missing
 from builder.backends.rerankers.config import GRADE_VARIABLES
+from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 from builder.stages.qc.grading import grade, grade_histogram
 from builder.stages.qc.span_contrast import verdict
+from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, kept_by_third, span_ends
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -39,12 +43,35 @@ class SegmentParams(StageParams):
     min_grade: int = Field(default=3, ge=0, le=4)
     margin: int = Field(default=1, ge=0, le=4, description="levels the labelled third must beat each other by")
     questions_per_call: int = Field(default=8, ge=1)
+    beyond_window: BeyondWindow = beyond_window_field()
 
     @model_validator(mode="after")
     def _something_to_check(self) -> SegmentParams:
         if not self.rerankers and not self.llm:
             raise ValueError("give rerankers, an llm, or both")
         return self
+
+
+def third_vote(three: list[float], label: int) -> str:
+    """One reranker's vote: `agree` when the labelled third scores strictly highest,
+    `disagree` when another scores strictly higher, `tie` (no decision) when it shares the top."""
+    if any(is_missing(s) for s in three):
+        return "no_score"
+    best_other = max(s for j, s in enumerate(three) if j != label)
+    if three[label] > best_other:
+        return "agree"
+    return "disagree" if three[label] < best_other else "tie"
+
+
+def segment_verdict(votes: list[tuple[str, str]], require: str) -> str | None:
+    """None to keep, else why not. Ties abstain: the verdict is taken over the rerankers that
+    decide (all of them agree, or more than half); when none decides, `segment_undecided`."""
+    failed = [f"{vote if vote == 'no_score' else 'segment_disagreement'}:{name}"
+              for name, vote in votes if vote in ("disagree", "no_score")]
+    deciding = [v for v in votes if v[1] != "tie"]
+    if not deciding:
+        return "segment_undecided"
+    return verdict(failed, len(deciding), require)
 
 
 def thirds(text: str) -> list[str]:
@@ -64,25 +91,46 @@ class SegmentAgreement(Stage):
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         rows, reasons = self._rows(bench)
-        failures: dict[str, list[str]] = {r[0]: [] for r in rows}
+        votes: dict[str, list[tuple[str, str]]] = {r[0]: [] for r in rows}
         corpus_texts = bench.corpus["text"].to_list()
+        tallies: dict[str, dict[str, int]] = {}
+        ends = span_ends(bench)
         for name in self.params.rerankers:
             reranker = ctx.reranker(name)
+            if self.params.beyond_window == "drop":
+                reasons.update(dict.fromkeys(self._unread(reranker, rows, ends),
+                                             f"span_beyond_window:{name}"))
+                rows = [r for r in rows if r[0] not in reasons]
+                votes = {qid: cast for qid, cast in votes.items() if qid not in reasons}
             reranker.fit(corpus_texts)
-            scores = reranker.score_pairs([(q, part) for _, q, parts, _ in rows for part in parts])
+            scores = score_windowed(reranker, [(q, part) for _, q, parts, _ in rows for part in parts])
+            tally = tallies.setdefault(name, dict.fromkeys(("agree", "disagree", "tie", "no_score"), 0))
             for k, (qid, _, _, label) in enumerate(rows):
-                three = scores[3 * k: 3 * k + 3]
-                if any(is_missing(s) for s in three):
-                    failures[qid].append(f"no_score:{name}")
-                elif any(three[label] <= s for j, s in enumerate(three) if j != label):
-                    failures[qid].append(f"segment_disagreement:{name}")
-        for qid, failed in failures.items():
-            reason = verdict(failed, len(self.params.rerankers), self.params.require)
-            if reason:
-                reasons[qid] = reason
+                vote = third_vote(scores[3 * k: 3 * k + 3], label)
+                tally[vote] += 1
+                votes[qid].append((name, vote))
+        ctx.stats["segment_agreement"] = tallies
+        if self.params.rerankers:
+            for qid, cast in votes.items():
+                reason = segment_verdict(cast, self.params.require)
+                if reason:
+                    reasons[qid] = reason
         if self.params.llm:
             reasons.update(self._llm_check([r for r in rows if r[0] not in reasons], ctx))
-        return bench.drop_queries(reasons, ctx.label)
+        out = bench.drop_queries(reasons, ctx.label)
+        ctx.stats["kept_by_third"] = kept_by_third(bench, out)
+        return out
+
+    @staticmethod
+    def _unread(reranker: Any, rows: list[Row], ends: dict[str, int]) -> list[str]:
+        """Queries whose span ends past what the scorer reads of their labelled third (a
+        query without spans: when the labelled third itself is longer than that)."""
+        items = []
+        for qid, query, parts, label in rows:
+            start = sum(len(p) for p in parts[:label])
+            end = ends.get(qid, start + len(parts[label]))
+            items.append((qid, query, parts[label], end - start))
+        return beyond_window(reranker, items)
 
     def _rows(self, bench: Bench) -> tuple[list[Row], dict[str, str]]:
         texts = dict(bench.corpus.select("doc_id", "text").iter_rows())

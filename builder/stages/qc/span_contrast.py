@@ -14,9 +14,11 @@ from pydantic import Field
 
 from builder.backends.rerankers import is_missing
 from builder.backends.rerankers.config import GRADE_VARIABLES
+from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 from builder.stages.qc.grading import contrast_rows, contrast_verdicts
+from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, kept_by_third, span_ends
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -31,6 +33,7 @@ class SpanContrastParams(StageParams):
     prompt: PromptRef = "relevance_grade"
     min_grade: int = Field(default=3, ge=0, le=4, description="LLM check: lowest grade with the span")
     questions_per_call: int = Field(default=8, ge=1)
+    beyond_window: BeyondWindow = beyond_window_field()
 
 
 def verdict(failed: list[str], n_rerankers: int, require: str) -> str | None:
@@ -55,15 +58,20 @@ class SpanContrast(Stage):
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         p = self.params
         rows, reasons = contrast_rows(bench)
+        ends = span_ends(bench)
         failures: dict[str, list[str]] = {qid: [] for qid, *_ in rows}
         corpus_texts = bench.corpus["text"].to_list()
         counts: dict[str, dict[str, int]] = {}
         for name in p.rerankers:
             reranker = ctx.reranker(name)
+            if p.beyond_window == "drop":
+                unread = beyond_window(reranker, [(qid, q, doc, ends[qid]) for qid, q, doc, _ in rows])
+                reasons.update(dict.fromkeys(unread, f"span_beyond_window:{name}"))
+                rows = [r for r in rows if r[0] not in reasons]
             reranker.fit(corpus_texts)
             pairs = [(q, doc) for _, q, doc, _ in rows] + [(q, cut) for _, q, _, cut in rows]
             with ctx.progress.task(f"contrast with {name}", 1) as bar:
-                scores = reranker.score_pairs(pairs)
+                scores = score_windowed(reranker, pairs)
                 bar.advance()
             n = len(rows)
             tally = counts.setdefault(name, {"higher": 0, "not_higher": 0, "no_score": 0})
@@ -79,13 +87,15 @@ class SpanContrast(Stage):
         ctx.stats["span_contrast"] = counts
         for qid, failed in failures.items():
             reason = verdict(failed, len(p.rerankers), p.require)
-            if reason:
+            if reason and qid not in reasons:
                 reasons[qid] = reason
         if p.llm:
             kept = [row for row in rows if row[0] not in reasons]
             verdicts = contrast_verdicts(ctx, kept, p.llm, p.prompt, p.min_grade, True, p.questions_per_call)
             reasons.update({q: _llm_reason(r) for q, r in verdicts.items() if r})
-        return bench.drop_queries(reasons, ctx.label)
+        out = bench.drop_queries(reasons, ctx.label)
+        ctx.stats["kept_by_third"] = kept_by_third(bench, out)
+        return out
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         if not self.params.llm:

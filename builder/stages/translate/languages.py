@@ -107,3 +107,26 @@ def detect(text: str, max_chars: int = 2000) -> Detection | None:
         except LangDetectException:
             return None
     return Detection(normalise(best.lang) or best.lang, float(best.prob))
+
+
+def detect_base(text: str, max_chars: int = 2000) -> Detection | None:
+    """Like `detect`, but scripts of one language pool their probability (langdetect
+    splits a Chinese text between zh-cn and zh-tw)."""
+    from langdetect import DetectorFactory, detect_langs
+    from langdetect.lang_detect_exception import LangDetectException
+
+    with _LOCK:
+        DetectorFactory.seed = 0
+        try:
+            found = detect_langs(text[:max_chars])
+        except LangDetectException:
+            return None
+    pooled: dict[str, float] = {}
+    names: dict[str, str] = {}
+    for guess in found:
+        name = normalise(guess.lang) or guess.lang
+        base = name.split("-")[0]
+        pooled[base] = pooled.get(base, 0.0) + float(guess.prob)
+        names.setdefault(base, name)
+    base = max(pooled, key=pooled.__getitem__)
+    return Detection(names[base], pooled[base])

@@ -1,0 +1,62 @@
+"""Checks on freshly generated questions: repeats within a document, and the language.
+
+A question whose normalized text repeats an earlier question of the same document is
+`duplicate_query` (two calls may pick the same sentence). A question langdetect places,
+with confidence, in another language than its document is `query_wrong_language`;
+questions too short for langdetect to be trusted, and documents in a language it cannot
+name, are not judged.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from builder.stages.translate.languages import detect_base, detectable, normalise, same_language
+from builder.textutil.normalize import normalize_text
+
+# Fewer letters than this and langdetect guesses (a Han, kana or Hangul character counts
+# as 3 letters: it carries about a word).
+MIN_LETTERS = 15
+MIN_CONFIDENCE = 0.9
+_CJK = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def repeated_questions(queries: pl.DataFrame, new_ids: list[str]) -> dict[str, str]:
+    """New query ids whose normalized text an earlier query of the same document has."""
+    fresh = set(new_ids)
+    seen: set[tuple[str, str]] = set()
+    out: dict[str, str] = {}
+    for qid, text, doc_id in queries.select("query_id", "text", "doc_id").iter_rows():
+        if text is None:
+            continue
+        key = (doc_id, normalize_text(text))
+        if key in seen and qid in fresh:
+            out[qid] = "duplicate_query"
+        seen.add(key)
+    return out
+
+
+def letters(text: str) -> int:
+    cjk = len(_CJK.findall(text))
+    return sum(ch.isalpha() for ch in text) + 2 * cjk
+
+
+def wrong_language(queries: pl.DataFrame) -> tuple[dict[str, str], dict[str, int]]:
+    """Queries to drop as `query_wrong_language`, and how many were checked or too short."""
+    out: dict[str, str] = {}
+    counts = {"checked": 0, "too_short": 0, "wrong": 0}
+    for qid, text, lang in queries.select("query_id", "text", "lang").iter_rows():
+        expected = normalise(lang)
+        if text is None or expected is None or not detectable(expected):
+            continue
+        if letters(text) < MIN_LETTERS:
+            counts["too_short"] += 1
+            continue
+        counts["checked"] += 1
+        found = detect_base(text)
+        if found is not None and found.prob >= MIN_CONFIDENCE and not same_language(found.lang, expected):
+            out[qid] = "query_wrong_language"
+            counts["wrong"] += 1
+    return out, counts
