@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
+import polars as pl
 import pytest
 
+from builder.evaluation.data import EvalData
 from builder.evaluation.metrics import NDCG, RECALL, per_query_scores, trec_order
+from builder.evaluation.retrievers import Retrieval, rerank
 
 
 def test_tied_documents_rank_by_id_descending_not_by_retrieval_order():
@@ -51,3 +55,18 @@ def test_metrics_agree_with_pytrec_eval_on_runs_full_of_ties(seed: int):
     for qid, ndcg, recall in ours.select("query_id", NDCG, RECALL).iter_rows():
         assert round(ndcg, 4) == round(theirs[qid]["ndcg_cut_10"], 4), qid
         assert round(recall, 4) == round(theirs[qid]["recall_100"], 4), qid
+
+
+def test_rerank_depth_cuts_ties_as_trec_eval_ranks_them():
+    corpus = pl.DataFrame({"doc_id": ["a", "b", "c"], "title": [""] * 3, "text": ["x", "y", "z"]})
+    queries = pl.DataFrame({"query_id": ["q"], "text": ["?"], "doc_id": ["a"]})
+    data = EvalData(Path("."), "f" * 64, corpus, queries, {"q": {"a": 1}}, unjudged_queries=0)
+    first = Retrieval(run={"q": {"a": 1.0, "b": 1.0, "c": 0.5}})
+    seen: list[list[str]] = []
+
+    def scorer(query: str, texts: list[str]) -> list[float]:
+        seen.append(texts)
+        return [1.0] * len(texts)
+
+    assert rerank(first, data, scorer, depth=1).run == {"q": {"b": 1.0}}
+    assert seen == [["y"]]

@@ -22,10 +22,8 @@ from builder.backends.rerankers.config import (
 )
 from builder.backends.rerankers.factory import (
     RerankerUnavailable,
-    Retriever,
     get_reranker,
     make_reranker,
-    make_retriever,
 )
 from builder.backends.rerankers.llm_judge import Grade, grade_pairs, request_count
 
@@ -42,12 +40,10 @@ __all__ = [
     "Reranker",
     "RerankerConfig",
     "RerankerUnavailable",
-    "Retriever",
     "get_reranker",
     "grade_pairs",
     "is_missing",
     "make_reranker",
-    "make_retriever",
     "missing_extra",
     "request_count",
     "reranker_configs",

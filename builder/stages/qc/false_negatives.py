@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 from pydantic import Field, model_validator
 
-from builder.backends.rerankers import get_reranker, is_missing, make_retriever, reranker_configs, reranker_problems
+from builder.backends.rerankers import get_reranker, is_missing, reranker_configs, reranker_problems
+from builder.backends.retrievers import make_retriever
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.qc.grading import grade
 
