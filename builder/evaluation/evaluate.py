@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import polars as pl
 
+from builder.atomic import write_text_atomic
 from builder.evaluation.data import EvalData
 from builder.evaluation.metrics import (
     NDCG,
@@ -23,19 +22,15 @@ from builder.evaluation.metrics import (
     position_trend,
     with_relative_bins,
 )
-from builder.evaluation.retrievers import (
-    BM25Retriever,
-    RerankerFactory,
-    Retrieval,
-    Retriever,
-    RetrieverSpec,
-    get_scorer,
-    rerank,
-)
+from builder.evaluation.retrievers import RerankerFactory, Retrieval, RetrieverSpec, get_scorer, rerank
+from builder.evaluation.search import first_stage
 
 TOP_K = 100
 VISIBILITY = ("visible", "beyond", "unknown")
 Log = Callable[[str], None]
+# Bumped whenever a retriever's output changes for the same settings, so older cached runs
+# are not reused; 2: BM25 and dense search through builder.backends.retrievers.
+RUN_FORMAT = 2
 
 
 class RunCache:
@@ -45,7 +40,7 @@ class RunCache:
         self.folder = Path(root) / fingerprint[:16]
 
     def path(self, spec: RetrieverSpec) -> Path:
-        digest = hashlib.sha256(spec.cache_key().encode()).hexdigest()[:12]
+        digest = hashlib.sha256(f"{RUN_FORMAT}:{spec.cache_key()}".encode()).hexdigest()[:12]
         slug = re.sub(r"[^A-Za-z0-9._]+", "_", spec.slug())[:60]
         return self.folder / f"{slug}-{digest}.json"
 
@@ -59,11 +54,7 @@ class RunCache:
             return None  # a damaged cache file is recomputed, not trusted
 
     def save(self, spec: RetrieverSpec, retrieval: Retrieval) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(retrieval.to_json(), handle)
-        os.replace(tmp, self.path(spec))
+        write_text_atomic(self.path(spec), json.dumps(retrieval.to_json()))
 
 
 def retrieve(spec: RetrieverSpec, data: EvalData, cache: RunCache, batch_size: int = 32,
@@ -78,7 +69,7 @@ def retrieve(spec: RetrieverSpec, data: EvalData, cache: RunCache, batch_size: i
         base, _ = retrieve(spec.first, data, cache, batch_size, rerankers)
         result = rerank(base, data, scorer, TOP_K)
     else:
-        result = make_retriever(spec, batch_size).retrieve(data, TOP_K)
+        result = first_stage(spec, data, TOP_K, batch_size)
     cache.save(spec, result)
     return result, False
 
@@ -158,14 +149,3 @@ def _truncation(data: EvalData, retrieval: Retrieval, scores: pl.DataFrame) -> d
         visible = scores.filter(pl.col("visibility") == "visible")
         out["visible_only"] = {g: grouped(visible, g) for g in data.groupings()}
     return out
-
-
-def make_retriever(spec: RetrieverSpec, batch_size: int = 32) -> Retriever:
-    """The first-stage retriever for a bm25/st/flag spec (rerank is composed by the caller)."""
-    if spec.kind == "bm25":
-        return BM25Retriever()
-    if spec.kind in ("st", "flag"):
-        from builder.evaluation.dense import DenseRetriever
-
-        return DenseRetriever(spec, batch_size)
-    raise EvalError(f"{spec.label!r} is not a first-stage retriever")

@@ -1,4 +1,9 @@
-"""Per-query nDCG@10 and Recall@100 (ranx), grouped means, PSI and the position trend.
+"""Per-query nDCG@10 and Recall@100, grouped means, PSI and the position trend.
+
+Ranks follow trec_eval (and so BEIR, MTEB, pytrec_eval, ir_measures): score descending,
+ties by document id descending, whatever order the retriever returned them in. nDCG uses
+the judged grade as gain and log2(rank + 1) as discount; Recall@100 counts documents
+judged 1 or higher.
 
 PSI = 1 - min(s) / max(s) over the mean scores s of the position groups (Zeng et al.);
 groups without queries are left out of s and counted. PosIR reports it inside each
@@ -9,7 +14,6 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,22 +27,33 @@ N_BINS = 20
 TAGS = ("beginning", "middle", "end")
 
 
+def trec_order(scores: dict[str, float]) -> list[str]:
+    """Documents best first, as trec_eval ranks them: score descending, then id descending."""
+    return sorted(scores, key=lambda doc: (scores[doc], doc), reverse=True)
+
+
+def ndcg_at(judged: dict[str, int], ranking: list[str], k: int = 10) -> float:
+    gains = sorted((g for g in judged.values() if g > 0), reverse=True)[:k]
+    ideal = sum(g / math.log2(rank + 2) for rank, g in enumerate(gains))
+    if ideal == 0:
+        return 0.0
+    found = sum(max(judged.get(doc, 0), 0) / math.log2(rank + 2) for rank, doc in enumerate(ranking[:k]))
+    return found / ideal
+
+
+def recall_at(judged: dict[str, int], ranking: list[str], k: int = 100) -> float:
+    relevant = {doc for doc, g in judged.items() if g >= 1}
+    return len(relevant.intersection(ranking[:k])) / len(relevant) if relevant else 0.0
+
+
 def per_query_scores(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> pl.DataFrame:
     """One row per judged query; a query with nothing retrieved scores 0."""
-    from ranx import Qrels, Run, evaluate
-
     query_ids = list(qrels)
-    values = {m: dict.fromkeys(query_ids, 0.0) for m in METRICS}
-    answered = {q: run[q] for q in query_ids if run.get(q)}
-    if answered:
-        ranx_run = Run(answered)
-        with warnings.catch_warnings():  # numba's notes about ranx's own integer casts
-            warnings.simplefilter("ignore")
-            evaluate(Qrels({q: qrels[q] for q in answered}), ranx_run, list(METRICS))
-        for metric in METRICS:
-            values[metric].update({q: float(s) for q, s in ranx_run.scores[metric].items()})
+    rankings = [trec_order(run.get(q, {})) for q in query_ids]
     return pl.DataFrame(
-        {"query_id": query_ids, **{m: [values[m][q] for q in query_ids] for m in METRICS}},
+        {"query_id": query_ids,
+         NDCG: [ndcg_at(qrels[q], r) for q, r in zip(query_ids, rankings)],
+         RECALL: [recall_at(qrels[q], r) for q, r in zip(query_ids, rankings)]},
         schema={"query_id": pl.Utf8, NDCG: pl.Float64, RECALL: pl.Float64},
     )
 

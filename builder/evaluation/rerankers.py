@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from builder.evaluation.retrievers import EvalError
+from builder.evaluation.retrievers import EvalError, document_inputs
 
 if TYPE_CHECKING:
     from builder.evaluation.data import EvalData
@@ -39,5 +39,6 @@ def _make(name: str, data: EvalData) -> Scorer:
         reranker = make_reranker(name, config, _no_llm)
     except BackendUnavailable as exc:
         raise EvalError(str(exc)) from None
-    reranker.fit(data.corpus["text"].to_list())
+    # Fitted on what `rerank` hands it (title + text), as the BM25 first stage is.
+    reranker.fit(document_inputs(data)[0])
     return reranker.score

@@ -1,5 +1,5 @@
 """Retriever specs (`bm25`, `st:<model>`, `flag:<model>`, `rerank:<first>+<reranker>`),
-the result of one retrieval, BM25, and the rerank hook.
+the result of one retrieval, what a model reads of each document, and the rerank hook.
 
 A spec may carry its own options after `|`, e.g. `st:intfloat/e5-base|query_prefix=query: `;
 keys: query_prefix, doc_prefix, max_length. Options not given take the command-line values.
@@ -11,12 +11,12 @@ import difflib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Literal, Protocol
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from builder.evaluation.data import EvalData, EvalError
-from builder.evaluation.progress import task
+from builder.evaluation.metrics import trec_order
 
 KINDS = ("bm25", "st", "flag", "rerank")
 _OPTIONS = ("query_prefix", "doc_prefix", "max_length")
@@ -104,10 +104,6 @@ class Retrieval:
         return cls(**data)
 
 
-class Retriever(Protocol):
-    def retrieve(self, data: EvalData, k: int) -> Retrieval: ...
-
-
 def document_inputs(data: EvalData, doc_prefix: str = "") -> tuple[list[str], list[int]]:
     """The string a model reads per document (prefix, title, text) and where the text starts in it."""
     inputs, starts = [], []
@@ -118,47 +114,19 @@ def document_inputs(data: EvalData, doc_prefix: str = "") -> tuple[list[str], li
     return inputs, starts
 
 
-class BM25Retriever:
-    """Lucene-style BM25 (bm25s defaults k1=1.5, b=0.75) over title + text, English stopwords.
-    Documents with no term in common with the query are left out rather than tied at 0."""
-
-    def retrieve(self, data: EvalData, k: int) -> Retrieval:
-        import bm25s
-        from bm25s.tokenization import Tokenizer
-
-        tokenizer = Tokenizer(stopwords="en")
-        docs, _ = document_inputs(data)
-        # The numpy backend: bm25s's numba one spends longer compiling than a benchmark takes.
-        index = bm25s.BM25(backend="numpy")
-        index.index(tokenizer.tokenize(docs, return_as="ids", show_progress=False), show_progress=False)
-        queries = tokenizer.tokenize(
-            data.queries["text"].to_list(), update_vocab=False, return_as="ids", show_progress=False
-        )
-        with task("bm25: retrieving", len(data.queries)) as advance:
-            found, scores = index.retrieve(queries, k=min(k, len(docs)), show_progress=False,
-                                           backend_selection="numpy")
-            advance(len(data.queries))
-        doc_ids = data.corpus["doc_id"].to_list()
-        run = {
-            qid: {doc_ids[d]: float(s) for d, s in zip(rows, values) if s > 0}
-            for qid, rows, values in zip(data.queries["query_id"], found, scores)
-        }
-        return Retrieval(run=run)
-
-
 # A reranker scores one query against several texts (higher is more relevant).
 Scorer = Callable[[str, list[str]], list[float]]
 RerankerFactory = Callable[[str], Scorer]
 
 
 def rerank(base: Retrieval, data: EvalData, scorer: Scorer, depth: int = 100) -> Retrieval:
-    """Rescore the top `depth` documents of a first-stage run; what the first stage could not
-    see is carried over, since a document it never ranked never reaches the reranker."""
+    """Rescore the top `depth` documents of a first-stage run (ties cut as trec_eval ranks them);
+    what the first stage could not see is carried over, since a document it never ranked never
+    reaches the reranker."""
     texts = dict(zip(data.corpus["doc_id"], document_inputs(data)[0]))
     run: dict[str, dict[str, float]] = {}
     for qid, query in data.queries.select("query_id", "text").iter_rows():
-        ranked = sorted(base.run.get(qid, {}).items(), key=lambda kv: -kv[1])[:depth]
-        ids = [doc for doc, _ in ranked]
+        ids = trec_order(base.run.get(qid, {}))[:depth]
         scores = scorer(query, [texts[d] for d in ids]) if ids else []
         if len(scores) != len(ids):
             raise EvalError(f"reranker returned {len(scores)} scores for {len(ids)} documents")

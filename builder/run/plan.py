@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import polars as pl
 from rich.console import Console
 from rich.table import Table
 
@@ -14,6 +15,9 @@ from builder.stages.base import Estimate, Flow
 
 if TYPE_CHECKING:
     from builder.recipe.model import LoadedRecipe
+
+# Above this many documents, token counts (length eligibility included) come from a sample.
+SAMPLE_DOCS = 20_000
 
 
 @dataclass
@@ -27,12 +31,16 @@ class PlanRow:
 
 
 def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
-    """Reads the sources (no model is called) and walks the stages' own estimates."""
+    """Reads the sources (no model is called), counts tokens on them (on a seeded sample of
+    SAMPLE_DOCS when there are more) and walks the stages' own estimates."""
     recipe = loaded.recipe
     corpus, _ = load_sources(recipe.sources, loaded.base_dir, limit)
-    counts = make_counter(recipe.tokenizer).count_many(corpus["text"].to_list())
-    flow = Flow(docs=corpus.height, queries=0, doc_tokens=sum(counts) / max(len(counts), 1))
-    rows = [PlanRow("00_load", [], flow, flow, Estimate(), corpus["text"].to_list())]
+    sample = corpus if corpus.height <= SAMPLE_DOCS else corpus.sample(SAMPLE_DOCS, seed=0)
+    counts = make_counter(recipe.tokenizer).count_many(sample["text"].to_list())
+    sample = sample.select("doc_id", "text").with_columns(pl.Series("n_tokens", counts, dtype=pl.Int64))
+    flow = Flow(docs=corpus.height, queries=0, doc_tokens=sum(counts) / max(len(counts), 1),
+                sample=sample, scale=corpus.height / max(sample.height, 1))
+    rows = [PlanRow("00_load", [], flow, flow, Estimate(), sample["text"].to_list())]
     for i, stage in enumerate(recipe.stage_objects(), start=1):
         nxt, est = stage.plan(flow)
         rows.append(PlanRow(f"{i:02d}_{stage.name}", stage.models_used(), flow, nxt, est))
@@ -58,4 +66,7 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
     ctok = sum(r.estimate.completion_tokens for r in rows)
     table.add_row("total", "", "", "", f"{total:,}", f"{ptok:,}", f"{ctok:,}", style="bold")
     console.print(table)
+    for r in rows:
+        for note in r.estimate.notes:
+            console.print(f"{r.label}: {note}", highlight=False)
     console.print("Estimates assume no cache hits and no re-asks; answers already cached cost nothing.")

@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, refs_of
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from builder.bench import Bench
     from builder.stages.context import StageContext
 
@@ -26,6 +28,10 @@ class Flow:
     docs: int
     queries: int
     doc_tokens: float  # mean tokens per document
+    # The documents (doc_id, text, n_tokens), or a sample of them where each row stands for
+    # `scale` documents; None once a stage no longer knows which documents flow on.
+    sample: pl.DataFrame | None = None
+    scale: float = 1.0
 
 
 @dataclass

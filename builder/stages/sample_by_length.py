@@ -66,12 +66,7 @@ class SampleByLength(Stage):
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         p = self.params
-        corpus = bench.corpus.with_columns(
-            _bucket_expr(p.buckets).alias("_bucket"),
-            pl.col("text").str.count_matches(r"\S+").alias("_words"),
-            _stratum_expr(p.per).alias("_stratum"),
-        )
-        corpus = corpus.with_columns(_reason_expr(p).alias("_reason"))
+        corpus = _classify(bench.corpus, p)
         eligible = corpus.filter(pl.col("_reason").is_null())
         seed = derive_seed(ctx.seed, ctx.label)
         ranked = eligible.with_columns(
@@ -116,12 +111,43 @@ class SampleByLength(Stage):
             ctx.stats["shortfall"] = short
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
-        if self.params.per:
+        """The run's bucket arithmetic on the flow's documents (scaled up from a sample)."""
+        p = self.params
+        if p.per:
             # The number of strata is only known from the data; count every loaded document.
-            note = f"n_docs={self.params.n_docs} per stratum: later estimates are upper bounds"
+            note = f"n_docs={p.n_docs} per stratum: later estimates are upper bounds"
             return flow, Estimate(notes=[note])
-        n = min(flow.docs, self.params.n_docs)
-        return Flow(docs=n, queries=flow.queries, doc_tokens=flow.doc_tokens), Estimate()
+        if flow.sample is None:
+            n = min(flow.docs, p.n_docs)
+            return Flow(docs=n, queries=flow.queries, doc_tokens=flow.doc_tokens), Estimate()
+        eligible = _classify(flow.sample, p).filter(pl.col("_reason").is_null())
+        got, kept = [], []
+        for k, target in enumerate(bucket_targets(p.n_docs, p.weights)):
+            rows = eligible.filter(pl.col("_bucket") == k)
+            got.append(min(target, round(rows.height * flow.scale)))
+            # Rows that stand for the documents kept; at least one for a bucket that keeps any.
+            kept.append(rows.head(max(1, round(got[-1] / flow.scale)) if got[-1] else 0))
+        n, chosen = sum(got), pl.concat(kept).select("doc_id", "text", "n_tokens")
+        tokens = sum(g * r["n_tokens"].mean() for g, r in zip(got, kept) if g) / n if n else 0.0
+        notes = []
+        if flow.scale > 1:
+            notes.append(f"eligible documents counted on a sample of {flow.sample.height} of "
+                         f"{flow.docs}: {n} of {p.n_docs} wanted")
+        elif n < p.n_docs:
+            notes.append(f"only {n} of the {p.n_docs} documents wanted are eligible")
+        out = Flow(docs=n, queries=flow.queries, doc_tokens=tokens, sample=chosen, scale=flow.scale)
+        return out, Estimate(notes=notes)
+
+
+def _classify(corpus: pl.DataFrame, p: SampleParams) -> pl.DataFrame:
+    """Add each document's length bucket (`_bucket`), stratum (`_stratum`) and why it is
+    ineligible (`_reason`, null if not)."""
+    corpus = corpus.with_columns(
+        _bucket_expr(p.buckets).alias("_bucket"),
+        pl.col("text").str.count_matches(r"\S+").alias("_words"),
+        _stratum_expr(p.per).alias("_stratum"),
+    )
+    return corpus.with_columns(_reason_expr(p).alias("_reason"))
 
 
 def _reason_expr(p: SampleParams) -> pl.Expr:

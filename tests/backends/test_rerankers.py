@@ -21,10 +21,10 @@ from builder.backends.rerankers import (
     FlagConfig,
     LLMJudgeConfig,
     make_reranker,
-    make_retriever,
     missing_extra,
 )
 from builder.backends.rerankers.bm25 import BM25Scorer
+from builder.backends.retrievers import make_retriever
 from builder.prompt_templates import PromptLibrary
 from tests.fixtures.scripted_grader import grade_answer, with_grades
 
@@ -180,6 +180,16 @@ def test_bi_encoder_scores_and_retrieves_with_the_offline_minilm(monkeypatch):
     assert scores[0] == max(scores) and all(0 <= s <= 1 for s in scores)
     (rows, sims), = make_retriever(encoder, CORPUS[:3]).search(["barking dogs"], k=2)
     assert rows.tolist()[0] == 1 and len(sims) == 2
+
+
+def test_bi_encoder_without_a_length_reads_as_far_as_the_model_does(monkeypatch):
+    _need("sentence_transformers")
+    _minilm()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    own = make_reranker("own", BiEncoderConfig(backend="bi_encoder", device="cpu", max_length=None), lambda n: None)
+    cut = make_reranker("cut", BiEncoderConfig(backend="bi_encoder", device="cpu", max_length=64), lambda n: None)
+    assert own.window()[1] == 256  # all-MiniLM-L6-v2's own max_seq_length
+    assert cut.window()[1] == 64 and cut.window()[0].is_fast
 
 
 def test_missing_model_is_a_clear_error(monkeypatch, tmp_path):

@@ -21,9 +21,7 @@ from builder.backends.rerankers.config import (
 )
 from builder.backends.rerankers.factory import (
     RerankerUnavailable,
-    Retriever,
     make_reranker,
-    make_retriever,
 )
 from builder.backends.rerankers.llm_judge import Grade, grade_pairs, request_count
 
@@ -40,11 +38,9 @@ __all__ = [
     "Reranker",
     "RerankerConfig",
     "RerankerUnavailable",
-    "Retriever",
     "grade_pairs",
     "is_missing",
     "make_reranker",
-    "make_retriever",
     "missing_extra",
     "request_count",
     "reranker_configs",

@@ -65,6 +65,8 @@ class BiEncoderConfig(_NeuralConfig):
     model: str = MINILM
     library: Literal["sentence_transformers", "flag_m3"] = Field(
         default="sentence_transformers", description="flag_m3: BGE-M3 dense vectors via FlagEmbedding")
+    max_length: int | None = Field(default=512, ge=8, description=(
+        "tokens per text; null: the model's own limit (8192 for flag_m3)"))
     query_prefix: str = ""
     doc_prefix: str = ""
     query_kwargs: dict[str, Any] = Field(default_factory=dict, description=(

@@ -1,15 +1,13 @@
-"""Build rerankers and first-stage retrievers from their recipe entries."""
+"""Build rerankers from their recipe entries (retrievers over them: builder.backends.retrievers)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
-
-import numpy as np
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import BackendUnavailable
 from builder.backends.rerankers.base import Reranker
-from builder.backends.rerankers.bm25 import BM25Retriever, BM25Scorer
+from builder.backends.rerankers.bm25 import BM25Scorer
 from builder.backends.rerankers.config import (
     AnyRerankerConfig,
     BiEncoderConfig,
@@ -24,8 +22,6 @@ from builder.backends.rerankers.llm_judge import LLMJudge
 if TYPE_CHECKING:
     from builder.backends.llm import LLMBackend
     from builder.prompt_templates import PromptLibrary
-
-_QUERY_BLOCK = 256
 
 
 class RerankerUnavailable(BackendUnavailable):
@@ -55,41 +51,3 @@ def make_reranker(name: str, config: AnyRerankerConfig, llm_lookup: Callable[[st
     return BiEncoderScorer(name, config)
 
 
-class Retriever(Protocol):
-    def search(self, queries: Sequence[str], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """(corpus row indices, scores) per query, best first."""
-        ...
-
-
-class DenseRetriever:
-    """Exhaustive inner-product search over a bi-encoder's unit vectors."""
-
-    def __init__(self, encoder: Any, texts: Sequence[str]) -> None:
-        self.encoder = encoder
-        self.vectors = encoder.embed(texts)
-
-    def search(self, queries: Sequence[str], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        n = self.vectors.shape[0]
-        k = min(k, n)
-        out: list[tuple[np.ndarray, np.ndarray]] = []
-        if k == 0 or not queries:
-            return [(np.zeros(0, np.int64), np.zeros(0))] * len(queries)
-        qv = self.encoder.embed(queries, queries=True)
-        for at in range(0, len(queries), _QUERY_BLOCK):
-            scores = qv[at: at + _QUERY_BLOCK] @ self.vectors.T
-            top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-            for row, cols in zip(scores, top):
-                order = cols[np.argsort(-row[cols], kind="stable")]
-                out.append((order.astype(np.int64), row[order].astype(np.float64)))
-        return out
-
-
-def make_retriever(scorer: Reranker, texts: Sequence[str]) -> Retriever:
-    """A first-stage retriever over `texts` from a fitted-on-`texts` bm25 or a bi_encoder scorer."""
-    if isinstance(scorer, BM25Scorer):
-        scorer.fit(texts)
-        assert scorer.lexicon is not None
-        return BM25Retriever(scorer.lexicon)
-    if hasattr(scorer, "embed"):
-        return DenseRetriever(scorer, texts)
-    raise RerankerUnavailable(f"{scorer.name!r} cannot retrieve: use a bm25 or bi_encoder entry")

@@ -18,6 +18,9 @@ from builder.backends.rerankers.base import Pair, RerankerBase, as_floats
 from builder.backends.rerankers.config import BiEncoderConfig, CrossEncoderConfig, FlagConfig
 from builder.backends.tokenizers import resolve_local
 
+# BGE-M3 reads up to 8192 tokens; FlagEmbedding's own default for passages is only 512.
+_M3_MAX_LENGTH = 8192
+
 
 class RerankerLoadError(BackendUnavailable):
     """The model could not be loaded (not downloaded, offline, wrong path)."""
@@ -162,16 +165,24 @@ class BiEncoderScorer(_Lazy):
         if c.library == "flag_m3":
             from FlagEmbedding import BGEM3FlagModel
 
+            limit = c.max_length or _M3_MAX_LENGTH
             return _load(c.model, lambda where: BGEM3FlagModel(
                 where, use_fp16=c.precision == "fp16", devices=c.device, batch_size=c.batch_size,
-                passage_max_length=c.max_length, query_max_length=c.max_length))
+                passage_max_length=limit, query_max_length=limit))
         from sentence_transformers import SentenceTransformer
 
         model = _load(c.model, lambda where: SentenceTransformer(
             where, device=c.device, trust_remote_code=c.trust_remote_code,
             model_kwargs=_model_kwargs(c.precision)))
-        model.max_seq_length = c.max_length
+        if c.max_length is not None:
+            model.max_seq_length = c.max_length
         return model
+
+    def window(self) -> tuple[Any, int]:
+        """The model's tokenizer and how many tokens of a text it reads, special tokens included."""
+        if self.config.library == "flag_m3":
+            return self.model.tokenizer, self.config.max_length or _M3_MAX_LENGTH
+        return self.model.tokenizer, int(self.model.max_seq_length)
 
     def embed(self, texts: Sequence[str], *, queries: bool = False) -> np.ndarray:
         """Unit-length vectors (rows) for texts, with the configured query / document prefix."""

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 from pydantic import Field, model_validator
 
-from builder.backends.rerankers import is_missing, make_retriever, reranker_configs
+from builder.backends.rerankers import is_missing, reranker_configs
 from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
+from builder.backends.retrievers import make_retriever
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, RetrieverRef
 from builder.stages.qc.grading import grade

@@ -1,0 +1,59 @@
+"""`plan` counts length eligibility before estimating, so its numbers are the run's."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+from typer.testing import CliRunner
+
+from builder.cli import app
+from builder.recipe.model import parse_recipe
+from builder.run.plan import make_plan
+from builder.stages.base import Flow
+from builder.stages.sample_by_length import SampleByLength, SampleParams
+
+# CPython's reference topics have 28 to 8,571 words: narrow buckets leave far fewer
+# eligible documents than the 40 asked for.
+SAMPLE = ("sources: [{type: python_docs}]\ntokenizer: {kind: words}\nstages:\n"
+          "  - sample_by_length: {buckets: [100, 200, 400], weights: [1, 1], n_docs: 40, max_words: 350}\n")
+LLM = "models: {gen: {model: tiny-model, base_url: 'http://127.0.0.1:9/v1'}}\n"
+
+
+def test_plan_document_count_is_what_the_run_samples(write_recipe, tmp_path):
+    recipe = write_recipe("name: sampled\n" + SAMPLE)
+    result = CliRunner().invoke(app, ["build", str(recipe), "--out", str(tmp_path / "out"),
+                                      "--run-dir", str(tmp_path / "runs"), "--allow-empty"])
+    assert result.exit_code == 0, result.output
+    (stats,) = (tmp_path / "runs").rglob("01_sample_by_length/stats.json")
+    sampled = json.loads(stats.read_text())["docs_out"]
+    assert 0 < sampled < 40
+
+    planned = write_recipe("name: planned\n" + LLM + SAMPLE + "  - summarize: {llm: gen}\n", "plan.yaml")
+    rows = make_plan(parse_recipe(planned), None)
+    assert rows[1].flow_out.docs == sampled
+    assert rows[2].flow_in.docs == sampled and rows[2].estimate.calls == sampled  # one summary each
+
+
+def test_a_sampled_corpus_is_scaled_up():
+    # Ten documents stand for thirty: 3 eligible in [0, 10) -> 9, 4 in [10, 20) -> 12, 3 too long.
+    sample = pl.DataFrame({"doc_id": [f"d{i}" for i in range(10)], "text": ["w"] * 10,
+                           "n_tokens": [1, 2, 3, 11, 12, 13, 14, 50, 60, 70]})
+    flow = Flow(docs=30, queries=0, doc_tokens=23.6, sample=sample, scale=3.0)
+    stage = SampleByLength(SampleParams(buckets=[0, 10, 20], weights=[1, 1], n_docs=24))
+    out, estimate = stage.plan(flow)
+    assert out.docs == 9 + 12  # targets 12 and 12; the first bucket has only 9
+    assert out.doc_tokens == (2 * 9 + 12.5 * 12) / 21
+    assert estimate.notes == ["eligible documents counted on a sample of 10 of 30: 21 of 24 wanted"]
+
+
+def test_a_large_corpus_is_counted_on_a_seeded_sample(write_recipe, monkeypatch):
+    from builder.run import plan
+
+    path = write_recipe("name: big\n" + SAMPLE)
+    exact = make_plan(parse_recipe(path), None)[1].flow_out.docs
+    monkeypatch.setattr(plan, "SAMPLE_DOCS", 39)  # half of the 78 reference topics
+    first, again = (make_plan(parse_recipe(path), None)[1] for _ in range(2))
+    assert first.flow_in.docs == 78 and first.flow_out.docs == again.flow_out.docs
+    assert abs(first.flow_out.docs - exact) <= 8
+    assert first.estimate.notes[0].startswith("eligible documents counted on a sample of 39 of 78")
