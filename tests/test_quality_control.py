@@ -167,7 +167,7 @@ def test_validate_and_plan_warn_when_a_scorer_reads_less_than_the_documents(comm
     # A hub id is not on disk: tokens are approximated from words (marked ~).
     (tmp_path / "r.yaml").write_text(WINDOW_RECIPE.replace("BACKEND_MODEL", "model: org/remote-model"))
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("builder.backends.rerankers.config.missing_extra", lambda config: None)
+    monkeypatch.setattr("builder.recipe.checks.missing_extra", lambda config: None)
     result = CliRunner().invoke(app, [command, "r.yaml"])
     assert result.exit_code == 0, result.output
     assert ("01_span_contrast: reranker 'mini' reads 64 tokens; 25% of 8 sampled documents are longer "

@@ -11,7 +11,7 @@ from builder.cli import app
 from builder.recipe.model import parse_recipe
 from builder.resources import find_recipe
 from builder.run.runner import Runner, RunOptions
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, REPO, require_recipe_extras
 from tests.fixtures.scripted_grader import with_grades
 from tests.fixtures.scripted_llm import scripted_llm
 
@@ -19,6 +19,7 @@ DOCS = FIXTURES / "my_domain" / "docs.jsonl"
 
 
 def test_template_validates():
+    require_recipe_extras(REPO / "recipes" / "my_domain.yaml")
     result = CliRunner().invoke(app, ["validate", "my_domain"])
     assert result.exit_code == 0, result.output
 
