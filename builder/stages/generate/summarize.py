@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -42,7 +43,9 @@ class Summarize(Stage):
         ]
         with ctx.progress.task("summarizing", len(requests)) as bar:
             answers = ctx.llm(p.llm).chat_many(requests, on_done=bar.advance)
-        summaries = [a.text.strip() if a.text else None for a in answers]
+        summaries = [_without_lead_in(a.text) if a.text else None for a in answers]
+        ctx.stats["summary_lead_in_cut"] = sum(
+            1 for s, a in zip(summaries, answers) if a.text and s != a.text.strip())
         reasons = [
             None if s else (a.reason or "empty_summary")
             for s, a in zip(summaries, answers)
@@ -57,3 +60,16 @@ class Summarize(Stage):
             completion_tokens=int(flow.docs * self.params.max_words * 1.4),
         )
         return flow, est
+
+
+# "Sure! Here is a concise summary of the document:" and the like: chatter that would be fed
+# into every chunk prompt. It is cut; an answer that is nothing else is an empty summary.
+_LEAD_IN = re.compile(
+    r"^\s*(?:(?:sure|certainly|of course|okay|ok)[!.,]?\s*)?"
+    r"(?:(?:here is|here's|below is|the following is)[^\n]{0,120}?(?:summary|paraphrase)[^\n]{0,80}?"
+    r"|(?:concise\s+)?(?:summary|paraphrase))\s*(?:[:：]\s*|\n\s*|$)",
+    re.IGNORECASE)
+
+
+def _without_lead_in(text: str) -> str:
+    return _LEAD_IN.sub("", text.strip(), count=1).strip()
