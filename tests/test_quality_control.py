@@ -93,10 +93,10 @@ def test_posir_style_checks_on_scifact(shared_data, fake_openai, tmp_path):
     drops = result.bench.drops.select("stage", "kind", "id", "reason").rows()
     assert ("05_false_negatives", "doc", "planted", "false_negative") in drops
     assert ("05_false_negatives", "query", "planted/x0", "doc_removed:false_negative") in drops
-    stats = {s["stage"].split("_", 1)[1]: s for s in result.stage_stats}
-    contrast = stats["span_contrast"]["span_contrast"]["bm25"]
-    assert contrast["higher"] == stats["span_contrast"]["queries_in"] > 30  # cloze questions quote their span
-    assert set(stats["llm_relevance"]["llm_grades_with_span"]) <= {"3", "4"}
+    stats = {s.stage.split("_", 1)[1]: s for s in result.stage_stats}
+    contrast = stats["span_contrast"].figures["span_contrast"]["bm25"]
+    assert contrast["higher"] == stats["span_contrast"].queries_in > 30  # cloze questions quote their span
+    assert set(stats["llm_relevance"].figures["llm_grades_with_span"]) <= {"3", "4"}
     q = result.bench.queries
     assert q.height > 5 and q["position_tag"].value_counts()["count"].n_unique() == 1  # balanced
     assert (result.out_dir / "queries.jsonl").exists() and srv.request_count > 10

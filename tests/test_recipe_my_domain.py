@@ -37,7 +37,7 @@ def test_template_builds_offline_with_the_cpu_choices(fake_openai, tmp_path, mon
     ])
     assert loaded.recipe.sources[0].path == str(DOCS)
     result = Runner(loaded, RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()
-    stages = [s["stage"].split("_", 1)[1] for s in result.stage_stats]
+    stages = [s.stage.split("_", 1)[1] for s in result.stage_stats]
     assert stages == ["load", "sample_by_length", "generate_queries", "localize_spans", "span_contrast",
                       "llm_relevance", "false_negatives"]
     # All four documents fall in the first bucket, whose share of 40 is 6.

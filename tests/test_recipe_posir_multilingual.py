@@ -46,7 +46,7 @@ def _build(srv, data: Path, root: Path):
 
 
 def _stage(result, name):
-    return next(s for s in result.stage_stats if s["stage"].endswith(name))
+    return next(s for s in result.stage_stats if s.stage.endswith(name))
 
 
 def test_every_scripted_mishap_happened(build):
@@ -105,12 +105,12 @@ def test_removals_cascade_and_are_counted_per_language(build):
             assert drops.filter(pl.col("id") == f"{q}@{lang}")["reason"].to_list() == [f"doc_removed:{reason}"]
         assert src in set(bench.corpus["doc_id"])  # the English document stays
     assert not bench.qrels["doc_id"].is_in(list(docs)).any()
-    stats = _stage(result, "clean_translations")["clean_translations"]
+    stats = _stage(result, "clean_translations").figures["clean_translations"]
     counted = sum(n for lang in stats.values() for n in lang.get("docs_removed", {}).values())
     assert counted == len(docs) and sum(lang.get("prefixes_stripped", 0) for lang in stats.values()) > 0
-    translate = _stage(result, "translate")["translate"]
+    translate = _stage(result, "translate").figures["translate"]
     assert set(translate) == set(LANGS) and sum(t["pieces_reasked"] for t in translate.values()) > 0
-    assert "lang=fra-Latn|domain=general" in _stage(result, "iqr_filter")["iqr_filter"]
+    assert "lang=fra-Latn|domain=general" in _stage(result, "iqr_filter").figures["iqr_filter"]
 
 
 def test_language_folders_share_ids_and_cross_sets_use_the_english_corpus(build):

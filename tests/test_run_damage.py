@@ -89,13 +89,13 @@ def test_a_rerun_retries_exactly_the_requests_that_failed(write_recipe, fake_ope
     first = Runner(parse_recipe(recipe), options).run()
     failed = {json.dumps(b["messages"]) for b in flaky.requests if _flaky(b) == Reply(status=503)}
     assert 0 < len(failed) < 4
-    assert first.stage_stats[2]["llm_transport_failures"] == len(failed)
+    assert first.stage_stats[2].llm_transport_failures == len(failed)
     flaky.responder = scripted_llm
     before = flaky.request_count
     second = Runner(parse_recipe(recipe), options).run()
     assert flaky.request_count - before == len(failed)
     assert {json.dumps(b["messages"]) for b in flaky.requests[before:]} == failed
-    assert second.bench.corpus.height == 4 and "llm_transport_failures" not in second.stage_stats[2]
+    assert second.bench.corpus.height == 4 and second.stage_stats[2].llm_transport_failures is None
 
 
 def _docs(folder: Path, suffix: str) -> None:

@@ -9,12 +9,13 @@ from rich.console import Console
 from builder.bench import Bench
 from builder.run.report import print_run_summary
 from builder.run.runner import RunResult
+from builder.run.stage_record import StageRecord
 
 
-def _stage(label: str, kept: dict | None) -> dict:
-    st = {"stage": label, "docs_in": 3, "docs_out": 3, "queries_in": 9, "queries_out": 6,
-          "dropped": {"contrast_not_higher:mini": 3}}
-    return {**st, "kept_by_third": kept} if kept is not None else st
+def _stage(label: str, kept: dict | None) -> StageRecord:
+    return StageRecord(stage=label, docs_in=3, docs_out=3, queries_in=9, queries_out=6,
+                       dropped={"contrast_not_higher:mini": 3},
+                       figures={"kept_by_third": kept} if kept is not None else {})
 
 
 def test_summary_shows_kept_by_third_and_warns_on_skew(tmp_path):

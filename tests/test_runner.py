@@ -27,7 +27,7 @@ def test_a_recorded_drop_passes_and_is_counted():
     before = _bench()
     after = before.drop_docs({"b": "too_short"}, "01_x")
     stats = check_invariants(before, after, STAGE, "01_x")
-    assert stats["docs_in"] == 2 and stats["docs_out"] == 1 and stats["dropped"] == {"too_short": 1}
+    assert stats.docs_in == 2 and stats.docs_out == 1 and stats.dropped == {"too_short": 1}
 
 
 def test_a_silent_loss_is_refused():

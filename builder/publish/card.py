@@ -24,6 +24,7 @@ from builder.resources import shipped_dir
 if TYPE_CHECKING:
     from builder.publish.layout import HubLayout
     from builder.recipe.model import LoadedRecipe
+    from builder.run.stage_record import StageRecord
 
 DEFAULT_TEMPLATE = "default.md.j2"
 _SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
@@ -88,7 +89,7 @@ def _index(label: str) -> int:
     return int(head) if head.isdigit() else -1
 
 
-def construction(run_stages: list[dict[str, Any]], loaded: LoadedRecipe | None) -> list[dict[str, Any]]:
+def construction(run_stages: list[StageRecord], loaded: LoadedRecipe | None) -> list[dict[str, Any]]:
     """One entry per stage that actually ran, with its parameters and its effect."""
     from builder.stages import STAGES
     from builder.stages.qc.windowing import format_kept_by_third
@@ -96,7 +97,7 @@ def construction(run_stages: list[dict[str, Any]], loaded: LoadedRecipe | None) 
     params = _stage_params(loaded)
     steps = []
     for st in run_stages:
-        label = str(st.get("stage", "?"))
+        label = st.stage
         name = stage_base_name(label)
         index = _index(label)
         cls = STAGES.get(name)
@@ -104,30 +105,32 @@ def construction(run_stages: list[dict[str, Any]], loaded: LoadedRecipe | None) 
         steps.append({
             "label": label, "name": name, "summary": summary,
             "params": json.dumps(params[index], ensure_ascii=False) if index in params else "",
-            "docs": f"{st.get('docs_in', '?')} → {st.get('docs_out', '?')}",
-            "queries": f"{st.get('queries_in', '?')} → {st.get('queries_out', '?')}",
-            "dropped": ", ".join(f"{r} {n}" for r, n in sorted((st.get("dropped") or {}).items(),
-                                                                key=lambda kv: -kv[1])),
-            "llm_calls": int((st.get("llm") or {}).get("calls", 0)),
-            "kept_by_third": format_kept_by_third(st.get("kept_by_third")),
-            "resumed": bool(st.get("resumed")),
+            "docs": f"{_count(st.docs_in)} → {_count(st.docs_out)}",
+            "queries": f"{_count(st.queries_in)} → {_count(st.queries_out)}",
+            "dropped": ", ".join(f"{r} {n}" for r, n in sorted(st.dropped.items(), key=lambda kv: -kv[1])),
+            "llm_calls": int((st.llm or {}).get("calls", 0)),
+            "kept_by_third": format_kept_by_third(st.kept_by_third),
+            "resumed": st.resumed,
         })
     return steps
 
 
-def _prompts(run_stages: list[dict[str, Any]]) -> list[dict[str, str]]:
+def _count(n: int | None) -> str:
+    return "?" if n is None else str(n)
+
+
+def _prompts(run_stages: list[StageRecord]) -> list[dict[str, str]]:
     return [
-        {"stage": str(st.get("stage")), "name": name, "sha256": sha}
-        for st in run_stages for name, sha in sorted((st.get("prompts") or {}).items())
+        {"stage": st.stage, "name": name, "sha256": sha}
+        for st in run_stages for name, sha in sorted((st.prompts or {}).items())
     ]
 
 
-def card_context(stats: dict[str, Any], run_stages: list[dict[str, Any]], layout: HubLayout,
+def card_context(stats: dict[str, Any], run_stages: list[StageRecord], layout: HubLayout,
                  plots: dict[str, Any], loaded: LoadedRecipe | None, license: str) -> dict[str, Any]:
     name = loaded.recipe.name if loaded else str(stats.get("recipe") or "benchmark")
     params = _stage_params(loaded)
-    used = [(stage_base_name(str(s.get("stage", ""))), params.get(_index(str(s.get("stage", ""))), {}))
-            for s in run_stages]
+    used = [(stage_base_name(s.stage), params.get(_index(s.stage), {})) for s in run_stages]
     return {
         "front_matter": yaml.safe_dump(front_matter(stats, layout, name, license),
                                        sort_keys=False, allow_unicode=True, width=100).rstrip(),

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.atomic import write_text_atomic
-from builder.publish.stats import compute_stats, stage_list
+from builder.publish.stats import RunStats, compute_stats, stage_list
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -36,12 +36,13 @@ def _license(loaded: LoadedRecipe | None) -> str:
     return getattr(push, "license", None) or "unknown"
 
 
-def stats_document(bench: Bench, run_stats: Any, recipe_name: str | None) -> dict[str, Any]:
+def stats_document(bench: Bench, run_stats: RunStats, recipe_name: str | None) -> dict[str, Any]:
     """stats.json: the computed figures plus the run's per-stage records they came from."""
-    return {"recipe": recipe_name, **compute_stats(bench, run_stats), "stages": stage_list(run_stats)}
+    records = [r.to_json() for r in stage_list(run_stats)]
+    return {"recipe": recipe_name, **compute_stats(bench, run_stats), "stages": records}
 
 
-def write_stats(bench: Bench, out_dir: Path, run_stats: Any, recipe_name: str | None
+def write_stats(bench: Bench, out_dir: Path, run_stats: RunStats, recipe_name: str | None
                 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """stats.json and the plots; returns (stats, plot report)."""
     from builder.publish.plots import write_plots
@@ -51,7 +52,7 @@ def write_stats(bench: Bench, out_dir: Path, run_stats: Any, recipe_name: str | 
     return stats, write_plots(stats, Path(out_dir))
 
 
-def publish_outputs(bench: Bench, out_dir: Path, run_stats: Any,
+def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats,
                     loaded_recipe: LoadedRecipe | None) -> Published:
     """Write stats.json, plots/, the MTEB parquet configs and README.md into `out_dir`."""
     from builder.publish.card import card_context, render_card
@@ -63,12 +64,12 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: Any,
     stats, plots = write_stats(bench, out_dir, run_stats, name)
     layout = write_hub_layout(bench, out_dir)
     layout.configs += subset_configs(out_dir)
-    context = card_context(stats, stats["stages"], layout, plots, loaded_recipe, _license(loaded_recipe))
+    context = card_context(stats, stage_list(run_stats), layout, plots, loaded_recipe, _license(loaded_recipe))
     write_text_atomic(out_dir / CARD_FILE, render_card(context))
     return Published(stats=stats, plots=plots, configs=[c["config_name"] for c in layout.configs])
 
 
-def _recipe_name(run_stats: Any) -> str | None:
+def _recipe_name(run_stats: RunStats) -> str | None:
     return run_stats.get("recipe") if isinstance(run_stats, dict) else None
 
 

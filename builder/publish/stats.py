@@ -15,6 +15,7 @@ import polars as pl
 
 from builder.bench import Bench
 from builder.publish.qtypes import QUERY_TYPES, query_type
+from builder.run.stage_record import StageRecord
 from builder.textutil.positions import length_bucket, position_bin, rel_pos, third_of
 
 N_BINS = 20
@@ -24,16 +25,20 @@ TAGS = ("beginning", "middle", "end")
 LLM_FIELDS = ("calls", "cache_hits", "retries", "failures", "prompt_tokens", "completion_tokens")
 
 
-def stage_list(run_stats: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
-    """The per-stage records, whether given the run summary or its `stages` list."""
+StageItem = Mapping[str, Any] | StageRecord
+RunStats = Mapping[str, Any] | Sequence[StageItem] | None
+
+
+def stage_list(run_stats: RunStats) -> list[StageRecord]:
+    """The per-stage records, whether given the run summary (as stats.json keeps it) or its
+    `stages` list, as records or as their JSON objects."""
     if run_stats is None:
         return []
-    if isinstance(run_stats, Mapping):
-        return [dict(s) for s in run_stats.get("stages", [])]
-    return [dict(s) for s in run_stats]
+    items = run_stats.get("stages", []) if isinstance(run_stats, Mapping) else run_stats
+    return [StageRecord.from_json(s) for s in items]
 
 
-def compute_stats(bench: Bench, run_stats: Any = None) -> dict[str, Any]:
+def compute_stats(bench: Bench, run_stats: RunStats = None) -> dict[str, Any]:
     """All figures for stats.json, the terminal tables, the plots and the card."""
     stages = stage_list(run_stats)
     notes: list[str] = []
@@ -59,8 +64,8 @@ def _n_unique(df: pl.DataFrame, col: str) -> int:
     return int(df[col].drop_nulls().n_unique()) if col in df.columns and df.height else 0
 
 
-def _doc_lengths(corpus: pl.DataFrame, stages: list[dict[str, Any]]) -> dict[str, Any]:
-    tokenizer = next((s["tokenizer"] for s in stages if "tokenizer" in s), None)
+def _doc_lengths(corpus: pl.DataFrame, stages: list[StageRecord]) -> dict[str, Any]:
+    tokenizer = next((s.tokenizer for s in stages if s.tokenizer is not None), None)
     lengths = corpus["n_tokens"].drop_nulls()
     if lengths.is_empty():
         return {"bucket_size": LENGTH_BUCKET, "buckets": [], "tokenizer": tokenizer}
@@ -183,14 +188,14 @@ def _mean(series: pl.Series) -> float | None:
     return round(float(series.mean()), 1) if not series.is_empty() else None
 
 
-def _stage_table(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _stage_table(stages: list[StageRecord]) -> list[dict[str, Any]]:
     return [
         {
-            "stage": s.get("stage", "?"),
-            **{k: s.get(k) for k in ("docs_in", "docs_out", "queries_in", "queries_out")},
-            "dropped": sum((s.get("dropped") or {}).values()),
-            "seconds": s.get("seconds"),
-            "resumed": bool(s.get("resumed", False)),
+            "stage": s.stage,
+            "docs_in": s.docs_in, "docs_out": s.docs_out, "queries_in": s.queries_in, "queries_out": s.queries_out,
+            "dropped": s.n_dropped,
+            "seconds": s.seconds,
+            "resumed": s.resumed,
         }
         for s in stages
     ]
@@ -206,10 +211,10 @@ def _drop_table(drops: pl.DataFrame) -> list[dict[str, Any]]:
     return table.to_dicts()
 
 
-def _llm_usage(stages: list[dict[str, Any]]) -> dict[str, Any]:
+def _llm_usage(stages: list[StageRecord]) -> dict[str, Any]:
     rows = [
-        {"stage": s.get("stage", "?"), **{f: int((s.get("llm") or {}).get(f, 0)) for f in LLM_FIELDS}}
-        for s in stages if any((s.get("llm") or {}).get(f) for f in LLM_FIELDS)
+        {"stage": s.stage, **{f: int((s.llm or {}).get(f, 0)) for f in LLM_FIELDS}}
+        for s in stages if any((s.llm or {}).get(f) for f in LLM_FIELDS)
     ]
     total = {f: sum(r[f] for r in rows) for f in LLM_FIELDS}
     return {"stages": rows, "total": total}

@@ -23,6 +23,7 @@ import polars as pl
 
 from builder.atomic import replace_dir, temp_dir_beside
 from builder.bench import Bench
+from builder.run.stage_record import StageRecord
 
 STAMP = "checkpoint.json"
 STATS = "stats.json"
@@ -31,7 +32,7 @@ STATS = "stats.json"
 @dataclass
 class Checkpoint:
     bench: Bench
-    stats: dict[str, Any]
+    stats: StageRecord
     digest: str  # content hash of the four tables
 
 
@@ -51,13 +52,13 @@ def _digest(files: dict[str, str], tables: list[str]) -> str:
     return hashlib.sha256(json.dumps({t: files[t] for t in tables}, sort_keys=True).encode()).hexdigest()
 
 
-def save_checkpoint(stage_dir: Path, bench: Bench, stats: dict[str, Any], fingerprint: str | None) -> str:
+def save_checkpoint(stage_dir: Path, bench: Bench, stats: StageRecord, fingerprint: str | None) -> str:
     """Write the checkpoint whole (one folder swap); `fingerprint` None keeps the data for
     inspection but marks the stage unfinished, so no rerun reuses it. Returns the digest."""
     tmp = temp_dir_beside(stage_dir)
     try:
         tables = bench.write_tables(tmp)
-        (tmp / STATS).write_text(json.dumps(stats, indent=2, default=str), encoding="utf-8")
+        (tmp / STATS).write_text(json.dumps(stats.to_json(), indent=2, default=str), encoding="utf-8")
         files = {name: _sha(tmp / name) for name in [*tables, STATS]}
         stamp = {"fingerprint": fingerprint, "tables": tables, "files": files}
         (tmp / STAMP).write_text(json.dumps(stamp, indent=1), encoding="utf-8")
@@ -101,4 +102,4 @@ def _read(stage_dir: Path, stamp: dict[str, Any]) -> Checkpoint:
     if not isinstance(stats, dict):
         raise Damaged(f"{STATS} is not an object")
     tables = list(stamp["tables"])
-    return Checkpoint(Bench.load(stage_dir), stats, _digest(files, tables))
+    return Checkpoint(Bench.load(stage_dir), StageRecord.from_json(stats), _digest(files, tables))

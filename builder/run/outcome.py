@@ -8,36 +8,35 @@ said an empty result is fine (`--allow-empty`).
 
 from __future__ import annotations
 
-from typing import Any
-
 from builder.backends.llm import LLMUsage
 from builder.bench import Bench
+from builder.run.stage_record import StageRecord
 
 
 class EmptyResult(RuntimeError):
     """The build produced nothing usable; nothing was written."""
 
 
-def _removed(st: dict[str, Any]) -> tuple[float, int, int]:
+def _removed(st: StageRecord) -> tuple[float, int, int]:
     """(share of the stage's input it removed, rows removed, rows in)."""
-    rows_in = st.get("docs_in", 0) + st.get("queries_in", 0)
-    removed = sum(st.get("dropped", {}).values())
+    rows_in = (st.docs_in or 0) + (st.queries_in or 0)
+    removed = st.n_dropped
     return (removed / rows_in if rows_in else 0.0), removed, rows_in
 
 
-def _worst_stage(stats: list[dict[str, Any]]) -> str:
+def _worst_stage(stats: list[StageRecord]) -> str:
     """The stage that removed the largest share of what it was given (a sampler that
     keeps 100 of 10,000 documents is doing its job; a stage that drops all 100 is not)."""
     worst = max(stats, key=_removed, default=None)
-    if worst is None or not worst.get("dropped"):
+    if worst is None or not worst.dropped:
         return "no stage dropped anything"
     _, removed, rows_in = _removed(worst)
-    top = sorted(worst["dropped"].items(), key=lambda kv: -kv[1])[:3]
+    top = sorted(worst.dropped.items(), key=lambda kv: -kv[1])[:3]
     reasons = ", ".join(f"{reason} {count}" for reason, count in top)
-    return f"{worst['stage']} removed the most: {removed} of {rows_in} rows ({reasons})"
+    return f"{worst.stage} removed the most: {removed} of {rows_in} rows ({reasons})"
 
 
-def check_result(bench: Bench, stats: list[dict[str, Any]], usage: LLMUsage) -> None:
+def check_result(bench: Bench, stats: list[StageRecord], usage: LLMUsage) -> None:
     counts = bench.counts()
     all_failed = usage.failures > 0 and usage.calls == 0 and usage.cache_hits == 0
     if counts["docs"] and counts["queries"] and not all_failed:

@@ -9,6 +9,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from builder.run.runner import RunResult
+    from builder.run.stage_record import StageRecord
 
 
 SKEW_POINTS = 10  # kept shares of two thirds further apart than this get a warning
@@ -20,8 +21,8 @@ def _skew(kept: dict | None) -> float | None:
     return 100 * (max(shares) - min(shares)) if len(shares) > 1 else None
 
 
-def _dropped(stats: dict) -> str:
-    items = sorted(stats.get("dropped", {}).items(), key=lambda kv: -kv[1])
+def _dropped(record: StageRecord) -> str:
+    items = sorted(record.dropped.items(), key=lambda kv: -kv[1])
     return ", ".join(f"{reason} {n}" for reason, n in items) or "-"
 
 
@@ -33,21 +34,21 @@ def print_run_summary(console: Console, result: RunResult) -> None:
                 "LLM calls", "cache hits", "retries", "seconds"):
         table.add_column(col, overflow="fold")
     for st in result.stage_stats:
-        llm = st.get("llm", {})
+        llm = st.llm or {}
         table.add_row(
-            st["stage"] + (" (resumed)" if st.get("resumed") else ""),
-            f"{st['docs_in']}→{st['docs_out']}",
-            f"{st['queries_in']}→{st['queries_out']}",
+            st.stage + (" (resumed)" if st.resumed else ""),
+            f"{st.docs_in}→{st.docs_out}",
+            f"{st.queries_in}→{st.queries_out}",
             _dropped(st),
-            format_kept_by_third(st.get("kept_by_third")) or "-",
+            format_kept_by_third(st.kept_by_third) or "-",
             str(llm.get("calls", 0)), str(llm.get("cache_hits", 0)), str(llm.get("retries", 0)),
-            f"{st.get('seconds', 0):.1f}",
+            f"{st.seconds or 0:.1f}",
         )
     console.print(table)
     for st in result.stage_stats:
-        gap = _skew(st.get("kept_by_third"))
+        gap = _skew(st.kept_by_third)
         if gap is not None and gap > SKEW_POINTS:
-            console.print(f"[yellow]{st['stage']} kept position thirds unevenly ({gap:.0f} points apart): "
+            console.print(f"[yellow]{st.stage} kept position thirds unevenly ({gap:.0f} points apart): "
                           f"check the scorers' max_length and beyond_window[/]")
     counts = result.bench.counts()
     console.print(f"{counts['docs']} documents, {counts['queries']} queries, "

@@ -37,6 +37,7 @@ from builder.run.locks import FileLock, out_lock_path
 from builder.run.outcome import check_result
 from builder.run.outdir import check_out_dir_contents, check_out_dir_place, write_marker
 from builder.run.progress import RichProgress
+from builder.run.stage_record import StageRecord
 from builder.prompt_templates import PromptLibrary
 from builder.publish.hub import push
 from builder.publish.outputs import publish_outputs
@@ -69,7 +70,7 @@ class RunResult:
     bench: Bench
     out_dir: Path
     run_dir: Path
-    stage_stats: list[dict[str, Any]] = field(default_factory=list)
+    stage_stats: list[StageRecord] = field(default_factory=list)
 
 
 def _hash(*parts: Any) -> str:
@@ -141,8 +142,8 @@ class Runner:
     def _notice(self, text: str) -> None:
         self.console.print(f"[yellow]{text}[/]", highlight=False)
 
-    def _stages(self) -> tuple[Bench, list[dict[str, Any]]]:
-        stats: list[dict[str, Any]] = []
+    def _stages(self) -> tuple[Bench, list[StageRecord]]:
+        stats: list[StageRecord] = []
         fp = _hash(self._inputs_fp, "load")
         bench, st, digest = self._checkpointed(LOAD_LABEL, fp, self._load)
         stats.append(st)
@@ -155,7 +156,7 @@ class Runner:
             stats.append(st)
         return bench, stats
 
-    def _write(self, bench: Bench, stats: list[dict[str, Any]], out_dir: Path) -> None:
+    def _write(self, bench: Bench, stats: list[StageRecord], out_dir: Path) -> None:
         """Everything is written into a staging folder that replaces `out_dir` only when
         complete, so a failure never leaves a half-written dataset behind."""
         staging = temp_path_beside(out_dir)
@@ -171,43 +172,42 @@ class Runner:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _checkpointed(self, label: str, fp: str, compute: Callable[[], tuple[Bench, dict[str, Any]]]
-                      ) -> tuple[Bench, dict[str, Any], str]:
+    def _checkpointed(self, label: str, fp: str, compute: Callable[[], tuple[Bench, StageRecord]]
+                      ) -> tuple[Bench, StageRecord, str]:
         stage_dir = self.run_dir / label
         found = None if self.options.fresh else load_checkpoint(stage_dir, fp, self._notice)
         if found is not None:
             self.console.print(f"[dim]{label}: unchanged, loaded from checkpoint[/]")
-            return found.bench, {**found.stats, "resumed": True}, found.digest
+            return found.bench, found.stats.model_copy(update={"resumed": True}), found.digest
         failed_before = self.backends.usage().transport_failures
-        bench, stats = compute()
+        bench, record = compute()
         lost = self.backends.usage().transport_failures - failed_before
         if lost:
             # Answers lost to an outage are not the model's: leave the stage unfinished so
             # a rerun asks again for exactly those (answers that came back are cached).
-            stats["llm_transport_failures"] = lost
+            record.llm_transport_failures = lost
             self._notice(f"{label}: {lost} LLM requests failed to get through (last: "
                          f"{self.backends.usage().last_transport_error}); the stage is not checkpointed, "
                          "run again to retry them")
-        return bench, stats, save_checkpoint(stage_dir, bench, stats, None if lost else fp)
+        return bench, record, save_checkpoint(stage_dir, bench, record, None if lost else fp)
 
-    def _load(self) -> tuple[Bench, dict[str, Any]]:
+    def _load(self) -> tuple[Bench, StageRecord]:
         t0 = time.perf_counter()
         corpus, bad = load_sources(self.recipe.sources, self.loaded.base_dir, self.options.limit)
         counts = self.tokenizer.count_many(corpus["text"].to_list())
         corpus = corpus.with_columns(pl.Series("n_tokens", counts, dtype=pl.Int64))
         drops = bad.select(pl.lit(LOAD_LABEL).alias("stage"), pl.lit("doc").alias("kind"), "id", "reason")
         bench = Bench.of(corpus=corpus, drops=drops)
-        stats = {
-            "stage": LOAD_LABEL, "docs_in": corpus.height + bad.height, "docs_out": corpus.height,
-            "queries_in": 0, "queries_out": 0,
-            "dropped": dict(Counter(bad["reason"].to_list())),
-            "seconds": round(time.perf_counter() - t0, 3), "tokenizer": self.tokenizer.name,
-        }
+        record = StageRecord(
+            stage=LOAD_LABEL, docs_in=corpus.height + bad.height, docs_out=corpus.height,
+            queries_in=0, queries_out=0, dropped=dict(Counter(bad["reason"].to_list())),
+            seconds=round(time.perf_counter() - t0, 3), tokenizer=self.tokenizer.name,
+        )
         self.console.print(f"{LOAD_LABEL}: {corpus.height} documents ({bad.height} rows dropped)")
-        return bench, stats
+        return bench, record
 
     def _run_stage(self, bench: Bench, stage: Stage, index: int, label: str
-                   ) -> tuple[Bench, dict[str, Any]]:
+                   ) -> tuple[Bench, StageRecord]:
         work_dir = self.run_dir / "work" / label
         work_dir.mkdir(parents=True, exist_ok=True)
         ctx = StageContext(
@@ -221,28 +221,27 @@ class Runner:
         t0 = time.perf_counter()
         out = stage.run(bench, ctx)
         seconds = time.perf_counter() - t0
-        stats = check_invariants(bench, out, stage, label)
+        record = check_invariants(bench, out, stage, label)
         usage = self.backends.usage() - before
-        stats.update({
-            "seconds": round(seconds, 3),
-            "llm": usage.__dict__,
-            "prompts": {n: self.prompts.get(n).sha256 for n in stage.prompts_used()},
-            **ctx.stats,
-        })
+        record.seconds = round(seconds, 3)
+        record.llm = usage.__dict__
+        record.prompts = {n: self.prompts.get(n).sha256 for n in stage.prompts_used()}
+        record.figures = dict(ctx.stats)
         self.console.print(
-            f"{label}: docs {stats['docs_in']}→{stats['docs_out']}, "
-            f"queries {stats['queries_in']}→{stats['queries_out']}"
-            + (f", dropped {sum(stats['dropped'].values())}" if stats["dropped"] else "")
+            f"{label}: docs {record.docs_in}→{record.docs_out}, "
+            f"queries {record.queries_in}→{record.queries_out}"
+            + (f", dropped {record.n_dropped}" if record.dropped else "")
         )
-        return out, stats
+        return out, record
 
-    def _summary(self, stats: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"recipe": self.recipe.name, "stages": stats}
+    def _summary(self, stats: list[StageRecord]) -> dict[str, Any]:
+        """The run summary as the writers store it in stats.json."""
+        return {"recipe": self.recipe.name, "stages": [record.to_json() for record in stats]}
 
 
-def check_invariants(before: Bench, after: Bench, stage: Stage, label: str) -> dict[str, Any]:
+def check_invariants(before: Bench, after: Bench, stage: Stage, label: str) -> StageRecord:
     """in == out + dropped, for documents and queries; unique ids; qrels point at live rows."""
-    stats: dict[str, Any] = {"stage": label}
+    counts: dict[str, int] = {}
     drops = after.drops.filter(pl.col("stage") == label)
     for kind, table, key in (("doc", "corpus", "doc_id"), ("query", "queries", "query_id")):
         ids_in = set(getattr(before, table)[key].to_list())
@@ -259,13 +258,12 @@ def check_invariants(before: Bench, after: Bench, stage: Stage, label: str) -> d
                 f"(e.g. {lost}); a stage must record every removal"
             )
         name = "docs" if kind == "doc" else "queries"
-        stats[f"{name}_in"] = len(ids_in)
-        stats[f"{name}_out"] = len(ids_out)
-        stats[f"{name}_added"] = len(ids_out - ids_in)
+        counts[f"{name}_in"] = len(ids_in)
+        counts[f"{name}_out"] = len(ids_out)
+        counts[f"{name}_added"] = len(ids_out - ids_in)
     live_q = set(after.queries["query_id"].to_list())
     live_d = set(after.corpus["doc_id"].to_list())
     bad = after.qrels.filter(~pl.col("query_id").is_in(list(live_q)) | ~pl.col("doc_id").is_in(list(live_d)))
     if bad.height:
         raise InvariantError(f"{label}: {bad.height} qrels point at removed queries or documents")
-    stats["dropped"] = dict(Counter(drops["reason"].to_list()))
-    return stats
+    return StageRecord(stage=label, **counts, dropped=dict(Counter(drops["reason"].to_list())))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from builder.stages.qc.windowing import kept_by_third
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, refs_of
 
 if TYPE_CHECKING:
@@ -93,6 +95,62 @@ class Stage(ABC):
     def summary(cls) -> str:
         doc = (cls.__doc__ or "").strip()
         return doc.splitlines()[0] if doc else ""
+
+
+Row = TypeVar("Row", bound=Sequence[Any])
+
+
+@dataclass
+class Verdicts:
+    """Why each query (or document) a filter rejects goes: the first reason found wins,
+    and the drops are recorded in the order they were found."""
+
+    queries: dict[str, str] = field(default_factory=dict)
+    docs: dict[str, str] = field(default_factory=dict)
+
+    def drop(self, query_id: str, reason: str | None) -> None:
+        """Drop a query with `reason`; None keeps it."""
+        if reason is not None:
+            self.queries.setdefault(query_id, reason)
+
+    def drop_all(self, query_ids: Iterable[str], reason: str) -> None:
+        for query_id in query_ids:
+            self.drop(query_id, reason)
+
+    def update(self, reasons: Mapping[str, str | None]) -> None:
+        """Per query: None to keep, else why it goes."""
+        for query_id, reason in reasons.items():
+            self.drop(query_id, reason)
+
+    def drop_doc(self, doc_id: str, reason: str) -> None:
+        """Drop a document; its queries go with it as `doc_removed:<reason>`."""
+        self.docs.setdefault(doc_id, reason)
+
+    def undecided(self, rows: Iterable[Row]) -> list[Row]:
+        """The rows (query id first) of queries not dropped yet."""
+        return [row for row in rows if row[0] not in self.queries]
+
+    def apply(self, bench: Bench, stage: str) -> Bench:
+        return bench.drop_queries(self.queries, stage).drop_docs(self.docs, stage)
+
+
+class QueryFilter(Stage):
+    """A quality-control stage: it only says, per query, keep or drop with this reason
+    (`judge`); the base records the drops and the kept share by position third."""
+
+    # Stages that even out categories by design: their kept share per third says nothing.
+    reports_thirds: ClassVar[bool] = True
+
+    @abstractmethod
+    def judge(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None: ...
+
+    def run(self, bench: Bench, ctx: StageContext) -> Bench:
+        verdicts = Verdicts()
+        self.judge(bench, ctx, verdicts)
+        out = verdicts.apply(bench, ctx.label)
+        if self.reports_thirds:
+            ctx.stats["kept_by_third"] = kept_by_third(bench, out)
+        return out
 
 
 STAGES: dict[str, type[Stage]] = {}

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from builder.stages.base import Stage, StageParams, register_stage
+from builder.stages.base import QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.qc.categories import CategoryColumn, pick_per_category
 
 if TYPE_CHECKING:
@@ -19,12 +19,14 @@ class BalanceParams(StageParams):
 
 
 @register_stage
-class Balance(Stage):
+class Balance(QueryFilter):
     """Downsample every category to the size of the smallest one."""
 
     name = "balance"
     Params = BalanceParams
     params: BalanceParams
 
-    def run(self, bench: Bench, ctx: StageContext) -> Bench:
-        return pick_per_category(bench, ctx, self.params.column, None, "balanced_out")
+    reports_thirds = False  # it evens the categories out on purpose
+
+    def judge(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
+        pick_per_category(bench, ctx, self.params.column, None, "balanced_out", verdicts)

@@ -26,10 +26,10 @@ from builder.backends.rerankers import is_missing, reranker_configs
 from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
 from builder.backends.retrievers import make_retriever
-from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, RetrieverRef
 from builder.stages.qc.grading import grade
-from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, kept_by_third, span_ends
+from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, span_ends
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -62,7 +62,7 @@ class FalseNegativeParams(StageParams):
 
 
 @register_stage
-class FalseNegatives(Stage):
+class FalseNegatives(QueryFilter):
     """Find documents that answer a query as well as its positive; remove them (PosIR)
     or the query (FineWeb-PosQ)."""
 
@@ -84,29 +84,24 @@ class FalseNegatives(Stage):
                     out.append(("rerankers", message))
         return out
 
-    def run(self, bench: Bench, ctx: StageContext) -> Bench:
-        before = bench
+    def judge(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
         if self.params.beyond_window == "drop":
-            bench = self._drop_unread(bench, ctx)
-        flagged = self._flag(bench, ctx)
+            self._drop_unread(bench, ctx, verdicts)
+        flagged = self._flag(verdicts.apply(bench, ctx.label), ctx)
         if self.params.mode == "posir":
-            out = self._remove_documents(bench, flagged, ctx)
+            self._remove_documents(flagged, ctx, verdicts)
         else:
-            out = self._drop_queries(bench, flagged, ctx)
-        ctx.stats["kept_by_third"] = kept_by_third(before, out)
-        return out
+            self._drop_queries(bench, flagged, ctx, verdicts)
 
-    def _drop_unread(self, bench: Bench, ctx: StageContext) -> Bench:
+    def _drop_unread(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
         """Queries whose span ends past what a reranker reads of their positive."""
         texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
         ends = span_ends(bench)
         items = [(qid, q, texts[d], ends[qid]) for qid, q, d in bench.queries.select(
             "query_id", "text", "doc_id").iter_rows() if qid in ends]
-        reasons: dict[str, str] = {}
         for name in self.params.rerankers:
-            unread = beyond_window(ctx.reranker(name), [i for i in items if i[0] not in reasons])
-            reasons.update(dict.fromkeys(unread, f"span_beyond_window:{name}"))
-        return bench.drop_queries(reasons, ctx.label)
+            unread = beyond_window(ctx.reranker(name), verdicts.undecided(items))
+            verdicts.drop_all(unread, f"span_beyond_window:{name}")
 
     def _flag(self, bench: Bench, ctx: StageContext) -> list[dict[str, Any]]:
         """Recall, then score: one record per (query, candidate) the rerankers single out."""
@@ -154,13 +149,15 @@ class FalseNegatives(Stage):
                                 "doc_id": doc_ids[row], "row": row, "rerankers": above})
         return out
 
-    def _remove_documents(self, bench: Bench, flagged: list[dict[str, Any]], ctx: StageContext) -> Bench:
+    def _remove_documents(self, flagged: list[dict[str, Any]], ctx: StageContext, verdicts: Verdicts) -> None:
         _save(flagged, ctx, votes=None)
-        docs = dict.fromkeys((r["doc_id"] for r in flagged), "false_negative")
+        docs = dict.fromkeys(r["doc_id"] for r in flagged)
         ctx.stats["false_negative_docs"] = len(docs)
-        return bench.drop_docs(docs, ctx.label)
+        for doc_id in docs:
+            verdicts.drop_doc(doc_id, "false_negative")
 
-    def _drop_queries(self, bench: Bench, flagged: list[dict[str, Any]], ctx: StageContext) -> Bench:
+    def _drop_queries(self, bench: Bench, flagged: list[dict[str, Any]], ctx: StageContext,
+                      verdicts: Verdicts) -> None:
         p = self.params
         ctx.stats["false_negative_candidates"] = len(flagged)
         texts = bench.corpus["text"].to_list()
@@ -173,8 +170,7 @@ class FalseNegatives(Stage):
         confirmed = [r for r, v in zip(flagged, votes) if v >= need]
         _save(flagged, ctx, votes=votes if p.judges else None)
         ctx.stats["false_negatives_confirmed"] = len(confirmed)
-        return bench.drop_queries(dict.fromkeys((r["query_id"] for r in confirmed), "false_negative_confirmed"),
-                                  ctx.label)
+        verdicts.drop_all((r["query_id"] for r in confirmed), "false_negative_confirmed")
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         pairs = flow.queries * self.params.top_k * len(self.params.rerankers)

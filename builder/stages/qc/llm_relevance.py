@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from builder.backends.rerankers.config import GRADE_VARIABLES
-from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.refs import ModelRef, PromptRef
 from builder.stages.qc.grading import contrast_rows, contrast_verdicts
-from builder.stages.qc.windowing import kept_by_third
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -29,7 +28,7 @@ class RelevanceParams(StageParams):
 
 
 @register_stage
-class LLMRelevance(Stage):
+class LLMRelevance(QueryFilter):
     """Keep queries an LLM grades at least `min_grade` (0-4) against their document,
     and (with `contrast`) higher than against the document without their spans."""
 
@@ -39,20 +38,16 @@ class LLMRelevance(Stage):
 
     prompt_variables = GRADE_VARIABLES
 
-    def run(self, bench: Bench, ctx: StageContext) -> Bench:
+    def judge(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
         p = self.params
         if p.contrast:
-            rows, reasons = contrast_rows(bench)
+            rows, missing = contrast_rows(bench)
+            verdicts.update(missing)
         else:
             texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
             rows = [(qid, q, texts[d], "") for qid, q, d in bench.queries.select(
                 "query_id", "text", "doc_id").iter_rows()]
-            reasons = {}
-        verdicts = contrast_verdicts(ctx, rows, p.llm, p.prompt, p.min_grade, p.contrast, p.questions_per_call)
-        reasons.update({q: r for q, r in verdicts.items() if r})
-        out = bench.drop_queries(reasons, ctx.label)
-        ctx.stats["kept_by_third"] = kept_by_third(bench, out)
-        return out
+        verdicts.update(contrast_verdicts(ctx, rows, p.llm, p.prompt, p.min_grade, p.contrast, p.questions_per_call))
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         p = self.params

@@ -19,11 +19,11 @@ from pydantic import Field, model_validator
 from builder.backends.rerankers import is_missing
 from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
-from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 from builder.stages.qc.grading import grade, grade_histogram
 from builder.stages.qc.span_contrast import verdict
-from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, kept_by_third, span_ends
+from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, span_ends
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -80,7 +80,7 @@ def thirds(text: str) -> list[str]:
 
 
 @register_stage
-class SegmentAgreement(Stage):
+class SegmentAgreement(QueryFilter):
     """Keep queries whose labelled third of the document scores highest of the three."""
 
     name = "segment_agreement"
@@ -89,8 +89,8 @@ class SegmentAgreement(Stage):
 
     prompt_variables = GRADE_VARIABLES
 
-    def run(self, bench: Bench, ctx: StageContext) -> Bench:
-        rows, reasons = self._rows(bench)
+    def judge(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
+        rows = self._rows(bench, verdicts)
         votes: dict[str, list[tuple[str, str]]] = {r[0]: [] for r in rows}
         corpus_texts = bench.corpus["text"].to_list()
         tallies: dict[str, dict[str, int]] = {}
@@ -98,10 +98,9 @@ class SegmentAgreement(Stage):
         for name in self.params.rerankers:
             reranker = ctx.reranker(name)
             if self.params.beyond_window == "drop":
-                reasons.update(dict.fromkeys(self._unread(reranker, rows, ends),
-                                             f"span_beyond_window:{name}"))
-                rows = [r for r in rows if r[0] not in reasons]
-                votes = {qid: cast for qid, cast in votes.items() if qid not in reasons}
+                verdicts.drop_all(self._unread(reranker, rows, ends), f"span_beyond_window:{name}")
+                rows = verdicts.undecided(rows)
+                votes = dict(verdicts.undecided(votes.items()))
             reranker.fit(corpus_texts)
             scores = score_windowed(reranker, [(q, part) for _, q, parts, _ in rows for part in parts])
             tally = tallies.setdefault(name, dict.fromkeys(("agree", "disagree", "tie", "no_score"), 0))
@@ -112,14 +111,9 @@ class SegmentAgreement(Stage):
         ctx.stats["segment_agreement"] = tallies
         if self.params.rerankers:
             for qid, cast in votes.items():
-                reason = segment_verdict(cast, self.params.require)
-                if reason:
-                    reasons[qid] = reason
+                verdicts.drop(qid, segment_verdict(cast, self.params.require))
         if self.params.llm:
-            reasons.update(self._llm_check([r for r in rows if r[0] not in reasons], ctx))
-        out = bench.drop_queries(reasons, ctx.label)
-        ctx.stats["kept_by_third"] = kept_by_third(bench, out)
-        return out
+            verdicts.update(self._llm_check(verdicts.undecided(rows), ctx))
 
     @staticmethod
     def _unread(reranker: Any, rows: list[Row], ends: dict[str, int]) -> list[str]:
@@ -132,20 +126,21 @@ class SegmentAgreement(Stage):
             items.append((qid, query, parts[label], end - start))
         return beyond_window(reranker, items)
 
-    def _rows(self, bench: Bench) -> tuple[list[Row], dict[str, str]]:
+    def _rows(self, bench: Bench, verdicts: Verdicts) -> list[Row]:
+        """One row per query with a labelled third; the others go as `no_position_label`."""
         texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
         column = self.params.label_column
         if column not in bench.queries.columns:
-            return [], dict.fromkeys(bench.queries["query_id"].to_list(), "no_position_label")
+            verdicts.drop_all(bench.queries["query_id"].to_list(), "no_position_label")
+            return []
         rows: list[Row] = []
-        reasons: dict[str, str] = {}
         for qid, query, doc_id, label in bench.queries.select(
                 "query_id", "text", "doc_id", column).iter_rows():
             if label not in THIRDS:
-                reasons[qid] = "no_position_label"
+                verdicts.drop(qid, "no_position_label")
             else:
                 rows.append((qid, query, thirds(texts[doc_id]), THIRDS.index(label)))
-        return rows, reasons
+        return rows
 
     def _llm_check(self, rows: list[Row], ctx: StageContext) -> dict[str, str]:
         p = self.params

@@ -15,10 +15,10 @@ from pydantic import Field
 from builder.backends.rerankers import is_missing
 from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
-from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 from builder.stages.qc.grading import contrast_rows, contrast_verdicts
-from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, kept_by_third, span_ends
+from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, span_ends
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -46,7 +46,7 @@ def verdict(failed: list[str], n_rerankers: int, require: str) -> str | None:
 
 
 @register_stage
-class SpanContrast(Stage):
+class SpanContrast(QueryFilter):
     """Keep queries whose document scores higher with their span than without it."""
 
     name = "span_contrast"
@@ -55,9 +55,10 @@ class SpanContrast(Stage):
 
     prompt_variables = GRADE_VARIABLES
 
-    def run(self, bench: Bench, ctx: StageContext) -> Bench:
+    def judge(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
         p = self.params
-        rows, reasons = contrast_rows(bench)
+        rows, missing = contrast_rows(bench)
+        verdicts.update(missing)
         ends = span_ends(bench)
         failures: dict[str, list[str]] = {qid: [] for qid, *_ in rows}
         corpus_texts = bench.corpus["text"].to_list()
@@ -66,8 +67,8 @@ class SpanContrast(Stage):
             reranker = ctx.reranker(name)
             if p.beyond_window == "drop":
                 unread = beyond_window(reranker, [(qid, q, doc, ends[qid]) for qid, q, doc, _ in rows])
-                reasons.update(dict.fromkeys(unread, f"span_beyond_window:{name}"))
-                rows = [r for r in rows if r[0] not in reasons]
+                verdicts.drop_all(unread, f"span_beyond_window:{name}")
+                rows = verdicts.undecided(rows)
             reranker.fit(corpus_texts)
             pairs = [(q, doc) for _, q, doc, _ in rows] + [(q, cut) for _, q, _, cut in rows]
             with ctx.progress.task(f"contrast with {name}", 1) as bar:
@@ -86,16 +87,11 @@ class SpanContrast(Stage):
                     tally["not_higher"] += 1
         ctx.stats["span_contrast"] = counts
         for qid, failed in failures.items():
-            reason = verdict(failed, len(p.rerankers), p.require)
-            if reason and qid not in reasons:
-                reasons[qid] = reason
+            verdicts.drop(qid, verdict(failed, len(p.rerankers), p.require))
         if p.llm:
-            kept = [row for row in rows if row[0] not in reasons]
-            verdicts = contrast_verdicts(ctx, kept, p.llm, p.prompt, p.min_grade, True, p.questions_per_call)
-            reasons.update({q: _llm_reason(r) for q, r in verdicts.items() if r})
-        out = bench.drop_queries(reasons, ctx.label)
-        ctx.stats["kept_by_third"] = kept_by_third(bench, out)
-        return out
+            kept = verdicts.undecided(rows)
+            answers = contrast_verdicts(ctx, kept, p.llm, p.prompt, p.min_grade, True, p.questions_per_call)
+            verdicts.update({q: _llm_reason(r) for q, r in answers.items() if r})
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         if not self.params.llm:

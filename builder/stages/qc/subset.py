@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.qc.categories import TYPICAL_CATEGORIES, CategoryColumn, pick_per_category
 
 if TYPE_CHECKING:
@@ -20,15 +20,17 @@ class SubsetParams(StageParams):
 
 
 @register_stage
-class Subset(Stage):
+class Subset(QueryFilter):
     """Keep N queries per category (a Tiny version); the corpus stays whole."""
 
     name = "subset"
     Params = SubsetParams
     params: SubsetParams
 
-    def run(self, bench: Bench, ctx: StageContext) -> Bench:
-        return pick_per_category(bench, ctx, self.params.column, self.params.per_category, "not_in_subset")
+    reports_thirds = False  # it keeps the same number per category on purpose
+
+    def judge(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
+        pick_per_category(bench, ctx, self.params.column, self.params.per_category, "not_in_subset", verdicts)
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         n = TYPICAL_CATEGORIES[self.params.column] * self.params.per_category

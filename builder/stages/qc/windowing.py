@@ -3,8 +3,9 @@
 `beyond_window` (a stage param): `window` (default) scores long texts window by window
 (see backends/rerankers/windows.py); `drop` removes, before scoring, queries whose span
 ends past what a scorer reads in one input, as `span_beyond_window:<scorer>`.
-`kept_by_third` records, per position third, how many queries a stage kept, so a stage
-that favours one part of the document shows in the run summary and the data card.
+`kept_by_third` counts, per position third, how many queries a stage kept (the QC filter
+base, `QueryFilter` in stages/base.py, records it for every QC stage), so a stage that
+favours one part of the document shows in the run summary and the data card.
 """
 
 from __future__ import annotations
