@@ -34,7 +34,8 @@ def _advance(job: Job[T], response: ChatResponse | None) -> tuple[ChatRequest | 
 
 def run_jobs(backend: LLMBackend, jobs: Sequence[Job[T]],
              on_done: Callable[[int], None] | None = None) -> list[T]:
-    """Each job's result, in order; `on_done(n)` is called as jobs finish."""
+    """Each job's result, in order. `on_done(n)` counts progress in jobs: with a pool as
+    they finish, in rounds as their first answers come."""
     open_pool: Callable[[], ChatPool] | None = getattr(backend, "open_pool", None)
     if open_pool is None:
         return _in_rounds(backend, jobs, on_done)
@@ -90,6 +91,8 @@ def _step(jobs: Sequence[Job[T]], indexes: Sequence[int], responses: Sequence[Ch
 
 
 def _in_rounds(backend: LLMBackend, jobs: Sequence[Job[T]], on_done: Callable[[int], None] | None) -> list[T]:
+    """Jobs advanced a round at a time; `on_done` follows the first round, answer by answer
+    as `chat_many` reports them, so a bar sized to the jobs moves during a long batch."""
     results: list[object] = [_PENDING] * len(jobs)
     current: dict[int, ChatRequest] = {}
 
@@ -97,12 +100,13 @@ def _in_rounds(backend: LLMBackend, jobs: Sequence[Job[T]], on_done: Callable[[i
         current.update(zip(indexes, requests))
 
     finished = _step(jobs, range(len(jobs)), [None] * len(jobs), results, send)
-    while True:
-        if on_done is not None and finished:
-            on_done(finished)
-        if not current:
-            return cast(list[T], results)
+    if on_done is not None and finished:
+        on_done(finished)
+    progress = on_done
+    while current:
         order = list(current)
-        responses = backend.chat_many([current[i] for i in order])
+        responses = backend.chat_many([current[i] for i in order], progress)
+        progress = None
         current.clear()
-        finished = _step(jobs, order, responses, results, send)
+        _step(jobs, order, responses, results, send)
+    return cast(list[T], results)
