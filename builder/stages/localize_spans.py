@@ -115,6 +115,8 @@ class LocalizeSpans(Stage):
 
         batches = number_batches(bench.queries.select("doc_id", "query_id", "text").iter_rows(),
                                  p.questions_per_call, request_for)
+        if not batches:
+            return {}
         with ctx.progress.task("locating references", len(batches)) as bar:
             answers = ask_numbered(ctx.llm(p.llm), batches, REFERENCES.validator,
                                    raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)

@@ -137,6 +137,8 @@ def chat_json(
     checks = [validate] * len(requests) if callable(validate) else list(validate)
     if len(checks) != len(requests):
         raise ValueError(f"{len(requests)} requests but {len(checks)} validators")
+    if not requests:
+        return []
     limit = backend.config.max_reasks
     done = run_jobs(backend, [json_job(r, check, limit) for r, check in zip(requests, checks)], on_done)
     failures = [(r.item_id, *failure) for r, (_, failure) in zip(requests, done) if failure is not None]
