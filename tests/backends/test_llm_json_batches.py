@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from builder.backends.llm import ChatRequest, ChatResponse, LLMCache
 from builder.backends.llm.json_answers import chat_json
 from builder.backends.llm.json_batches import IdList, ask_numbered, number_batches, per_item
+from builder.testing.openai_server import Reply
 
 from .conftest import MakeBackend
 
@@ -137,3 +139,24 @@ def test_backends_without_a_pool_answer_in_rounds(fake_openai: Any, make_backend
     assert [(a.value, a.attempts) for a in answers] == [(7, 2), (7, 1), (7, 1)]
     assert backend.batches == [3, 1] and sum(done) == 3
 
+
+
+def test_a_failing_caller_cancels_what_is_in_flight_and_keeps_what_came(fake_openai: Any,
+                                                                      make_backend: MakeBackend) -> None:
+    def reply(body: dict[str, Any]) -> Reply:
+        quick = body["messages"][0]["content"] == "question 0"
+        return Reply(text="0" if quick else "1", delay_s=0.0 if quick else 2.0)
+
+    def validate(value: Any) -> int:
+        if value == 0:
+            raise RuntimeError("the caller broke")
+        return value
+
+    srv = fake_openai(responder=reply)
+    cache = LLMCache.memory()
+    backend = make_backend(srv, cache=cache)
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match="caller broke"):
+        chat_json(backend, [_ask(i) for i in range(3)], validate)
+    assert time.perf_counter() - start < 1.5  # the slow requests were not waited for
+    assert len(cache) == 1  # the answer that came back is kept
