@@ -16,7 +16,7 @@ import polars as pl
 from pydantic import Field, field_validator
 
 from builder.backends.llm import ChatRequest
-from builder.backends.llm.json_answers import JSONAnswer, chat_json
+from builder.backends.llm.json_batches import IdList, ask_numbered, number_batches, per_item
 from builder.bench import SPAN_DTYPE
 from builder.position_columns import PositionOptions, annotate_positions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
@@ -47,29 +47,16 @@ class LocalizeParams(StageParams):
         return value
 
 
-def _validate_for(ids: list[int]):
-    def validate(value: Any) -> dict[int, list[str]]:
-        if isinstance(value, dict):
-            value = value.get("answers", value.get("questions", [value]))
-        if not isinstance(value, list):
-            raise ValueError("expected a JSON list with one entry per question")
-        found: dict[int, list[str]] = {}
-        for item in value:
-            if not isinstance(item, dict) or "reference_texts" not in item:
-                raise ValueError('each entry needs "id" and "reference_texts"')
-            refs = item["reference_texts"]
-            if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
-                raise ValueError('"reference_texts" must be a list of strings')
-            try:
-                found[int(item.get("id"))] = [r for r in refs if r.strip()]
-            except (TypeError, ValueError):
-                raise ValueError('every entry needs its numeric question "id"') from None
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise ValueError(f"no entry for question ids {missing}")
-        return found
+def _references(entry: Any) -> list[str]:
+    if not isinstance(entry, dict) or "reference_texts" not in entry:
+        raise ValueError('each entry needs "id" and "reference_texts"')
+    refs = entry["reference_texts"]
+    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+        raise ValueError('"reference_texts" must be a list of strings')
+    return [r for r in refs if r.strip()]
 
-    return validate
+
+REFERENCES = IdList(read=_references, wrappers=("answers", "questions"))
 
 
 @register_stage
@@ -121,35 +108,19 @@ class LocalizeSpans(Stage):
     def _extract(self, bench: Bench, ctx: StageContext) -> dict[str, list[str] | str]:
         p = self.params
         texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
-        groups: list[tuple[list[str], ChatRequest, list[int]]] = []
-        for (doc_id,), part in bench.queries.group_by("doc_id", maintain_order=True):
-            rows = part.select("query_id", "text").rows()
-            for at in range(0, len(rows), p.questions_per_call):
-                batch = rows[at: at + p.questions_per_call]
-                ids = list(range(1, len(batch) + 1))
-                messages = ctx.render(p.prompt, document=texts[doc_id], questions=[
-                    {"id": i, "text": text} for i, (_, text) in zip(ids, batch)])
-                groups.append(([q for q, _ in batch], ChatRequest.of(messages, item_id=f"{doc_id}@{at}"), ids))
-        with ctx.progress.task("locating references", len(groups)) as bar:
-            answers = self._ask(groups, ctx, bar.advance)
-        out: dict[str, list[str] | str] = {}
-        for (qids, _, ids), answer in zip(groups, answers):
-            for qid, i in zip(qids, ids):
-                out[qid] = answer.error if answer.error else answer.value[i]
-        return out
 
-    def _ask(self, groups: list[tuple[list[str], ChatRequest, list[int]]], ctx: StageContext,
-             advance: Any) -> list[JSONAnswer]:
-        """One chat_json batch per group size, so each validator knows which ids to expect."""
-        answers: list[JSONAnswer | None] = [None] * len(groups)
-        for size in sorted({len(ids) for _, _, ids in groups}):
-            picked = [k for k, (_, _, ids) in enumerate(groups) if len(ids) == size]
-            got = chat_json(ctx.llm(self.params.llm), [groups[k][1] for k in picked],
-                            _validate_for(list(range(1, size + 1))),
-                            raw_log=ctx.work_dir / "unparseable.jsonl", on_done=advance)
-            for k, answer in zip(picked, got):
-                answers[k] = answer
-        return answers  # type: ignore[return-value]
+        def request_for(doc_id: str, at: int, _: list[str], questions: list[dict[str, Any]]) -> ChatRequest:
+            messages = ctx.render(p.prompt, document=texts[doc_id], questions=questions)
+            return ChatRequest.of(messages, item_id=f"{doc_id}@{at}")
+
+        batches = number_batches(bench.queries.select("doc_id", "query_id", "text").iter_rows(),
+                                 p.questions_per_call, request_for)
+        if not batches:
+            return {}
+        with ctx.progress.task("locating references", len(batches)) as bar:
+            answers = ask_numbered(ctx.llm(p.llm), batches, REFERENCES.validator,
+                                   raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
+        return {qid: refs if error is None else error for qid, refs, error in per_item(batches, answers)}
 
     def _off_target(self, bench: Bench, ctx: StageContext) -> Bench:
         q = bench.queries

@@ -159,6 +159,10 @@ class FakeOpenAIServer:
         self.faults = faults
         self.request_count = 0
         self.requests: list[dict[str, Any]] = []
+        # perf_counter() at each arrival (in the order of `requests`) and at each answer
+        # (in the order they left), so a test can tell overlapping requests from rounds.
+        self.arrived: list[float] = []
+        self.answered: list[float] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._seen: Counter[str] = Counter()
@@ -227,6 +231,7 @@ class FakeOpenAIServer:
     async def _chat(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.requests.append(body)
+        self.arrived.append(time.perf_counter())
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -234,6 +239,7 @@ class FakeOpenAIServer:
             await asyncio.sleep(self.latency_s + reply.delay_s)
         finally:
             self.in_flight -= 1
+            self.answered.append(time.perf_counter())
         if reply.body is not None:
             return web.Response(
                 text=reply.body, status=reply.status, headers=reply.headers, content_type="application/json"

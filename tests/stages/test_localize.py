@@ -88,3 +88,20 @@ def test_methods_must_be_named_once():
         LocalizeParams(methods=[])
     with pytest.raises(ValueError):
         LocalizeParams(methods=["regex"])
+
+
+def test_batches_of_every_size_go_out_together(tmp_path, fake_openai):
+    def reply(body):
+        user = body["messages"][-1]["content"]
+        ids = [int(line.split(".")[0]) for line in user.split("<questions>")[1].strip().splitlines()[:-1]]
+        return json.dumps([{"id": i, "reference_texts": ["The cat sat on the mat."]} for i in ids])
+
+    srv = fake_openai(responder=reply, latency_s=0.25)
+    backend = OpenAIBackend("gen", OpenAIModelConfig(model="m", base_url=srv.base_url), LLMCache.memory())
+    ctx = make_ctx(tmp_path, llms={"gen": backend}, models={"gen": {"model": "m", "base_url": srv.base_url}})
+    try:
+        LocalizeSpans(LocalizeParams(llm="gen", questions_per_call=2)).run(_bench([None] * 5), ctx)
+    finally:
+        backend.close()
+    # Requests for two questions and for one are in flight together, not in one round per size.
+    assert srv.request_count == 3 and max(srv.arrived) < min(srv.answered)

@@ -2,10 +2,11 @@ import json
 
 import pytest
 
+from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.stages.qc.grading import remove_spans
 from builder.stages.qc.llm_relevance import LLMRelevance, RelevanceParams
 from builder.testing.openai_server import Reply
-from tests.fixtures.scripted_grader import grade_answer
+from tests.fixtures.scripted_grader import grade_answer, with_grades
 from tests.stages.qc_factories import bench_of, graders, qc_ctx, span
 
 
@@ -53,6 +54,21 @@ def test_contrast_needs_a_higher_grade_with_the_span(tmp_path, grader):
     assert out.queries["query_id"].to_list() == ["full"]
     assert dict(out.drops.select("id", "reason").rows()) == {
         "partial": "llm_grade_below:3", "elsewhere": "llm_not_higher", "off": "llm_grade_below:3"}
+
+
+def test_grades_with_and_without_spans_go_out_together(tmp_path, fake_openai):
+    srv = fake_openai(responder=with_grades(), latency_s=0.25)
+    backend = OpenAIBackend("judge", OpenAIModelConfig(model="judge", base_url=srv.base_url), LLMCache.memory())
+    try:
+        out = LLMRelevance(RelevanceParams(llm="judge")).run(_bench(), qc_ctx(tmp_path, llms={"judge": backend}))
+    finally:
+        backend.close()
+    assert out.queries["query_id"].to_list() == ["full"]
+    # One request with the spans (four questions) and three without (two queries share a
+    # span), all in flight together rather than in a round each.
+    with_spans = [b for b in srv.requests if DOC in b["messages"][-1]["content"]]
+    assert (len(with_spans), srv.request_count) == (1, 4)
+    assert max(srv.arrived) < min(srv.answered)
 
 
 def test_unusable_answers_are_counted_drops(tmp_path, grader):

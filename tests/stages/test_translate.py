@@ -179,3 +179,24 @@ def test_length_bucket_can_follow_the_translated_length(tmp_path, fake_openai):
 def test_invalid_params(bad):
     with pytest.raises(ValueError):
         TranslateParams(llm="gen", **bad)
+
+
+def test_short_texts_of_every_batch_size_go_out_together(fake_openai):
+    from builder.stages.translate.short_texts import translate_short
+
+    def reply(body):
+        lang, *lines = body["messages"][0]["content"].splitlines()
+        return json.dumps([{"id": int(n), "text": f"{t}-{lang}"} for n, _, t in (ln.partition(". ") for ln in lines)])
+
+    def render(lang, numbered):
+        return ({"role": "user", "content": "\n".join([lang, *(f"{q['id']}. {q['text']}" for q in numbered)])},)
+
+    srv = fake_openai(responder=reply, latency_s=0.25)
+    backend = OpenAIBackend("t", OpenAIModelConfig(model="t", base_url=srv.base_url), LLMCache.memory())
+    items = [("q1", "de", "a"), ("q2", "de", "b"), ("q3", "de", "c"), ("q1", "fr", "a")]
+    try:
+        got = translate_short(items, 2, render, backend, raw_log=None)
+    finally:
+        backend.close()
+    assert got == {("q1", "de"): "a-de", ("q2", "de"): "b-de", ("q3", "de"): "c-de", ("q1", "fr"): "a-fr"}
+    assert srv.request_count == 3 and max(srv.arrived) < min(srv.answered)

@@ -7,11 +7,12 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
 from builder.backends.llm.base import ChatRequest, ChatResponse, LLMBackend
+from builder.backends.llm.jobs import Job, run_jobs
 from builder.backends.llm.json_values import MAX_DEPTH, scan_json
 
 T = TypeVar("T")
@@ -100,45 +101,50 @@ def _judge(request: ChatRequest, response: ChatResponse, validate: Callable[[Any
         return None, _problem(error)
 
 
+def json_job(request: ChatRequest, validate: Callable[[Any], T], max_reasks: int
+             ) -> Job[tuple[JSONAnswer[T], tuple[str, str] | None]]:
+    """Ask, then re-ask up to `max_reasks` times while the answer does not parse or validate.
+
+    Returns the answer and, when it stayed unusable, the last (problem, raw answer).
+    """
+    current, last = request, None
+    for attempt in range(1, max_reasks + 2):
+        response = yield current
+        if not response.ok:
+            return JSONAnswer(None, response.reason, last[1] if last else None, attempt), None
+        value, problem = _judge(current, response, validate)
+        if problem is None:
+            return JSONAnswer(value, None, response.text, attempt, response.reasoning), None
+        last = (problem, response.text or "")
+        current = _reask(current, last[1], problem)
+    assert last is not None
+    return JSONAnswer(None, "llm_unparseable", last[1], max_reasks + 1), last
+
+
 def chat_json(
     backend: LLMBackend,
     requests: Sequence[ChatRequest],
-    validate: Callable[[Any], T],
+    validate: Callable[[Any], T] | Sequence[Callable[[Any], T]],
     raw_log: Path | None = None,
     on_done: Callable[[int], None] | None = None,
 ) -> list[JSONAnswer[T]]:
-    """Ask for JSON answers, re-asking (in batches) those that do not parse or validate.
+    """Ask for JSON answers, re-asking those that do not parse or validate.
 
-    `on_done` follows the first round only, so a progress bar sized to `requests` ends full.
+    `validate` is one validator for every request, or one per request. Every request,
+    re-asks included, goes to one pool (see `jobs.run_jobs`); `on_done` counts requests
+    whose answer is final, so a progress bar sized to `requests` ends full.
     """
-    results: list[JSONAnswer[T] | None] = [None] * len(requests)
-    current = {i: request for i, request in enumerate(requests)}
-    problems: dict[int, tuple[str, str]] = {}
-    for round_no in range(backend.config.max_reasks + 1):
-        order = list(current)
-        responses = backend.chat_many([current[i] for i in order], on_done if round_no == 0 else None)
-        retry: dict[int, ChatRequest] = {}
-        for i, response in zip(order, responses, strict=True):
-            attempts = round_no + 1
-            if not response.ok:
-                last_raw = problems[i][1] if i in problems else None
-                results[i] = JSONAnswer(None, response.reason, last_raw, attempts)
-                continue
-            value, problem = _judge(current[i], response, validate)
-            if problem is None:
-                results[i] = JSONAnswer(value, None, response.text, attempts, response.reasoning)
-            else:
-                problems[i] = (problem, response.text or "")
-                retry[i] = _reask(current[i], response.text or "", problem)
-        current = retry
-        if not current:
-            break
-    for i in current:
-        problem, raw = problems[i]
-        results[i] = JSONAnswer(None, "llm_unparseable", raw, backend.config.max_reasks + 1)
-    if raw_log is not None and current:
-        _log_failures(raw_log, [(requests[i].item_id, *problems[i]) for i in current])
-    return cast(list[JSONAnswer[T]], results)
+    checks = [validate] * len(requests) if callable(validate) else list(validate)
+    if len(checks) != len(requests):
+        raise ValueError(f"{len(requests)} requests but {len(checks)} validators")
+    if not requests:
+        return []
+    limit = backend.config.max_reasks
+    done = run_jobs(backend, [json_job(r, check, limit) for r, check in zip(requests, checks)], on_done)
+    failures = [(r.item_id, *failure) for r, (_, failure) in zip(requests, done) if failure is not None]
+    if raw_log is not None and failures:
+        _log_failures(raw_log, failures)
+    return [answer for answer, _ in done]
 
 
 def _log_failures(path: Path, failures: list[tuple[str, str, str]]) -> None:

@@ -19,6 +19,7 @@ import openai
 from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatResponse, LLMUsage
 from builder.backends.llm.cache import CacheWriter, LLMCache, fill, key_for, split_cached
 from builder.backends.llm.config import OpenAIModelConfig
+from builder.backends.llm.pool import LoopPool
 
 T = TypeVar("T")
 
@@ -139,6 +140,13 @@ class OpenAIBackend:
             self.usage.record(done, self.config.base_url or "the OpenAI API")
         return done
 
+    def open_pool(self) -> LoopPool:
+        """A pool that takes requests while others are in flight, within max_concurrency."""
+        if self._closed:
+            raise RuntimeError(f"LLM backend {self.name!r} is closed")
+        return LoopPool(self._loop.loop, key=self._key, ask=self._ask_bounded, cache=self.cache,
+                        writer=self._writer, record=self._record_one)
+
     def close(self) -> None:
         if self._closed:
             return
@@ -203,6 +211,14 @@ class OpenAIBackend:
         finally:
             if progress is not None:
                 progress.put(None)
+
+    async def _ask_bounded(self, request: ChatRequest) -> ChatResponse:
+        async with self._slots:
+            return await self._ask(request)
+
+    def _record_one(self, response: ChatResponse) -> None:
+        with self._usage_lock:
+            self.usage.record([response], self.config.base_url or "the OpenAI API")
 
     def _body(self, request: ChatRequest, max_tokens: int) -> dict[str, Any]:
         cfg = self.config

@@ -23,7 +23,7 @@ from builder.backends.rerankers.factory import (
     RerankerUnavailable,
     make_reranker,
 )
-from builder.backends.rerankers.llm_judge import Grade, grade_pairs, request_count
+from builder.backends.rerankers.llm_judge import Grade, grade_pair_sets, grade_pairs, request_count
 
 __all__ = [
     "INSTALL_HINT",
@@ -38,6 +38,7 @@ __all__ = [
     "Reranker",
     "RerankerConfig",
     "RerankerUnavailable",
+    "grade_pair_sets",
     "grade_pairs",
     "is_missing",
     "make_reranker",

@@ -9,12 +9,14 @@ pairs with the same text are asked together and the answer lists one grade per q
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builder.backends.llm import ChatRequest, LLMBackend, chat_json
+from builder.backends.llm import ChatRequest, LLMBackend
+from builder.backends.llm.json_batches import IdList, NumberedBatch, ask_numbered, number_batches, per_item
 from builder.backends.rerankers.base import Pair, RerankerBase
 from builder.backends.rerankers.config import GRADE_VARIABLES, LLMJudgeConfig
 
@@ -38,63 +40,73 @@ def _grade(value: Any) -> int:
     return value
 
 
+def _entry_grade(entry: Any) -> Any:
+    if not isinstance(entry, dict):
+        raise ValueError('each entry needs "id" and "grade"')
+    return entry.get("grade", entry.get("score"))
+
+
+GRADES = IdList(read=_entry_grade, wrappers=("grades", "scores"), entry="grade")
+
+
 def _validator(n: int) -> Callable[[Any], list[int]]:
+    """Grades for n questions: id-keyed entries, or a plain list (a bare number for one)."""
     def validate(value: Any) -> list[int]:
-        if isinstance(value, dict):
-            value = value.get("grades", value.get("scores"))
+        value = GRADES.unwrap(value)
         if isinstance(value, int) and n == 1:
             value = [value]
-        if not isinstance(value, list):
-            raise ValueError("expected a JSON list with one grade per question")
-        if value and all(isinstance(v, dict) for v in value):
-            by_id = {int(v.get("id", -1)): v.get("grade", v.get("score")) for v in value}
-            missing = [i for i in range(1, n + 1) if i not in by_id]
-            if missing:
-                raise ValueError(f"no grade for question ids {missing}")
-            value = [by_id[i] for i in range(1, n + 1)]
-        if len(value) != n:
-            raise ValueError(f"expected {n} grades, one per question, got {len(value)}")
-        return [_grade(v) for v in value]
+        if isinstance(value, list) and not (value and all(isinstance(v, dict) for v in value)):
+            if len(value) != n:
+                raise ValueError(f"expected {n} grades, one per question, got {len(value)}")
+            return [_grade(v) for v in value]
+        return [_grade(v) for v in GRADES.values(value, n)]
 
     return validate
 
 
-def _groups(pairs: Sequence[Pair], per_call: int) -> list[tuple[str, list[int]]]:
-    """(text, pair indexes) batches: pairs sharing a text, at most `per_call` each."""
-    by_text: dict[str, list[int]] = {}
-    for i, (_, text) in enumerate(pairs):
-        by_text.setdefault(text, []).append(i)
-    return [(text, idx[at: at + per_call]) for text, idx in by_text.items()
-            for at in range(0, len(idx), per_call)]
+def _batches(sets: Sequence[Sequence[Pair]], per_call: int, render: Render, tag: str
+             ) -> list[NumberedBatch[tuple[int, int]]]:
+    """Requests for the pairs of every set: pairs of one set sharing a text, `per_call` at most each."""
+    def request_for(group: tuple[int, str], _: int, keys: list[tuple[int, int]],
+                    questions: list[dict[str, Any]]) -> ChatRequest:
+        messages = render(document=group[1], questions=questions, one_pair=per_call == 1)
+        return ChatRequest.of(messages, item_id=f"{tag}{keys[0][1]}")
+
+    items = [((s, text), (s, i), question) for s, pairs in enumerate(sets)
+             for i, (question, text) in enumerate(pairs)]
+    return number_batches(items, per_call, request_for)
+
+
+def grade_pair_sets(backend: LLMBackend, render: Render, sets: Sequence[Sequence[Pair]], *,
+                    questions_per_call: int = 8, raw_log: Path | None = None,
+                    on_done: Callable[[int], None] | None = None, tag: str = "") -> list[list[Grade]]:
+    """Grade each (question, text) pair of several sets, every request in one pool.
+
+    Within a set, pairs with the same text are asked together: one request per text and
+    batch of at most `questions_per_call` questions. `render(document=...,
+    questions=[{"id", "text"}], one_pair=...)` gives the messages; `tag` keeps the item
+    ids of different callers apart in logs.
+    """
+    batches = _batches(sets, questions_per_call, render, tag)
+    answers = ask_numbered(backend, batches, _validator, raw_log=raw_log, on_done=on_done)
+    out = [[Grade(None, "llm_failed")] * len(pairs) for pairs in sets]
+    for (s, i), value, error in per_item(batches, answers):
+        out[s][i] = Grade(value, error)
+    return out
 
 
 def grade_pairs(backend: LLMBackend, render: Render, pairs: Sequence[Pair], *,
                 questions_per_call: int = 8, raw_log: Path | None = None,
                 on_done: Callable[[int], None] | None = None, tag: str = "") -> list[Grade]:
-    """Grade each (question, text) pair; one request per text and batch of questions.
-
-    `render(document=..., questions=[{"id", "text"}], one_pair=...)` gives the messages;
-    `tag` keeps the item ids of different callers apart in logs.
-    """
-    groups = _groups(pairs, questions_per_call)
-    out: list[Grade] = [Grade(None, "llm_failed")] * len(pairs)
-    for size in sorted({len(idx) for _, idx in groups}):
-        picked = [(text, idx) for text, idx in groups if len(idx) == size]
-        requests = [
-            ChatRequest.of(render(document=text, questions=[
-                {"id": k + 1, "text": pairs[i][0]} for k, i in enumerate(idx)],
-                one_pair=questions_per_call == 1), item_id=f"{tag}{idx[0]}")
-            for text, idx in picked
-        ]
-        answers = chat_json(backend, requests, _validator(size), raw_log=raw_log, on_done=on_done)
-        for (_, idx), answer in zip(picked, answers):
-            for k, i in enumerate(idx):
-                out[i] = Grade(answer.value[k], None) if answer.error is None else Grade(None, answer.error)
-    return out
+    """Grade each (question, text) pair (see `grade_pair_sets`)."""
+    return grade_pair_sets(backend, render, [pairs], questions_per_call=questions_per_call, raw_log=raw_log,
+                           on_done=on_done, tag=tag)[0]
 
 
 def request_count(pairs: Sequence[Pair], questions_per_call: int) -> int:
-    return len(_groups(pairs, questions_per_call))
+    """How many requests grading these pairs takes."""
+    per_text = Counter(text for _, text in pairs)
+    return sum(-(-n // questions_per_call) for n in per_text.values())
 
 
 class LLMJudge(RerankerBase):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from builder.backends.rerankers import Grade, Pair, grade_pairs, request_count
+from builder.backends.rerankers import Grade, Pair, grade_pair_sets, request_count
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -46,12 +46,19 @@ def contrast_rows(bench: Bench) -> tuple[list[tuple[str, str, str, str]], dict[s
 def grade(ctx: StageContext, llm: str, prompt: str, pairs: Sequence[Pair], questions_per_call: int,
           what: str = "grading") -> list[Grade]:
     """Grade (question, text) pairs with the recipe model `llm`, with a progress bar."""
-    if not pairs:
-        return []
-    with ctx.progress.task(what, request_count(pairs, questions_per_call)) as bar:
-        return grade_pairs(ctx.llm(llm), lambda **v: ctx.render(prompt, **v), pairs,
-                           questions_per_call=questions_per_call,
-                           raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
+    return grade_sets(ctx, llm, prompt, [pairs], questions_per_call, what)[0]
+
+
+def grade_sets(ctx: StageContext, llm: str, prompt: str, sets: Sequence[Sequence[Pair]],
+               questions_per_call: int, what: str = "grading") -> list[list[Grade]]:
+    """Grade several sets of pairs at once: all their requests go to one pool."""
+    total = sum(request_count(pairs, questions_per_call) for pairs in sets)
+    if not total:
+        return [[] for _ in sets]
+    with ctx.progress.task(what, total) as bar:
+        return grade_pair_sets(ctx.llm(llm), lambda **v: ctx.render(prompt, **v), sets,
+                               questions_per_call=questions_per_call,
+                               raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
 
 
 def grade_histogram(grades: Sequence[Grade]) -> dict[str, int]:
@@ -62,10 +69,12 @@ def contrast_verdicts(ctx: StageContext, rows: Sequence[tuple[str, str, str, str
                       min_grade: int, contrast: bool, questions_per_call: int) -> dict[str, str | None]:
     """Per query: None (passes) or why not: a grading error, `llm_grade_below:<n>`, or
     (with `contrast`) `llm_not_higher` when the text without spans grades as high."""
-    with_span = grade(ctx, llm, prompt, [(q, doc) for _, q, doc, _ in rows], questions_per_call,
-                      "grading with spans")
-    without = grade(ctx, llm, prompt, [(q, cut) for _, q, _, cut in rows], questions_per_call,
-                    "grading without spans") if contrast else [Grade(None, None)] * len(rows)
+    sets = [[(q, doc) for _, q, doc, _ in rows]]
+    if contrast:
+        sets.append([(q, cut) for _, q, _, cut in rows])
+    with_span, *rest = grade_sets(ctx, llm, prompt, sets, questions_per_call,
+                                  "grading with and without spans" if contrast else "grading with spans")
+    without = rest[0] if contrast else [Grade(None, None)] * len(rows)
     ctx.stats["llm_grades_with_span"] = grade_histogram(with_span)
     if contrast:
         ctx.stats["llm_grades_without_span"] = grade_histogram(without)
