@@ -159,6 +159,7 @@ class FakeOpenAIServer:
         self.faults = faults
         self.request_count = 0
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._seen: Counter[str] = Counter()
@@ -227,6 +228,7 @@ class FakeOpenAIServer:
     async def _chat(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.requests.append(body)
+        self.headers.append({k.lower(): v for k, v in request.headers.items()})
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
