@@ -3,6 +3,7 @@ current output folder untouched and imports no heavy library; any change still r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -112,3 +113,18 @@ def test_an_idle_rerun_imports_no_heavy_library(recipe: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=root, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_last_tables_that_do_not_parse_are_moved_aside_and_recomputed(recipe: Path) -> None:
+    _build(recipe)
+    out = recipe.parent / "out"
+    clean = (out / "queries.jsonl").read_bytes()
+    stage = next((recipe.parent / "runs" / "tiny").iterdir()) / "03_localize_spans"
+    (stage / "queries.parquet").write_bytes(b"not parquet")
+    stamp = json.loads((stage / "checkpoint.json").read_text())
+    stamp["files"]["queries.parquet"] = hashlib.sha256(b"not parquet").hexdigest()  # the stamp agrees
+    (stage / "checkpoint.json").write_text(json.dumps(stamp))
+    text = _build(recipe)
+    assert "03_localize_spans: checkpoint damaged" in text
+    assert (stage.parent / "03_localize_spans.damaged").is_dir()
+    assert (out / "queries.jsonl").read_bytes() == clean
