@@ -1,21 +1,30 @@
-"""Throughput of OpenAIBackend against a local fake server, then of a full cache replay.
+"""Throughput of OpenAIBackend beside a raw-aiohttp floor and plain AsyncOpenAI, all
+against one local fake server in the same run, then of a full cache replay.
 
 Run from the repo root: ``python benchmarks/llm_throughput.py``. The server runs as its
-own process so that client and server do not share one interpreter (and one GIL).
+own process so that client and server do not share one interpreter (and one GIL), so the
+CPU time printed per request is the client's alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
+import aiohttp
+import openai
+
 from builder.backends.llm import ChatRequest, LLMCache, OpenAIBackend, OpenAIModelConfig
+
+_MODEL = "bench"
 
 
 def _start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
@@ -31,14 +40,56 @@ def _served(base_url: str) -> int:
         return int(json.load(response)["request_count"])
 
 
-def _requests(n: int) -> list[ChatRequest]:
-    return [ChatRequest.of([{"role": "user", "content": f"benchmark question number {i}"}]) for i in range(n)]
+def _messages(n: int) -> list[list[dict[str, str]]]:
+    return [[{"role": "user", "content": f"benchmark question number {i}"}] for i in range(n)]
 
 
-def _run(backend: OpenAIBackend, requests: list[ChatRequest]) -> tuple[float, int]:
-    start = time.perf_counter()
-    answers = backend.chat_many(requests)
-    return time.perf_counter() - start, sum(a.text is None for a in answers)
+async def _floor(base_url: str, messages: list[list[dict[str, str]]], concurrency: int) -> int:
+    """Raw aiohttp with a pool as wide as the concurrency: what any client can hope for."""
+    slots = asyncio.Semaphore(concurrency)
+    headers = {"Authorization": "Bearer sk-local", "Content-Type": "application/json"}
+    url = base_url + "/chat/completions"
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def one(chat: list[dict[str, str]]) -> bool:
+            body = json.dumps({"model": _MODEL, "messages": chat, "temperature": 0.0, "max_tokens": 1024})
+            async with slots, session.post(url, data=body, headers=headers) as response:
+                data = json.loads(await response.read())
+            return bool(data["choices"][0]["message"]["content"])
+
+        answers = await asyncio.gather(*(one(m) for m in messages))
+    return answers.count(False)
+
+
+async def _plain_openai(base_url: str, messages: list[list[dict[str, str]]], concurrency: int) -> int:
+    """AsyncOpenAI as its README shows it, bounded to the same concurrency."""
+    slots = asyncio.Semaphore(concurrency)
+    async with openai.AsyncOpenAI(api_key="sk-local", base_url=base_url, max_retries=0) as client:
+
+        async def one(chat: list[dict[str, str]]) -> bool:
+            async with slots:
+                completion = await client.chat.completions.create(
+                    model=_MODEL, messages=chat, temperature=0.0, max_tokens=1024  # type: ignore[arg-type]
+                )
+            return bool(completion.choices[0].message.content)
+
+        answers = await asyncio.gather(*(one(m) for m in messages))
+    return answers.count(False)
+
+
+def _timed(run: Callable[[], int]) -> tuple[float, float, int]:
+    """Wall seconds, client CPU seconds and failures of one run."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    failed = run()
+    return time.perf_counter() - wall, time.process_time() - cpu, failed
+
+
+def _line(name: str, n: int, timing: tuple[float, float, int], floor_s: float | None) -> None:
+    wall, cpu, failed = timing
+    ratio = "" if floor_s is None else f", {floor_s / wall:.3f} of the floor"
+    print(f"{name:<12} {wall:6.3f} s = {n / wall:5.0f} req/s, client CPU {1000 * cpu / n:.3f} ms/request"
+          f"{ratio} ({failed} failed)")
 
 
 def main() -> None:
@@ -48,22 +99,30 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50.0)
     args = parser.parse_args()
 
+    n, width = args.n, args.concurrency
+    messages = _messages(n)
+    requests = [ChatRequest.of(m) for m in messages]
     server, base_url = _start_server(args.latency_ms)
     try:
+        floor = _timed(lambda: asyncio.run(_floor(base_url, messages, width)))
+        plain = _timed(lambda: asyncio.run(_plain_openai(base_url, messages, width)))
         with tempfile.TemporaryDirectory() as tmp:
-            config = OpenAIModelConfig(model="bench", base_url=base_url, max_concurrency=args.concurrency)
+            config = OpenAIModelConfig(model=_MODEL, base_url=base_url, max_concurrency=width)
             with OpenAIBackend("bench", config, LLMCache(Path(tmp) / "llm.sqlite")) as backend:
-                requests = _requests(args.n)
-                elapsed, failed = _run(backend, requests)
-                ideal = args.n * args.latency_ms / 1000 / args.concurrency
-                print(f"live:   {args.n} requests in {elapsed:.3f} s = {args.n / elapsed:.0f} req/s ({failed} failed)")
-                print(f"        ideal {ideal:.3f} s, ratio ideal/actual = {ideal / elapsed:.3f} (target >= 0.90)")
-
+                live = _timed(lambda: sum(a.text is None for a in backend.chat_many(requests)))
                 before = _served(base_url)
-                elapsed, failed = _run(backend, requests)
+                replay = _timed(lambda: sum(a.text is None for a in backend.chat_many(requests)))
                 sent = _served(base_url) - before - 1  # less the first /stats query
-                print(f"replay: {args.n} calls in {elapsed:.3f} s = {args.n / elapsed:.0f} calls/s (target >= 5000)")
-                print(f"        requests that reached the server: {sent} ({failed} failed)")
+
+        ideal = n * args.latency_ms / 1000 / width
+        print(f"{n} requests, concurrency {width}, {args.latency_ms:g} ms latency; ideal {ideal:.3f} s")
+        _line("raw aiohttp", n, floor, None)
+        _line("AsyncOpenAI", n, plain, floor[0])
+        _line("build-bench", n, live, floor[0])
+        print(f"build-bench / floor = {floor[0] / live[0]:.3f} (target >= 0.90); "
+              f"ideal / build-bench = {ideal / live[0]:.3f}")
+        print(f"replay: {n} calls in {replay[0]:.3f} s = {n / replay[0]:.0f} calls/s (target >= 5000); "
+              f"requests that reached the server: {sent} ({replay[2]} failed)")
     finally:
         server.terminate()
         server.wait()

@@ -5,7 +5,8 @@ A checkpoint is reused only when its fingerprint matches and every file still ha
 stamped; anything else damaged (a garbled, empty or deleted parquet, an unreadable
 stats.json or stamp) is moved aside with a one-line notice and the stage runs again.
 The hash of the tables is also the stage's content digest, which the runner chains into
-the next stage's fingerprint.
+the next stage's fingerprint. Checking a checkpoint does not parse its tables: a rerun
+reads only the tables of the stage it starts from (or writes out), not every stage's.
 """
 
 from __future__ import annotations
@@ -31,9 +32,19 @@ STATS = "stats.json"
 
 @dataclass
 class Checkpoint:
-    bench: Bench
+    """A checked checkpoint; `load` reads its tables."""
+
+    stage_dir: Path
     stats: StageRecord
     digest: str  # content hash of the four tables
+
+    def load(self, notice: Callable[[str], None]) -> Bench | None:
+        """The Bench, or None (with the folder moved aside) when its tables do not parse."""
+        try:
+            return Bench.load(self.stage_dir)
+        except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
+            _move_aside(self.stage_dir, f"{type(exc).__name__}: {exc}"[:160], notice)
+            return None
 
 
 class Damaged(Exception):
@@ -68,8 +79,9 @@ def save_checkpoint(stage_dir: Path, bench: Bench, stats: StageRecord, fingerpri
     return _digest(files, tables)
 
 
-def load_checkpoint(stage_dir: Path, fingerprint: str, notice: Callable[[str], None]) -> Checkpoint | None:
-    """The checkpoint made for `fingerprint`, or None when there is none to reuse."""
+def open_checkpoint(stage_dir: Path, fingerprint: str, notice: Callable[[str], None]) -> Checkpoint | None:
+    """The checkpoint made for `fingerprint`, its files checked against the stamp, or None
+    when there is none to reuse."""
     stamp_path = stage_dir / STAMP
     if not stage_dir.is_dir() or not stamp_path.exists():
         return None
@@ -77,20 +89,24 @@ def load_checkpoint(stage_dir: Path, fingerprint: str, notice: Callable[[str], N
         stamp = json.loads(stamp_path.read_text(encoding="utf-8"))
         if stamp.get("fingerprint") != fingerprint:
             return None
-        return _read(stage_dir, stamp)
+        return _check(stage_dir, stamp)
     except Damaged as exc:
         problem = str(exc)
-    except (OSError, ValueError, AttributeError, KeyError, TypeError, pl.exceptions.PolarsError) as exc:
+    except (OSError, ValueError, AttributeError, KeyError, TypeError) as exc:
         problem = f"{type(exc).__name__}: {exc}"[:160]
+    _move_aside(stage_dir, problem, notice)
+    return None
+
+
+def _move_aside(stage_dir: Path, problem: str, notice: Callable[[str], None]) -> None:
     aside = stage_dir.with_name(f"{stage_dir.name}.damaged")
     if aside.exists():
         shutil.rmtree(aside, ignore_errors=True)
     os.replace(stage_dir, aside)
     notice(f"{stage_dir.name}: checkpoint damaged ({problem}); moved aside to {aside.name}, running the stage again")
-    return None
 
 
-def _read(stage_dir: Path, stamp: dict[str, Any]) -> Checkpoint:
+def _check(stage_dir: Path, stamp: dict[str, Any]) -> Checkpoint:
     files: dict[str, str] = stamp["files"]
     for name, expected in files.items():
         path = stage_dir / name
@@ -101,5 +117,4 @@ def _read(stage_dir: Path, stamp: dict[str, Any]) -> Checkpoint:
     stats = json.loads((stage_dir / STATS).read_text(encoding="utf-8"))
     if not isinstance(stats, dict):
         raise Damaged(f"{STATS} is not an object")
-    tables = list(stamp["tables"])
-    return Checkpoint(Bench.load(stage_dir), StageRecord.from_json(stats), _digest(files, tables))
+    return Checkpoint(stage_dir, StageRecord.from_json(stats), _digest(files, list(stamp["tables"])))

@@ -52,7 +52,7 @@ def print_run_summary(console: Console, result: RunResult) -> None:
                           f"check the scorers' max_length and beyond_window[/]")
     counts = result.bench.counts()
     console.print(f"{counts['docs']} documents, {counts['queries']} queries, "
-                  f"{counts['qrels']} qrels written to {result.out_dir}")
+                  f"{counts['qrels']} qrels " + ("written to" if result.written else "already in") + f" {result.out_dir}")
 
 
 def print_stages(console: Console) -> None:

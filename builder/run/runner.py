@@ -19,23 +19,24 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 from rich.console import Console
 
 from builder.backends.rerankers import reranker_fingerprint
 from builder.bench import Bench
+from builder import __version__
 from builder.atomic import recover, recover_folder, replace_dir, temp_path_beside
 from builder.stages.context import StageContext
 from builder.publish.beir import write_beir
 from builder.io.corpus_loader import load_sources
 from builder.publish.multilingual import write_multilingual
 from builder.run.backends import Backends
-from builder.run.checkpoints import load_checkpoint, save_checkpoint
+from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
 from builder.run.locks import FileLock, out_lock_path
 from builder.run.outcome import check_result
-from builder.run.outdir import check_out_dir_contents, check_out_dir_place, write_marker
+from builder.run.outdir import check_out_dir_contents, check_out_dir_place, output_is_current, write_marker
 from builder.run.progress import RichProgress
 from builder.run.stage_record import StageRecord
 from builder.prompt_templates import PromptLibrary
@@ -71,6 +72,7 @@ class RunResult:
     out_dir: Path
     run_dir: Path
     stage_stats: list[StageRecord] = field(default_factory=list)
+    written: bool = True  # False when the output folder already held this exact output
 
 
 def _hash(*parts: Any) -> str:
@@ -118,16 +120,22 @@ class Runner:
                 self._notice(note)
             check_out_dir_contents(out_dir, self.options.overwrite)
             try:
-                bench, stats = self._stages()
+                bench, stats, bench_fp = self._stages()
                 if not self.options.allow_empty:
                     check_result(bench, stats, self.backends.usage())
-                self._write(bench, stats, out_dir)
+                out_fp = self._output_fingerprint(bench_fp)
+                written = self.options.fresh or not output_is_current(out_dir, out_fp)
+                if written:
+                    self._write(bench, stats, out_dir, out_fp)
+                else:
+                    self.console.print(f"{out_dir}: already holds this output (fingerprint {out_fp[:12]}); "
+                                       "nothing written", highlight=False)
             finally:
                 self.close()
         if self.recipe.push is not None:
             cfg = self.recipe.push
             push(out_dir, cfg.repo, private=cfg.private, tag=cfg.tag, console=self.console)
-        return RunResult(bench=bench, out_dir=out_dir, run_dir=self.run_dir, stage_stats=stats)
+        return RunResult(bench=bench, out_dir=out_dir, run_dir=self.run_dir, stage_stats=stats, written=written)
 
     @contextmanager
     def _locked(self, out_dir: Path) -> Iterator[None]:
@@ -142,21 +150,51 @@ class Runner:
     def _notice(self, text: str) -> None:
         self.console.print(f"[yellow]{text}[/]", highlight=False)
 
-    def _stages(self) -> tuple[Bench, list[StageRecord]]:
-        stats: list[StageRecord] = []
-        fp = _hash(self._inputs_fp, "load")
-        bench, st, digest = self._checkpointed(LOAD_LABEL, fp, self._load)
-        stats.append(st)
-        for i, stage in enumerate(self.recipe.stage_objects(), start=1):
-            fp = self._stage_fingerprint(fp, digest, stage)
-            label = f"{i:02d}_{stage.name}"
-            bench, st, digest = self._checkpointed(
-                label, fp, lambda b=bench, s=stage, i=i, lab=label: self._run_stage(b, s, i, lab)
-            )
-            stats.append(st)
-        return bench, stats
+    def _stages(self) -> tuple[Bench, list[StageRecord], str]:
+        """The Bench after the last stage, the stats of every stage, and a fingerprint of
+        that Bench (the last stage's fingerprint and content digest)."""
+        while True:
+            walked = self._walk()
+            if walked is not None:
+                return walked
+            # A checkpoint whose tables would not parse was moved aside: walk again to redo it.
 
-    def _write(self, bench: Bench, stats: list[StageRecord], out_dir: Path) -> None:
+    def _walk(self) -> tuple[Bench, list[StageRecord], str] | None:
+        """Reuse what is unchanged, run the rest. A reused checkpoint is only checked; its
+        tables are read when the next stage has to run on them, or when it is the last."""
+        stats: list[StageRecord] = []
+        fp, digest = _hash(self._inputs_fp, "load"), ""
+        bench: Bench | None = None
+        reused: Checkpoint | None = None
+        steps: list[tuple[str, Stage | None]] = [(LOAD_LABEL, None)]
+        steps += [(f"{i:02d}_{s.name}", s) for i, s in enumerate(self.recipe.stage_objects(), start=1)]
+        for index, (label, stage) in enumerate(steps):
+            if stage is not None:
+                fp = self._stage_fingerprint(fp, digest, stage)
+            found = None if self.options.fresh else open_checkpoint(self.run_dir / label, fp, self._notice)
+            if found is not None:
+                self.console.print(f"[dim]{label}: unchanged, loaded from checkpoint[/]")
+                stats.append(found.stats.model_copy(update={"resumed": True}))
+                digest, reused = found.digest, found
+                continue
+            if reused is not None:
+                if (bench := reused.load(self._notice)) is None:
+                    return None
+                reused = None
+            compute = self._load if stage is None else (
+                lambda b=bench, s=stage, i=index, lab=label: self._run_stage(cast(Bench, b), s, i, lab))
+            bench, st, digest = self._computed(label, fp, compute)
+            stats.append(st)
+        if reused is not None and (bench := reused.load(self._notice)) is None:
+            return None
+        return cast(Bench, bench), stats, _hash(fp, digest)
+
+    def _output_fingerprint(self, bench_fp: str) -> str:
+        """What the output folder depends on: the final tables, the whole recipe (the card
+        embeds it) and the writers' version."""
+        return _hash(bench_fp, self.loaded.text, self.recipe.model_dump(mode="json"), __version__)
+
+    def _write(self, bench: Bench, stats: list[StageRecord], out_dir: Path, out_fp: str) -> None:
         """Everything is written into a staging folder that replaces `out_dir` only when
         complete, so a failure never leaves a half-written dataset behind."""
         staging = temp_path_beside(out_dir)
@@ -167,18 +205,15 @@ class Runner:
             if o.per_language or o.posir_layout or o.cross_lingual:
                 write_multilingual(bench, staging, o, stats=summary)
             publish_outputs(bench, staging, summary, self.loaded)
-            write_marker(staging, self.recipe.name)
+            write_marker(staging, self.recipe.name, out_fp)
             replace_dir(staging, out_dir)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _checkpointed(self, label: str, fp: str, compute: Callable[[], tuple[Bench, StageRecord]]
-                      ) -> tuple[Bench, StageRecord, str]:
+    def _computed(self, label: str, fp: str, compute: Callable[[], tuple[Bench, StageRecord]]
+                  ) -> tuple[Bench, StageRecord, str]:
+        """Run one stage and checkpoint it; returns its Bench, record and content digest."""
         stage_dir = self.run_dir / label
-        found = None if self.options.fresh else load_checkpoint(stage_dir, fp, self._notice)
-        if found is not None:
-            self.console.print(f"[dim]{label}: unchanged, loaded from checkpoint[/]")
-            return found.bench, found.stats.model_copy(update={"resumed": True}), found.digest
         failed_before = self.backends.usage().transport_failures
         bench, record = compute()
         lost = self.backends.usage().transport_failures - failed_before

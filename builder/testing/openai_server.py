@@ -163,6 +163,7 @@ class FakeOpenAIServer:
         # (in the order they left), so a test can tell overlapping requests from rounds.
         self.arrived: list[float] = []
         self.answered: list[float] = []
+        self.headers: list[dict[str, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._seen: Counter[str] = Counter()
@@ -232,6 +233,7 @@ class FakeOpenAIServer:
         body = await request.json()
         self.requests.append(body)
         self.arrived.append(time.perf_counter())
+        self.headers.append({k.lower(): v for k, v in request.headers.items()})
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -169,6 +170,30 @@ def test_request_body_follows_the_config(fake_openai: Start, make_backend: MakeB
     assert "response_format" not in plain and plain["max_tokens"] == 1024 and "seed" not in plain
     assert shaped["response_format"]["json_schema"]["schema"] == schema
     assert (shaped["seed"], shaped["top_p"], shaped["top_k"], shaped["max_tokens"]) == (7, 0.5, 3, 9)
+
+
+def test_requests_carry_the_sdk_headers_and_the_attempt_number(
+    fake_openai: Start, make_backend: MakeBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCH_TEST_KEY", "sk-test-123")
+    srv = fake_openai(responder=flaky(Reply(status=500)))
+    backend = make_backend(srv, api_key_env="BENCH_TEST_KEY")
+    assert [a.text for a in backend.chat_many([ask("q")])] == ["echo: q"]
+    first, second = srv.headers
+    assert first["authorization"] == "Bearer sk-test-123"
+    assert first["user-agent"].startswith("AsyncOpenAI/Python")
+    assert first["x-stainless-async"] == "async:asyncio"
+    assert first["content-type"] == "application/json"
+    assert (first["x-stainless-retry-count"], second["x-stainless-retry-count"]) == ("0", "1")
+    assert int(first["content-length"]) == len(json.dumps(srv.requests[0], ensure_ascii=False,
+                                                           separators=(",", ":")).encode())
+
+
+def test_a_body_no_server_could_read_fails_without_being_sent(fake_openai: Start, make_backend: MakeBackend) -> None:
+    srv = fake_openai()
+    answer = make_backend(srv, extra_body={"min_p": float("nan")}).chat_many([ask("q")])[0]
+    assert not answer.ok and answer.error is not None and "unsendable request" in answer.error
+    assert srv.request_count == 0
 
 
 def test_empty_batches_and_closing(fake_openai: Start, make_backend: MakeBackend) -> None:

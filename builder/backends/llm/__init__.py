@@ -1,4 +1,10 @@
-"""LLM access for the build stages: configs, backends, caching and JSON answers."""
+"""LLM access for the build stages: configs, backends, caching and JSON answers.
+
+The backends are imported on first use: `openai` alone takes longer to import than a
+rerun with nothing to do needs in all.
+"""
+
+from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm.base import (
     BackendUnavailable,
@@ -12,8 +18,10 @@ from builder.backends.llm.cache import CachedAnswer, LLMCache, key_for
 from builder.backends.llm.config import ModelConfig, OpenAIModelConfig, VLLMModelConfig
 from builder.backends.llm.factory import make_llm
 from builder.backends.llm.json_answers import JSONAnswer, chat_json, parse_json_lenient
-from builder.backends.llm.openai_backend import OpenAIBackend
-from builder.backends.llm.vllm_backend import VLLMBackend
+
+if TYPE_CHECKING:
+    from builder.backends.llm.openai_backend import OpenAIBackend
+    from builder.backends.llm.vllm_backend import VLLMBackend
 
 __all__ = [
     "BackendUnavailable",
@@ -35,3 +43,15 @@ __all__ = [
     "make_llm",
     "parse_json_lenient",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpenAIBackend":
+        from builder.backends.llm.openai_backend import OpenAIBackend
+
+        return OpenAIBackend
+    if name == "VLLMBackend":
+        from builder.backends.llm.vllm_backend import VLLMBackend
+
+        return VLLMBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,12 +5,14 @@ from __future__ import annotations
 from builder.backends.llm.base import LLMBackend
 from builder.backends.llm.cache import LLMCache
 from builder.backends.llm.config import ModelConfig, OpenAIModelConfig
-from builder.backends.llm.openai_backend import OpenAIBackend
-from builder.backends.llm.vllm_backend import VLLMBackend
 
 
 def make_llm(name: str, config: ModelConfig, cache: LLMCache) -> LLMBackend:
-    """Build the backend `config` asks for (vLLM itself is imported only when chosen)."""
+    """Build the backend `config` asks for; its client library is imported only then."""
     if isinstance(config, OpenAIModelConfig):
+        from builder.backends.llm.openai_backend import OpenAIBackend
+
         return OpenAIBackend(name, config, cache)
+    from builder.backends.llm.vllm_backend import VLLMBackend
+
     return VLLMBackend(name, config, cache)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import importlib
 import json
 import os
 import queue
@@ -20,6 +19,7 @@ from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatRespo
 from builder.backends.llm.cache import CacheWriter, LLMCache, fill, key_for, split_cached
 from builder.backends.llm.config import OpenAIModelConfig
 from builder.backends.llm.pool import LoopPool
+from builder.backends.llm.openai_requests import PreparedChat, dumps, http_module
 
 T = TypeVar("T")
 
@@ -63,12 +63,6 @@ class _LoopThread:
         self.loop.close()
 
 
-def _http_module() -> Any:
-    """The httpx flavour the installed SDK is built on (httpx, or its successor httpx2)."""
-    base = next(c for c in openai.DefaultAsyncHttpxClient.__mro__ if c.__name__ == "AsyncClient")
-    return importlib.import_module(base.__module__.split(".")[0])
-
-
 def _http_client(concurrency: int) -> Any:
     """The SDK's async HTTP client with a keep-alive pool as wide as the concurrency.
 
@@ -76,7 +70,7 @@ def _http_client(concurrency: int) -> Any:
     matters at hundreds of requests a second; it needs aiohttp (and, on older SDKs,
     httpx-aiohttp), so fall back to the default when it is missing.
     """
-    limits = _http_module().Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    limits = http_module().Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     try:
         return openai.DefaultAioHttpClient(limits=limits)
     except (AttributeError, RuntimeError):
@@ -104,17 +98,18 @@ class OpenAIBackend:
         self.cache = cache
         self.usage = LLMUsage()
         self._usage_lock = threading.Lock()
+        http_client = _http_client(config.max_concurrency)
         self._client = openai.AsyncOpenAI(
             api_key=resolve_api_key(config),
             base_url=config.base_url,
             timeout=config.timeout_s,
             max_retries=0,
-            http_client=_http_client(config.max_concurrency),
+            http_client=http_client,
         )
-        self._raw_response = _http_module().Response
         self._writer = CacheWriter(cache)
         self._slots = asyncio.Semaphore(config.max_concurrency)
         self._loop = _LoopThread(f"llm-{name}")
+        self._chat = self._loop.submit(_prepare(self._client, http_client)).result()
         self._closed = False
 
     def chat_many(
@@ -258,15 +253,16 @@ class OpenAIBackend:
 
     async def _with_retries(self, body: dict[str, Any]) -> ChatResponse:
         """An answer or a failure; an answer cut off at max_tokens is a `truncated` failure."""
+        try:
+            payload = dumps(body)
+        except ValueError as error:  # e.g. NaN in extra_body: no server could read it
+            return ChatResponse.failed(f"unsendable request: {error}"[:200], 0)
         attempts = self.config.max_retries + 1
         empties = 0
         for attempt in range(attempts):
             retry_after: float | None = None
             try:
-                # post() skips the SDK's typed-params transform and model parsing, which
-                # cost more CPU per call than everything else here put together.
-                raw = await self._client.post("/chat/completions", body=body, cast_to=self._raw_response)
-                answer = _answer(json.loads(raw.content), attempt, body["max_tokens"])
+                answer = _answer(json.loads(await self._chat.send(payload, attempt)), attempt, body["max_tokens"])
             except Exception as error:  # one bad request must not sink the batch
                 reason, retryable, retry_after, transport = _classify(error)
                 if not retryable:
@@ -280,6 +276,11 @@ class OpenAIBackend:
             if attempt + 1 < attempts:
                 await asyncio.sleep(self._delay(attempt, retry_after))
         return ChatResponse.failed(f"{reason} after {attempt + 1} attempts", attempt, transport)
+
+
+async def _prepare(client: openai.AsyncOpenAI, http_client: Any) -> PreparedChat:
+    # On the loop that sends, so the SDK sees the async library it will run under.
+    return PreparedChat(client, http_client)
 
 
 class _Malformed(ValueError):

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import BackendUnavailable
 from builder.backends.rerankers.base import Reranker
-from builder.backends.rerankers.bm25 import BM25Scorer
 from builder.backends.rerankers.config import (
     AnyRerankerConfig,
     BiEncoderConfig,
@@ -17,7 +16,6 @@ from builder.backends.rerankers.config import (
     LLMJudgeConfig,
     missing_extra,
 )
-from builder.backends.rerankers.llm_judge import LLMJudge
 
 if TYPE_CHECKING:
     from builder.backends.llm import LLMBackend
@@ -34,9 +32,13 @@ def make_reranker(name: str, config: AnyRerankerConfig, llm_lookup: Callable[[st
     hint = missing_extra(config)
     if hint:
         raise RerankerUnavailable(f"reranker {name!r}: {hint}")
+    # Each backend is imported only when a recipe uses it (bm25 needs numpy and scipy).
     if isinstance(config, BM25Config):
+        from builder.backends.rerankers.bm25 import BM25Scorer
+
         return BM25Scorer(name, config)
     if isinstance(config, LLMJudgeConfig):
+        from builder.backends.rerankers.llm_judge import LLMJudge
         from builder.prompt_templates import PromptLibrary
 
         prompt = (prompts or PromptLibrary()).get(config.prompt)

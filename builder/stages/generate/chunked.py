@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from langchain_text_splitters import RecursiveCharacterTextSplitter
-
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
 from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items
@@ -18,6 +16,7 @@ from builder.textutil.positions import requested_of_region, tag_chunk
 
 if TYPE_CHECKING:
     import polars as pl
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
 
     from builder.stages.context import StageContext
     from builder.stages.generate.params import GenerateParams
@@ -43,6 +42,8 @@ def validate_answer(value: Any) -> list[dict[str, str]]:
 
 
 def make_splitter(p: GenerateParams, count: Callable[[str], int]) -> RecursiveCharacterTextSplitter:
+    from langchain_text_splitters import RecursiveCharacterTextSplitter  # slow to import; only this mode needs it
+
     return RecursiveCharacterTextSplitter(
         chunk_size=p.chunk_size, chunk_overlap=p.chunk_overlap,
         length_function=count, add_start_index=True,

@@ -25,7 +25,6 @@ from pydantic import Field, model_validator
 from builder.backends.rerankers import is_missing, reranker_configs
 from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
-from builder.backends.retrievers import make_retriever
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, RetrieverRef
 from builder.stages.qc.grading import grade
@@ -105,6 +104,8 @@ class FalseNegatives(QueryFilter):
 
     def _flag(self, bench: Bench, ctx: StageContext) -> list[dict[str, Any]]:
         """Recall, then score: one record per (query, candidate) the rerankers single out."""
+        from builder.backends.retrievers import make_retriever  # numpy and scipy: imported when this runs
+
         p = self.params
         texts = bench.corpus["text"].to_list()
         doc_ids = bench.corpus["doc_id"].to_list()

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from langchain_text_splitters import RecursiveCharacterTextSplitter
-
 Count = Callable[[list[str]], list[int]]
 # Paragraphs first, then lines, then sentence ends (Latin, CJK, Arabic), then words.
 SEPARATORS = ["\n\n", "\n", ". ", "! ", "? ", "。", "！", "？", "؟ ", "; ", ", ", " ", ""]
@@ -17,6 +15,8 @@ def split_pieces(text: str, max_tokens: int, count: Count) -> list[tuple[int, in
     `max_tokens` long where the text allows it (one overlong word stays whole)."""
     if not text or count([text])[0] <= max_tokens:
         return [(0, len(text))]
+    from langchain_text_splitters import RecursiveCharacterTextSplitter  # slow to import; needed only here
+
     splitter = RecursiveCharacterTextSplitter(
         chunk_size=max_tokens, chunk_overlap=0, length_function=lambda t: count([t])[0],
         keep_separator="end", strip_whitespace=False, separators=SEPARATORS,
