@@ -29,9 +29,9 @@ from builder.bench import Bench
 from builder.atomic import recover, recover_folder, replace_dir, temp_path_beside
 from builder.stages.context import StageContext
 from builder.publish.beir import write_beir
-from builder.io.corpus_loader import load_sources
 from builder.publish.multilingual import write_multilingual
 from builder.run.backends import Backends
+from builder.run.load import LOAD_LABEL, load_corpus, load_key
 from builder.run.checkpoints import load_checkpoint, save_checkpoint
 from builder.run.locks import FileLock, out_lock_path
 from builder.run.outcome import check_result
@@ -45,8 +45,6 @@ from builder.stages.base import Stage
 
 if TYPE_CHECKING:
     from builder.backends.tokenizers import TokenCounter
-
-LOAD_LABEL = "00_load"
 
 
 class InvariantError(RuntimeError):
@@ -143,7 +141,7 @@ class Runner:
 
     def _stages(self) -> tuple[Bench, list[dict[str, Any]]]:
         stats: list[dict[str, Any]] = []
-        fp = _hash(self._inputs_fp, "load")
+        fp = _hash(self._inputs_fp, "load", *load_key(self.recipe))
         bench, st, digest = self._checkpointed(LOAD_LABEL, fp, self._load)
         stats.append(st)
         for i, stage in enumerate(self.recipe.stage_objects(), start=1):
@@ -192,9 +190,8 @@ class Runner:
 
     def _load(self) -> tuple[Bench, dict[str, Any]]:
         t0 = time.perf_counter()
-        corpus, bad = load_sources(self.recipe.sources, self.loaded.base_dir, self.options.limit)
-        counts = self.tokenizer.count_many(corpus["text"].to_list())
-        corpus = corpus.with_columns(pl.Series("n_tokens", counts, dtype=pl.Int64))
+        corpus, bad = load_corpus(self.recipe, self.loaded.base_dir, self.options.limit, self.tokenizer,
+                                  self.console)
         drops = bad.select(pl.lit(LOAD_LABEL).alias("stage"), pl.lit("doc").alias("kind"), "id", "reason")
         bench = Bench.of(corpus=corpus, drops=drops)
         stats = {
