@@ -125,3 +125,16 @@ def test_changing_the_sample_loads_again_instead_of_reusing_held_texts(tmp_path)
     _build(tmp_path, 30, "runs", "out_a")
     again = _build(tmp_path, 45, "runs", "out_b")  # same run folder, another sample
     assert again == _build(tmp_path, 45, "runs_fresh", "out_c")
+
+
+def test_a_streamed_hub_dataset_samples_like_a_loaded_one(tmp_path):
+    from builder.io.sources import HFSource
+
+    _corpus(tmp_path)
+    fields = {"id": "id", "text": "text", "lang": "lang", "domain": "topic"}
+    spec = HFSource(type="hf", path="parquet", data_files=str(tmp_path / "b.parquet"), streaming=True, fields=fields)
+    params = SampleParams(buckets=[0, 100, 400], weights=[1, 1], n_docs=25, per=["domain"])
+    expected = _in_memory([spec.model_copy(update={"streaming": False})], params, tmp_path, seed=3)
+    got = _streamed([spec], params, tmp_path, seed=3)
+    assert got.corpus.equals(expected.corpus) and got.drops.equals(expected.drops)
+    assert got.corpus.height == 50
