@@ -1,11 +1,17 @@
-"""Turn source rows into corpus rows; bad rows become drops with reasons."""
+"""Turn source rows into corpus rows; bad rows become drops with reasons.
+
+`iter_documents` is the one reading loop: it yields every kept document and every drop in
+source order, holding only ids and a digest per text, so a caller can stream a corpus of
+any size. `load_sources` collects it into tables for corpora that fit in memory.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import hashlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -13,33 +19,52 @@ from builder.io.jsonl import has_lone_surrogate, id_problem
 from builder.io.sources import JsonlSource, Located, SourceError, _SourceBase, iter_rows, source_name
 
 
+class Doc(NamedTuple):
+    doc_id: str
+    title: str
+    text: str
+    lang: str
+    domain: str
+
+
+class Dropped(NamedTuple):
+    id: str
+    reason: str
+
+
 @dataclass
-class _Collector:
-    limit: int | None
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    drops: list[tuple[str, str]] = field(default_factory=list)
-    seen_ids: set[str] = field(default_factory=set)
-    seen_texts: set[int] = field(default_factory=set)
-    # Mapped input fields no row has shown yet, and the columns seen while any is missing.
-    unseen: set[str] = field(default_factory=set)
+class _Seen:
+    """What duplicates are judged against, across all sources: ids, and a digest of each
+    kept text (16 bytes, not the text, so memory does not grow with document length)."""
+
+    ids: set[str] = field(default_factory=set)
+    texts: set[bytes] = field(default_factory=set)
+
+
+@dataclass
+class _Fields:
+    """Mapped input fields no row has shown yet, and the columns seen while any is missing."""
+
+    unseen: set[str]
     columns: set[str] = field(default_factory=set)
 
-    def full(self, kept_before: int) -> bool:
-        return self.limit is not None and len(self.rows) - kept_before >= self.limit
+
+def _text_digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
 
 def _mapping(spec: _SourceBase) -> dict[str, str]:
     return {k: v for k, v in spec.fields.model_dump().items() if v is not None}
 
 
-def _check_fields(spec: _SourceBase, out: _Collector) -> None:
+def _check_fields(spec: _SourceBase, fields: _Fields) -> None:
     """A mapped field that no row has is a recipe mistake, not a reason to drop every row."""
-    if not out.unseen:
+    if not fields.unseen:
         return
     mapping = _mapping(spec)
-    missing = ", ".join(f"{k} → {v!r}" for k, v in mapping.items() if v in out.unseen)
+    missing = ", ".join(f"{k} → {v!r}" for k, v in mapping.items() if v in fields.unseen)
     wanted = ", ".join(f"{k} → {v!r}" for k, v in mapping.items())
-    found = ", ".join(repr(c) for c in sorted(out.columns)[:30]) or "none"
+    found = ", ".join(repr(c) for c in sorted(fields.columns)[:30]) or "none"
     raise SourceError(
         f"source {source_name(spec)}: no row has {missing} (field mapping: {wanted}); "
         f"columns found: {found}. Map them with `fields:` in the source."
@@ -73,69 +98,77 @@ def _meta(spec: _SourceBase, row: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _add_row(spec: _SourceBase, row: dict[str, Any], n: int, where: str, out: _Collector) -> None:
+def _row_docs(spec: _SourceBase, row: dict[str, Any], n: int, where: str, seen: _Seen
+              ) -> Iterator[Doc | Dropped]:
     f = spec.fields
     raw_id = row.get(f.id) if f.id else str(n)
     bad_id = id_problem(raw_id)
     if bad_id is not None:
         # The id itself is unusable as a drop id; say where the row is instead.
-        out.drops.append((f"{spec.id_prefix}{where}", bad_id))
+        yield Dropped(f"{spec.id_prefix}{where}", bad_id)
         return
     meta = _meta(spec, row)
     bad_meta = "invalid_unicode" if any(map(has_lone_surrogate, meta.values())) else None
     for doc_id, text in _text_items(spec, row.get(f.text), f"{spec.id_prefix}{raw_id}"):
         reason = bad_meta or _check_text(text)
-        if reason is None and doc_id in out.seen_ids:
+        if reason is None and doc_id in seen.ids:
             reason = "duplicate_id"
-        if reason is None and hash(text) in out.seen_texts:
+        digest = _text_digest(text) if reason is None else b""
+        if reason is None and digest in seen.texts:
             reason = "duplicate_text"
         if reason is not None:
-            out.drops.append((doc_id, reason))
+            yield Dropped(doc_id, reason)
             continue
-        out.seen_ids.add(doc_id)
-        out.seen_texts.add(hash(text))
-        out.rows.append({"doc_id": doc_id, "text": text, **meta})
+        seen.ids.add(doc_id)
+        seen.texts.add(digest)
+        yield Doc(doc_id, meta["title"], text, meta["lang"], meta["domain"])
 
 
-def _collect(spec: _SourceBase, rows: Iterable[Located], out: _Collector) -> None:
-    kept_before = len(out.rows)
+def _source_docs(spec: _SourceBase, rows: Iterable[Located], cap: int | None, seen: _Seen
+                 ) -> Iterator[Doc | Dropped]:
     # Every row of a table-backed source has the same columns; JSON lines may differ.
     same_columns = not isinstance(spec, JsonlSource)
-    out.unseen = set(_mapping(spec).values())
-    objects = 0
+    fields = _Fields(unseen=set(_mapping(spec).values()))
+    objects = kept = 0
     for n, (where, row) in enumerate(rows):
-        if out.full(kept_before):
+        if cap is not None and kept >= cap:
             return
         if isinstance(row, str):
-            out.drops.append((f"{spec.id_prefix}{where}", row))
+            yield Dropped(f"{spec.id_prefix}{where}", row)
             continue
         objects += 1
-        if out.unseen:
-            out.unseen.difference_update(row)
-            out.columns.update(row)
+        if fields.unseen:
+            fields.unseen.difference_update(row)
+            fields.columns.update(row)
             if same_columns:
-                _check_fields(spec, out)
-        _add_row(spec, row, n, where, out)
+                _check_fields(spec, fields)
+        for item in _row_docs(spec, row, n, where, seen):
+            kept += isinstance(item, Doc)
+            yield item
     if objects:
-        _check_fields(spec, out)
+        _check_fields(spec, fields)
+
+
+def iter_documents(specs: Sequence[_SourceBase], base_dir: Path | None, limit: int | None = None
+                   ) -> Iterator[Doc | Dropped]:
+    """Every source in turn, each capped at the smaller of its own `limit` and `limit`."""
+    seen = _Seen()
+    for spec in specs:
+        caps = [x for x in (spec.limit, limit) if x is not None]
+        yield from _source_docs(spec, iter_rows(spec, base_dir), min(caps) if caps else None, seen)
 
 
 def load_sources(
     specs: Sequence[_SourceBase], base_dir: Path | None, limit: int | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Read every source; returns (corpus without n_tokens, drops as id/reason)."""
-    corpus_parts: list[pl.DataFrame] = []
-    drops: list[tuple[str, str]] = []
-    shared = _Collector(limit=None)
-    for spec in specs:
-        cap = min(x for x in (spec.limit, limit) if x is not None) if (spec.limit or limit) else None
-        out = _Collector(limit=cap, seen_ids=shared.seen_ids, seen_texts=shared.seen_texts)
-        _collect(spec, iter_rows(spec, base_dir), out)
-        corpus_parts.append(pl.DataFrame(out.rows, schema=_CORPUS_IN))
-        drops.extend(out.drops)
-    corpus = pl.concat(corpus_parts) if corpus_parts else pl.DataFrame(schema=_CORPUS_IN)
+    rows: list[Doc] = []
+    drops: list[Dropped] = []
+    for item in iter_documents(specs, base_dir, limit):
+        (rows if isinstance(item, Doc) else drops).append(item)
+    corpus = pl.DataFrame(rows, schema=CORPUS_IN, orient="row")
     drop_frame = pl.DataFrame(drops, schema={"id": pl.Utf8, "reason": pl.Utf8}, orient="row")
     return corpus, drop_frame
 
 
-_CORPUS_IN = {"doc_id": pl.Utf8, "title": pl.Utf8, "text": pl.Utf8, "lang": pl.Utf8, "domain": pl.Utf8}
+CORPUS_IN = {"doc_id": pl.Utf8, "title": pl.Utf8, "text": pl.Utf8, "lang": pl.Utf8, "domain": pl.Utf8}

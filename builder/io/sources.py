@@ -87,6 +87,7 @@ def resolve_path(path: str, base_dir: Path | None) -> Path:
 # (where, row): `line:N` (physical line) for JSON lines, `row:N` (0-based) otherwise; the
 # row is a dict, or a reason string for an input row that cannot be one.
 Located = tuple[str, dict[str, Any] | str]
+_PARQUET_BATCH = 1024
 
 
 def _first_line(exc: BaseException) -> str:
@@ -104,12 +105,19 @@ def _iter_jsonl(path: Path) -> Iterator[Located]:
 
 
 def _iter_parquet(path: Path) -> Iterator[Located]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # Batch by batch, so memory follows the batch and not the file; each batch goes through
+    # polars so values come out exactly as a whole-file `pl.read_parquet` gives them.
+    n = 0
     try:
-        frame = pl.read_parquet(path)
-    except (pl.exceptions.PolarsError, OSError) as exc:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=_PARQUET_BATCH):
+            for row in pl.from_arrow(batch).iter_rows(named=True):
+                yield f"row:{n}", row
+                n += 1
+    except (pa.ArrowException, pl.exceptions.PolarsError, OSError) as exc:
         raise SourceError(f"cannot read parquet source {path}: {_first_line(exc)}") from exc
-    for n, row in enumerate(frame.iter_rows(named=True)):
-        yield f"row:{n}", row
 
 
 def _iter_hf(spec: HFSource) -> Iterator[Located]:

@@ -30,9 +30,9 @@ from builder import __version__
 from builder.atomic import recover, recover_folder, replace_dir, temp_path_beside
 from builder.stages.context import StageContext
 from builder.publish.beir import write_beir
-from builder.io.corpus_loader import load_sources
 from builder.publish.multilingual import write_multilingual
 from builder.run.backends import Backends
+from builder.run.load import LOAD_LABEL, load_corpus, load_key
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
 from builder.run.locks import FileLock, out_lock_path
 from builder.run.outcome import check_result
@@ -47,8 +47,6 @@ from builder.stages.base import Stage
 
 if TYPE_CHECKING:
     from builder.backends.tokenizers import TokenCounter
-
-LOAD_LABEL = "00_load"
 
 
 class InvariantError(RuntimeError):
@@ -163,7 +161,7 @@ class Runner:
         """Reuse what is unchanged, run the rest. A reused checkpoint is only checked; its
         tables are read when the next stage has to run on them, or when it is the last."""
         stats: list[StageRecord] = []
-        fp, digest = _hash(self._inputs_fp, "load"), ""
+        fp, digest = _hash(self._inputs_fp, "load", *load_key(self.recipe)), ""
         bench: Bench | None = None
         reused: Checkpoint | None = None
         steps: list[tuple[str, Stage | None]] = [(LOAD_LABEL, None)]
@@ -228,9 +226,8 @@ class Runner:
 
     def _load(self) -> tuple[Bench, StageRecord]:
         t0 = time.perf_counter()
-        corpus, bad = load_sources(self.recipe.sources, self.loaded.base_dir, self.options.limit)
-        counts = self.tokenizer.count_many(corpus["text"].to_list())
-        corpus = corpus.with_columns(pl.Series("n_tokens", counts, dtype=pl.Int64))
+        corpus, bad = load_corpus(self.recipe, self.loaded.base_dir, self.options.limit, self.tokenizer,
+                                  self.console)
         drops = bad.select(pl.lit(LOAD_LABEL).alias("stage"), pl.lit("doc").alias("kind"), "id", "reason")
         bench = Bench.of(corpus=corpus, drops=drops)
         record = StageRecord(

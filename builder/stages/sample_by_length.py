@@ -2,6 +2,10 @@
 
 With `per`, the corpus is split into strata (PosIR samples each language and domain on its
 own) and every stratum gets `n_docs`, divided among the buckets by the weights.
+
+A corpus loaded by streaming (builder/run/load.py) arrives with texts only for the
+documents this stage will keep and a `_n_words` column counted from the full texts; the
+choice below reads words from that column, so it is the same either way.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from builder.stages.base import Estimate, Flow, Stage, StageParams, register_sta
 if TYPE_CHECKING:
     from builder.bench import Bench
     from builder.stages.context import StageContext
+
+WORDS = "_n_words"
 
 
 class SampleParams(StageParams):
@@ -66,11 +72,10 @@ class SampleByLength(Stage):
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         p = self.params
-        corpus = _classify(bench.corpus, p)
+        corpus = classify(bench.corpus, p)
         eligible = corpus.filter(pl.col("_reason").is_null())
-        seed = derive_seed(ctx.seed, ctx.label)
         ranked = eligible.with_columns(
-            pl.col("doc_id").hash(seed).alias("_rank")
+            rank_expr(derive_seed(ctx.seed, ctx.label)).alias("_rank")
         ).with_columns(pl.col("_rank").rank("ordinal").over("_stratum", "_bucket").alias("_order"))
         targets = bucket_targets(p.n_docs, p.weights)
         chosen = ranked.filter(
@@ -85,7 +90,8 @@ class SampleByLength(Stage):
                 pl.when(~pl.col("doc_id").is_in(list(keep))).then(pl.lit("not_sampled")),
             )
         ).to_series()
-        return bench.keep_docs(reasons, ctx.label)
+        out = bench.keep_docs(reasons, ctx.label)
+        return out.replace(corpus=out.corpus.drop(WORDS)) if WORDS in out.corpus.columns else out
 
     def _report(self, ctx: StageContext, corpus: pl.DataFrame, eligible: pl.DataFrame,
                 chosen: pl.DataFrame, targets: list[int]) -> None:
@@ -120,7 +126,7 @@ class SampleByLength(Stage):
         if flow.sample is None:
             n = min(flow.docs, p.n_docs)
             return Flow(docs=n, queries=flow.queries, doc_tokens=flow.doc_tokens), Estimate()
-        eligible = _classify(flow.sample, p).filter(pl.col("_reason").is_null())
+        eligible = classify(flow.sample, p).filter(pl.col("_reason").is_null())
         got, kept = [], []
         for k, target in enumerate(bucket_targets(p.n_docs, p.weights)):
             rows = eligible.filter(pl.col("_bucket") == k)
@@ -139,12 +145,22 @@ class SampleByLength(Stage):
         return out, Estimate(notes=notes)
 
 
-def _classify(corpus: pl.DataFrame, p: SampleParams) -> pl.DataFrame:
+def word_count(text: pl.Expr) -> pl.Expr:
+    return text.str.count_matches(r"\S+")
+
+
+def rank_expr(seed: int) -> pl.Expr:
+    """Order within a bucket: a seeded hash of the id (ties, if any, by corpus order)."""
+    return pl.col("doc_id").hash(seed)
+
+
+def classify(corpus: pl.DataFrame, p: SampleParams) -> pl.DataFrame:
     """Add each document's length bucket (`_bucket`), stratum (`_stratum`) and why it is
     ineligible (`_reason`, null if not)."""
+    words = pl.col(WORDS) if WORDS in corpus.columns else word_count(pl.col("text"))
     corpus = corpus.with_columns(
         _bucket_expr(p.buckets).alias("_bucket"),
-        pl.col("text").str.count_matches(r"\S+").alias("_words"),
+        words.alias("_words"),
         _stratum_expr(p.per).alias("_stratum"),
     )
     return corpus.with_columns(_reason_expr(p).alias("_reason"))

@@ -93,3 +93,29 @@ def test_unreachable_hub_dataset_says_what_to_do(monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(SourceError, match="Offline, point the source at local files"):
         load_sources([HFSource(type="hf", path="nobody/no-such-dataset-xyz")], None)
+
+
+def test_parquet_is_read_in_batches_with_the_values_of_a_whole_file_read(tmp_path):
+    from builder.io.sources import _PARQUET_BATCH, iter_rows
+
+    n = _PARQUET_BATCH * 2 + 5  # three batches, the last one short
+    frame = pl.DataFrame({
+        "id": [f"p{i}" for i in range(n)],
+        "text": [None if i % 7 == 0 else f"text {i}" for i in range(n)],
+        "tags": [[i, i + 1] for i in range(n)],
+    })
+    frame.write_parquet(tmp_path / "d.parquet", row_group_size=700)
+    spec = ParquetSource(type="parquet", path=str(tmp_path / "d.parquet"))
+    rows = list(iter_rows(spec, None))
+    assert rows == [(f"row:{i}", row) for i, row in enumerate(frame.iter_rows(named=True))]
+
+
+def test_duplicate_text_is_found_across_sources_without_keeping_texts(tmp_path):
+    from builder.io.corpus_loader import Doc, Dropped, iter_documents
+
+    a = _jsonl(tmp_path, [json.dumps({"id": "a", "text": "same words"})])
+    b = tmp_path / "b.jsonl"
+    b.write_text(json.dumps({"id": "b", "text": "same words"}) + "\n" + json.dumps({"id": "c", "text": "other"}) + "\n")
+    items = list(iter_documents([JsonlSource(type="jsonl", path=str(a)), JsonlSource(type="jsonl", path=str(b))], None))
+    assert items == [Doc("a", "", "same words", "en", "general"), Dropped("b", "duplicate_text"),
+                     Doc("c", "", "other", "en", "general")]

@@ -104,3 +104,17 @@ def test_strata_are_lang_and_domain_only():
         SampleParams(n_docs=2, per=["topic"])
     with pytest.raises(ValueError, match="twice"):
         SampleParams(n_docs=2, per=["lang", "lang"])
+
+
+def test_words_come_from_the_streamed_count_and_the_column_leaves_with_the_stage(tmp_path):
+    # A streamed corpus holds texts only for the documents the stage keeps; the word
+    # window must read the count made from the full text, not the blank.
+    bench = Bench.of(pl.DataFrame({
+        "doc_id": ["a", "b", "c"], "text": ["", "kept text", ""], "n_tokens": [5, 5, 5],
+        "_n_words": [3, 10, 30],
+    }))
+    stage = SampleByLength(SampleParams(buckets=[0, 100], weights=[1], n_docs=5, min_words=5, max_words=20))
+    out = stage.run(bench, make_ctx(tmp_path))
+    assert out.corpus.select("doc_id", "text").rows() == [("b", "kept text")]
+    assert "_n_words" not in out.corpus.columns
+    assert sorted(out.drops.select("id", "reason").rows()) == [("a", "too_few_words"), ("c", "too_many_words")]

@@ -1,0 +1,147 @@
+"""The load step: read and validate the sources and count every document's tokens.
+
+When the recipe's first stage is `sample_by_length`, the corpus streams: documents are
+read, validated and de-duplicated in order, tokenized a block at a time, and reduced to
+`(doc_id, title, lang, domain, n_tokens, words)`; only the texts the sampler will keep
+are held, so memory follows the sample, not the corpus. Any other recipe loads the
+whole corpus as before. Both give the first stage the same choice to make, so the
+output is the same.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+from rich.console import Console
+from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+from builder.io.corpus_loader import CORPUS_IN, Doc, Dropped, iter_documents, load_sources
+from builder.stages.sample_by_length import WORDS, SampleByLength, SampleParams, word_count
+from builder.stages.sample_picker import StreamingPicker
+from builder.stages.seeding import derive_seed
+
+if TYPE_CHECKING:
+    from builder.backends.tokenizers import TokenCounter
+    from builder.recipe.model import RecipeBase
+
+LOAD_LABEL = "00_load"
+BLOCK = 512  # documents tokenized at a time: enough for the tokenizer's threads, little memory
+_DROP_SCHEMA = {"id": pl.Utf8, "reason": pl.Utf8}
+
+
+def streamed_sample(recipe: RecipeBase) -> SampleParams | None:
+    """The first stage's parameters when it is `sample_by_length`, else None."""
+    stages = recipe.stage_objects()
+    if stages and isinstance(stages[0], SampleByLength):
+        return stages[0].params
+    return None
+
+
+def load_key(recipe: RecipeBase) -> list[Any]:
+    """What a streamed load depends on beyond the sources: it keeps only the texts the
+    first stage will sample, so a change to that stage or the seed must load again."""
+    params = streamed_sample(recipe)
+    if params is None:
+        return []
+    return ["streamed", json.dumps(params.model_dump(mode="json"), sort_keys=True), recipe.seed]
+
+
+def load_corpus(recipe: RecipeBase, base_dir: Path | None, limit: int | None,
+                tokenizer: TokenCounter, console: Console) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(corpus with n_tokens, drops as id/reason), streamed when the first stage samples."""
+    params = streamed_sample(recipe)
+    if params is None:
+        corpus, bad = load_sources(recipe.sources, base_dir, limit)
+        counts = tokenizer.count_many(corpus["text"].to_list())
+        return corpus.with_columns(pl.Series("n_tokens", counts, dtype=pl.Int64)), bad
+    # The runner labels stage i `NN_<name>`; the sampler's seed comes from that label.
+    picker = StreamingPicker(params, derive_seed(recipe.seed, f"01_{SampleByLength.name}"))
+    return stream_corpus(iter_documents(recipe.sources, base_dir, limit), picker, tokenizer, console)
+
+
+def stream_corpus(items: Any, picker: StreamingPicker, tokenizer: TokenCounter, console: Console
+                  ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    parts: list[pl.DataFrame] = []
+    drops: list[Dropped] = []
+    block: list[Doc] = []
+    with LoadMeter(console) as meter:
+        for item in items:
+            if isinstance(item, Dropped):
+                drops.append(item)
+                meter.add(dropped=1)
+                continue
+            block.append(item)
+            if len(block) == BLOCK:
+                parts.append(_reduce(block, picker, tokenizer))
+                meter.add(kept=len(block))
+                block = []
+        if block:
+            parts.append(_reduce(block, picker, tokenizer))
+            meter.add(kept=len(block))
+    reduced = pl.concat(parts) if parts else _reduce([], picker, tokenizer)
+    texts = picker.texts()
+    corpus = reduced.with_columns(
+        pl.Series("text", [texts.get(d, "") for d in reduced["doc_id"].to_list()], dtype=pl.Utf8))
+    return corpus, pl.DataFrame(drops, schema=_DROP_SCHEMA, orient="row")
+
+
+def _reduce(block: list[Doc], picker: StreamingPicker, tokenizer: TokenCounter) -> pl.DataFrame:
+    """Count a block, let the sampler see it, and keep everything but the texts."""
+    frame = pl.DataFrame(block, schema=CORPUS_IN, orient="row").with_columns(
+        pl.Series("n_tokens", tokenizer.count_many([d.text for d in block]), dtype=pl.Int64),
+        word_count(pl.col("text")).cast(pl.Int64).alias(WORDS),
+    )
+    picker.offer(frame)
+    return frame.drop("text")
+
+
+class LoadMeter:
+    """Documents read, kept and dropped, with a rate: live on a terminal, otherwise a line
+    every `every_s` seconds; a summary line at the end either way."""
+
+    def __init__(self, console: Console, every_s: float = 30.0) -> None:
+        self.console = console
+        self.every_s = every_s
+        self.kept = self.dropped = 0
+        self._progress: Progress | None = None
+        self._task: Any = None
+
+    def __enter__(self) -> LoadMeter:
+        self._t0 = self._last = time.perf_counter()
+        if self.console.is_terminal:
+            text = (f"[bold]{LOAD_LABEL}[/] read {{task.completed:,.0f}} · kept {{task.fields[kept]:,}}"
+                    " · dropped {task.fields[dropped]:,} · {task.fields[rate]:,.0f} docs/s")
+            self._progress = Progress(TextColumn(text), TimeElapsedColumn(), console=self.console,
+                                      transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task("load", total=None, kept=0, dropped=0, rate=0.0)
+        return self
+
+    def add(self, kept: int = 0, dropped: int = 0) -> None:
+        self.kept += kept
+        self.dropped += dropped
+        now = time.perf_counter()
+        if self._progress is not None:
+            self._progress.update(self._task, completed=self.kept + self.dropped, kept=self.kept,
+                                  dropped=self.dropped, rate=self._rate(now))
+        elif now - self._last >= self.every_s:
+            self.console.print(self.line(now), highlight=False)
+            self._last = now
+
+    def _rate(self, now: float) -> float:
+        return (self.kept + self.dropped) / max(now - self._t0, 1e-9)
+
+    def line(self, now: float | None = None) -> str:
+        now = time.perf_counter() if now is None else now
+        return (f"{LOAD_LABEL}: read {self.kept + self.dropped:,}, kept {self.kept:,}, dropped "
+                f"{self.dropped:,} ({self._rate(now):,.0f} docs/s)")
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+        if exc_type is None:
+            self.console.print(self.line(), highlight=False)
