@@ -21,6 +21,10 @@ SetOpt = Annotated[
     Optional[list[str]],
     typer.Option("--set", help="Override a recipe value: path.to.key=value (repeatable)."),
 ]
+ExecutorOpt = Annotated[
+    Optional[str],
+    typer.Option("--executor", help="Where row-parallel work runs: local or ray (same as --set executor.kind=...)."),
+]
 LimitOpt = Annotated[
     Optional[int], typer.Option("--limit", min=1, help="Read at most N documents per source.")
 ]
@@ -48,6 +52,12 @@ def _load(recipe: str, overrides: list[str] | None):
         raise typer.Exit(2) from None
 
 
+def _with_executor(overrides: list[str] | None, executor: str | None) -> list[str] | None:
+    if executor is None:
+        return overrides
+    return [*(overrides or []), f"executor.kind={executor}"]
+
+
 @app.command()
 def build(
     recipe: Annotated[str, typer.Argument(help="Recipe file, or the name of a shipped recipe.")],
@@ -62,13 +72,14 @@ def build(
         "--wait", help="If another build uses the run or output folder, wait for it instead of exiting.")] = False,
     allow_empty: Annotated[bool, typer.Option(
         "--allow-empty", help="Write the result even with 0 documents or 0 queries.")] = False,
+    executor: ExecutorOpt = None,
 ) -> None:
     """Build the dataset a recipe describes."""
     from builder.run.report import print_run_summary
     from builder.run.runner import Runner, RunOptions
     from builder.run.errors import friendly_errors
 
-    loaded = _load(recipe, overrides)
+    loaded = _load(recipe, _with_executor(overrides, executor))
     options = RunOptions(run_root=run_dir, out_dir=out_dir, limit=limit, fresh=fresh,
                          overwrite=overwrite, wait=wait, allow_empty=allow_empty)
     with friendly_errors(err):
@@ -102,12 +113,13 @@ def plan(
     recipe: Annotated[str, typer.Argument(help="Recipe file or shipped recipe name.")],
     limit: LimitOpt = None,
     overrides: SetOpt = None,
+    executor: ExecutorOpt = None,
 ) -> None:
     """Show the stages, the models they use and the LLM calls and tokens they will cost."""
     from builder.run.plan import make_plan, print_plan
     from builder.run.errors import friendly_errors
 
-    loaded = _load(recipe, overrides)
+    loaded = _load(recipe, _with_executor(overrides, executor))
     from builder.run.window_check import window_warnings
 
     with friendly_errors(err):

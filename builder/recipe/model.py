@@ -16,6 +16,7 @@ from builder.backends.llm.config import ModelConfig, OpenAIModelConfig, VLLMMode
 from builder.backends.rerankers.config import BACKENDS as RERANKER_BACKENDS
 from builder.backends.rerankers.config import RERANKER_TYPES, RerankerConfig
 from builder.backends.tokenizers import TokenizerConfig
+from builder.executors.config import ExecutorConfig
 from builder.publish import PushConfig
 from builder.publish.multilingual import MultilingualOutput
 from builder.io.sources import HFSource, JsonlSource, ParquetSource, PythonDocsSource, SourceSpec
@@ -45,6 +46,7 @@ class RecipeBase(BaseModel):
     rerankers: dict[str, RerankerConfig] = {}
     output: OutputConfig = OutputConfig()
     push: PushConfig | None = None
+    executor: ExecutorConfig = ExecutorConfig()
 
     @field_validator("name")
     @classmethod

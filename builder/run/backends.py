@@ -1,5 +1,5 @@
 """The models a run uses, built once and shared by every stage: LLM backends (with their
-shared answer cache), rerankers and the tokenizer."""
+shared answer cache), rerankers, the tokenizer and the executor."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from builder.backends.llm import LLMBackend, LLMCache, LLMUsage, make_llm
 from builder.backends.rerankers import Reranker, make_reranker, reranker_configs
 from builder.backends.tokenizers import TokenCounter, make_counter
+from builder.executors import Executor, make_executor
 from builder.prompt_templates import PromptLibrary
 
 
@@ -23,12 +24,20 @@ class Backends:
         self._rerankers: dict[str, Reranker] = {}
         self._tokenizer: TokenCounter | None = None
         self._cache: LLMCache | None = None
+        self._executor: Executor | None = None
 
     @property
     def tokenizer(self) -> TokenCounter:
         if self._tokenizer is None:
             self._tokenizer = make_counter(self.recipe.tokenizer)
         return self._tokenizer
+
+    @property
+    def executor(self) -> Executor:
+        """Started on first use: a recipe whose stages never ask for one starts no cluster."""
+        if self._executor is None:
+            self._executor = make_executor(self.recipe.executor)
+        return self._executor
 
     def llm(self, name: str) -> LLMBackend:
         if name not in self._llms:
@@ -55,3 +64,5 @@ class Backends:
             reranker.close()
         for backend in self._llms.values():
             backend.close()
+        if self._executor is not None:
+            self._executor.close()

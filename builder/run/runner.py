@@ -247,6 +247,7 @@ class Runner:
             work_dir=work_dir, prompts=self.prompts,
             progress=RichProgress(self.console, label), llm_factory=self.backends.llm,
             reranker_factory=self.backends.reranker,
+            executor_factory=lambda: self.backends.executor,
             base_dir=self.loaded.base_dir,
         )
         before = self.backends.usage()

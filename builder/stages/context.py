@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from builder.backends.llm import LLMBackend
     from builder.backends.rerankers import Reranker
     from builder.backends.tokenizers import TokenCounter
+    from builder.executors import Executor
 
 
 class ProgressTask(Protocol):
@@ -37,6 +38,7 @@ class StageContext:
     progress: Progress
     llm_factory: Callable[[str], LLMBackend]
     reranker_factory: Callable[[str], Reranker]
+    executor_factory: Callable[[], Executor] | None = None  # none: everything runs in this process
     stats: dict[str, Any] = field(default_factory=dict)  # extra figures a stage reports
     base_dir: Path | None = None  # the recipe's folder, for relative input paths
 
@@ -48,6 +50,15 @@ class StageContext:
     def item_rng(self, item_id: str) -> random.Random:
         """Randomness for one item, independent of order and concurrency."""
         return rng_for(self.seed, self.label, item_id)
+
+    @property
+    def executor(self) -> Executor:
+        """Where the row-parallel part of the stage runs (the recipe's `executor:`)."""
+        if self.executor_factory is None:
+            from builder.executors import LocalExecutor
+
+            return LocalExecutor()
+        return self.executor_factory()
 
     def llm(self, name: str) -> LLMBackend:
         return self.llm_factory(name)
