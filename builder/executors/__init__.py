@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from builder.executors.base import ActorResources, Executor, LocalExecutor, blocks_of, map_blocks
+from builder.executors.base import (ActorResources, Executor, ExecutorUnavailable, LocalExecutor, blocks_of,
+                                    map_blocks)
 from builder.executors.config import RAY_INSTALL_HINT, ExecutorConfig, missing_ray
 
 
@@ -14,5 +15,5 @@ def make_executor(config: ExecutorConfig) -> Executor:
     return LocalExecutor(config.block_size)
 
 
-__all__ = ["ActorResources", "Executor", "ExecutorConfig", "LocalExecutor", "RAY_INSTALL_HINT", "blocks_of",
-           "make_executor", "map_blocks", "missing_ray"]
+__all__ = ["ActorResources", "Executor", "ExecutorConfig", "ExecutorUnavailable", "LocalExecutor",
+           "RAY_INSTALL_HINT", "blocks_of", "make_executor", "map_blocks", "missing_ray"]

@@ -16,6 +16,10 @@ R = TypeVar("R")
 M = TypeVar("M")
 
 
+class ExecutorUnavailable(RuntimeError):
+    """The executor the recipe asks for cannot start here (extra missing, cluster unreachable)."""
+
+
 @dataclass(frozen=True)
 class ActorResources:
     """What one model worker needs: a model is loaded once per worker."""

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from builder.executors.base import ActorResources
+from builder.executors.base import ActorResources, ExecutorUnavailable
 from builder.executors.config import RAY_INSTALL_HINT, ExecutorConfig
 
 T = TypeVar("T")
@@ -53,7 +53,7 @@ class RayExecutor:
         try:
             import ray
         except ImportError:
-            raise RuntimeError(f"executor kind 'ray' needs Ray, which is not installed: {RAY_INSTALL_HINT}") from None
+            raise ExecutorUnavailable(f"executor kind 'ray' needs Ray, which is not installed: {RAY_INSTALL_HINT}") from None
         self._ray = ray
         self.config = config
         self.block_size = config.block_size
@@ -61,9 +61,15 @@ class RayExecutor:
         if self._owns:
             # Workers of a private instance import this checkout, as the driver does.
             path = os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")) if p)
-            ray.init(address=config.address, num_cpus=config.num_cpus if config.address is None else None,
-                     include_dashboard=False, logging_level=logging.WARNING, log_to_driver=True,
-                     runtime_env={"env_vars": {"PYTHONPATH": path}})
+            try:
+                ray.init(address=config.address, num_cpus=config.num_cpus if config.address is None else None,
+                         include_dashboard=False, logging_level=logging.WARNING, log_to_driver=True,
+                         runtime_env={"env_vars": {"PYTHONPATH": path}})
+            except ConnectionError as exc:
+                raise ExecutorUnavailable(
+                    f"cannot reach the Ray cluster at executor.address {config.address!r}: {exc} "
+                    "(start one with `ray start --head`, or leave address out for a private local "
+                    "instance)") from None
         self._task = ray.remote(max_retries=config.max_retries, num_cpus=1)(_run_block)
 
     @property

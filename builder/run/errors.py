@@ -10,6 +10,7 @@ from rich.console import Console
 
 from builder.backends.llm import BackendUnavailable
 from builder.backends.tokenizers import TokenizerLoadError
+from builder.executors import ExecutorUnavailable
 from builder.io.sources import SourceError
 from builder.prompt_templates import PromptError
 from builder.publish.hub import PushError
@@ -19,7 +20,7 @@ from builder.run.outdir import OutDirError
 from builder.run.runner import InvariantError
 
 _EXPECTED = (SourceError, TokenizerLoadError, BackendUnavailable, PromptError, PushError, OSError,
-             EmptyResult)
+             EmptyResult, ExecutorUnavailable)
 # Refused before any work: the command line points at something it must not touch.
 _REFUSED = (OutDirError, LockBusy)
 
