@@ -70,6 +70,12 @@ def test_plan_lists_stages_models_and_llm_calls(write_recipe, wide):
     assert " 10 " in lines["02_summarize"]  # ten documents -> ten summary calls
     assert " 20 " in lines["03_generate_queries"]  # two calls per document
     assert "total" in result.output
+    assert "executor: local (this process)" in result.output
+    ray_plan = runner.invoke(app, ["plan", str(path), "--executor", "ray", "--set", "executor.address=auto"])
+    if ray_plan.exit_code == 0:  # with the ray extra; without it validation names the install
+        assert "executor: ray on auto, 256 rows per task" in ray_plan.output
+    else:
+        assert ray_plan.exit_code == 2 and "build-bench[ray]" in ray_plan.output
 
 
 def test_stages_command_lists_every_stage_with_params(wide):

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from builder.backends.tokenizers import make_counter
+from builder.executors.config import ExecutorConfig
 from builder.io.corpus_loader import load_sources
 from builder.stages.base import Estimate, Flow
 
@@ -70,3 +71,11 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
         for note in r.estimate.notes:
             console.print(f"{r.label}: {note}", highlight=False)
     console.print("Estimates assume no cache hits and no re-asks; answers already cached cost nothing.")
+    console.print(_executor_line(recipe.executor), highlight=False)
+
+
+def _executor_line(executor: ExecutorConfig) -> str:
+    if executor.kind == "local":
+        return "executor: local (this process)"
+    where = executor.address or "a private local Ray instance"
+    return f"executor: ray on {where}, {executor.block_size} rows per task"
