@@ -21,7 +21,8 @@ from builder.bench import SPAN_DTYPE
 from builder.position_columns import PositionOptions, annotate_positions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.refs import ModelRef, PromptRef
-from builder.textutil.spans import ALL_METHODS, DocumentIndex, SpanFailure, locate_references
+from builder.stages.span_blocks import documents_in, match_queries
+from builder.textutil.spans import ALL_METHODS
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -71,24 +72,7 @@ class LocalizeSpans(Stage):
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         refs = self._extract(bench, ctx) if self.params.llm else self._given(bench)
-        texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
-        spans: list[list[dict] | None] = []
-        reasons: list[str | None] = []
-        indexes: dict[str, DocumentIndex] = {}
-        for qid, doc_id in bench.queries.select("query_id", "doc_id").iter_rows():
-            found = refs.get(qid)
-            if isinstance(found, str):
-                spans.append(None)
-                reasons.append(found)
-                continue
-            index = indexes.setdefault(doc_id, DocumentIndex(texts[doc_id]))
-            result = locate_references(index, found or [], self.params.fuzzy_min_score, self.params.methods)
-            if isinstance(result, SpanFailure):
-                spans.append(None)
-                reasons.append(str(result))
-            else:
-                spans.append([vars(s) for s in result])
-                reasons.append(None)
+        spans, reasons = self._match(bench, refs, ctx)
         ref_col = [r if isinstance(r, list) else None for r in (refs.get(q) for q in bench.queries["query_id"])]
         queries = bench.queries.with_columns(
             pl.Series("spans", spans, dtype=SPAN_DTYPE),
@@ -98,6 +82,27 @@ class LocalizeSpans(Stage):
         bench = bench.replace(queries=annotate_positions(
             bench.queries, bench.corpus, ctx.tokenizer, self.params.positions))
         return self._off_target(bench, ctx)
+
+    def _match(self, bench: Bench, refs: dict[str, list[str] | str], ctx: StageContext
+               ) -> tuple[list[list[dict] | None], list[str | None]]:
+        """Spans or a drop reason per query; the matching runs on the executor, a block of
+        documents (each with all its queries' references) at a time."""
+        rows = bench.queries.select("query_id", "doc_id").rows()
+        wanted = [(doc_id, refs.get(qid) or []) for qid, doc_id in rows if not isinstance(refs.get(qid), str)]
+        texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
+        executor = ctx.executor
+        with ctx.progress.task("matching spans", documents_in(wanted)) as bar:
+            found = iter(match_queries(executor, getattr(executor, "block_size", 256), texts, wanted,
+                                       self.params.fuzzy_min_score, self.params.methods, bar.advance))
+        spans: list[list[dict] | None] = []
+        reasons: list[str | None] = []
+        for qid, _ in rows:
+            match = refs.get(qid)
+            if not isinstance(match, str):
+                match = next(found)
+            spans.append(None if isinstance(match, str) else match)
+            reasons.append(match if isinstance(match, str) else None)
+        return spans, reasons
 
     def _given(self, bench: Bench) -> dict[str, list[str] | str]:
         if "reference_texts" not in bench.queries.columns:
