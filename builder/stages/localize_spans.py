@@ -10,6 +10,8 @@ position field.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
@@ -18,14 +20,16 @@ from pydantic import Field, field_validator
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_batches import IdList, ask_numbered, number_batches, per_item
 from builder.bench import SPAN_DTYPE
+from builder.executors import map_blocks
 from builder.position_columns import PositionOptions, annotate_positions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.refs import ModelRef, PromptRef
-from builder.stages.span_blocks import documents_in, match_queries
-from builder.textutil.spans import ALL_METHODS
+from builder.textutil.span_blocks import Match, match_block
+from builder.textutil.spans import ALL_METHODS, MatchMethod
 
 if TYPE_CHECKING:
     from builder.bench import Bench
+    from builder.executors import Executor
     from builder.stages.context import StageContext
 
 
@@ -149,3 +153,29 @@ class LocalizeSpans(Stage):
         est = Estimate(calls=calls, prompt_tokens=int(calls * (flow.doc_tokens + 350)),
                        completion_tokens=flow.queries * 80)
         return flow, est
+
+
+def match_queries(executor: Executor, block_size: int, texts: dict[str, str], wanted: Sequence[tuple[str, list[str]]],
+                  fuzzy_min_score: float, methods: Sequence[MatchMethod],
+                  on_block: Callable[[int], None] | None = None) -> list[Match]:
+    """One match per `(doc_id, references)` of `wanted`, in its order. Queries are grouped
+    by document (in order of first appearance); a block holds about `block_size` queries
+    (whole documents) and runs on `executor`; `on_block` hears how many documents each
+    finished block held."""
+    groups: dict[str, list[int]] = {}
+    for at, (doc_id, _) in enumerate(wanted):
+        groups.setdefault(doc_id, []).append(at)
+    items = [(texts[doc_id], [wanted[at][1] for at in ats]) for doc_id, ats in groups.items()]
+    fn = functools.partial(match_block, fuzzy_min_score, list(methods))
+    docs_per_block = max(1, block_size * len(items) // max(1, len(wanted)))
+    results = map_blocks(executor, fn, items, docs_per_block, on_block)
+    out: list[Match] = [""] * len(wanted)
+    for ats, matches in zip(groups.values(), results):
+        for at, match in zip(ats, matches):
+            out[at] = match
+    return out
+
+
+def documents_in(wanted: Sequence[tuple[str, list[str]]]) -> int:
+    """How many documents `wanted` names: the items `match_queries` ships in blocks."""
+    return len({doc_id for doc_id, _ in wanted})
