@@ -8,8 +8,8 @@ import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.bench import Bench
-from builder.executors import ExecutorConfig, make_executor
-from builder.stages.localize_spans import LocalizeParams, LocalizeSpans
+from builder.executors import ExecutorConfig, LocalExecutor, make_executor
+from builder.stages.localize_spans import LocalizeParams, LocalizeSpans, match_queries
 from tests.helpers import make_ctx
 
 HAS_RAY = importlib.util.find_spec("ray") is not None
@@ -169,3 +169,26 @@ def test_ray_executor_matches_local_spans_and_drops(ray_local, tmp_path):
     assert sorted(local.drops.select("id", "reason").rows()) == [
         ("q2", "span_not_found"), ("q5", "span_ambiguous"), ("q6", "unanswerable"), ("q7", "no_reference_texts")]
     assert progress.seen == [("matching spans", 3, 3)]
+
+
+class _RecordingExecutor(LocalExecutor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks: list[list] = []
+
+    def imap(self, fn, blocks):
+        for block in blocks:
+            self.blocks.append(block)
+            yield fn(block)
+
+
+def test_match_queries_ships_each_document_once_and_keeps_query_order():
+    texts = {"d": DOC, "r": RIVER}
+    wanted = [("r", ["Nothing else."]), ("d", ["The cat sat on the mat."]), ("r", ["Morning fog lifts slowly."]),
+              ("d", ["Repeat me."])]
+    executor = _RecordingExecutor()
+    found = match_queries(executor, 2, texts, wanted, 90.0, ["exact", "normalized", "fuzzy"])
+    assert executor.blocks == [[(RIVER, [["Nothing else."], ["Morning fog lifts slowly."]])],
+                               [(DOC, [["The cat sat on the mat."], ["Repeat me."]])]]
+    assert [m if isinstance(m, str) else m[0]["start"] for m in found] == [
+        RIVER.index("Nothing"), DOC.index("The cat"), 0, "span_ambiguous"]
