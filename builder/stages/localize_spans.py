@@ -10,6 +10,8 @@ position field.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
@@ -18,13 +20,16 @@ from pydantic import Field, field_validator
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_batches import IdList, ask_numbered, number_batches, per_item
 from builder.bench import SPAN_DTYPE
+from builder.executors import map_blocks
 from builder.position_columns import PositionOptions, annotate_positions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.refs import ModelRef, PromptRef
-from builder.textutil.spans import ALL_METHODS, DocumentIndex, SpanFailure, locate_references
+from builder.textutil.span_blocks import Match, match_block
+from builder.textutil.spans import ALL_METHODS, MatchMethod
 
 if TYPE_CHECKING:
     from builder.bench import Bench
+    from builder.executors import Executor
     from builder.stages.context import StageContext
 
 
@@ -71,24 +76,7 @@ class LocalizeSpans(Stage):
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         refs = self._extract(bench, ctx) if self.params.llm else self._given(bench)
-        texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
-        spans: list[list[dict] | None] = []
-        reasons: list[str | None] = []
-        indexes: dict[str, DocumentIndex] = {}
-        for qid, doc_id in bench.queries.select("query_id", "doc_id").iter_rows():
-            found = refs.get(qid)
-            if isinstance(found, str):
-                spans.append(None)
-                reasons.append(found)
-                continue
-            index = indexes.setdefault(doc_id, DocumentIndex(texts[doc_id]))
-            result = locate_references(index, found or [], self.params.fuzzy_min_score, self.params.methods)
-            if isinstance(result, SpanFailure):
-                spans.append(None)
-                reasons.append(str(result))
-            else:
-                spans.append([vars(s) for s in result])
-                reasons.append(None)
+        spans, reasons = self._match(bench, refs, ctx)
         ref_col = [r if isinstance(r, list) else None for r in (refs.get(q) for q in bench.queries["query_id"])]
         queries = bench.queries.with_columns(
             pl.Series("spans", spans, dtype=SPAN_DTYPE),
@@ -98,6 +86,27 @@ class LocalizeSpans(Stage):
         bench = bench.replace(queries=annotate_positions(
             bench.queries, bench.corpus, ctx.tokenizer, self.params.positions))
         return self._off_target(bench, ctx)
+
+    def _match(self, bench: Bench, refs: dict[str, list[str] | str], ctx: StageContext
+               ) -> tuple[list[list[dict] | None], list[str | None]]:
+        """Spans or a drop reason per query; the matching runs on the executor, a block of
+        documents (each with all its queries' references) at a time."""
+        rows = bench.queries.select("query_id", "doc_id").rows()
+        wanted = [(doc_id, refs.get(qid) or []) for qid, doc_id in rows if not isinstance(refs.get(qid), str)]
+        texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
+        executor = ctx.executor
+        with ctx.progress.task("matching spans", documents_in(wanted)) as bar:
+            found = iter(match_queries(executor, getattr(executor, "block_size", 256), texts, wanted,
+                                       self.params.fuzzy_min_score, self.params.methods, bar.advance))
+        spans: list[list[dict] | None] = []
+        reasons: list[str | None] = []
+        for qid, _ in rows:
+            match = refs.get(qid)
+            if not isinstance(match, str):
+                match = next(found)
+            spans.append(None if isinstance(match, str) else match)
+            reasons.append(match if isinstance(match, str) else None)
+        return spans, reasons
 
     def _given(self, bench: Bench) -> dict[str, list[str] | str]:
         if "reference_texts" not in bench.queries.columns:
@@ -144,3 +153,29 @@ class LocalizeSpans(Stage):
         est = Estimate(calls=calls, prompt_tokens=int(calls * (flow.doc_tokens + 350)),
                        completion_tokens=flow.queries * 80)
         return flow, est
+
+
+def match_queries(executor: Executor, block_size: int, texts: dict[str, str], wanted: Sequence[tuple[str, list[str]]],
+                  fuzzy_min_score: float, methods: Sequence[MatchMethod],
+                  on_block: Callable[[int], None] | None = None) -> list[Match]:
+    """One match per `(doc_id, references)` of `wanted`, in its order. Queries are grouped
+    by document (in order of first appearance); a block holds about `block_size` queries
+    (whole documents) and runs on `executor`; `on_block` hears how many documents each
+    finished block held."""
+    groups: dict[str, list[int]] = {}
+    for at, (doc_id, _) in enumerate(wanted):
+        groups.setdefault(doc_id, []).append(at)
+    items = [(texts[doc_id], [wanted[at][1] for at in ats]) for doc_id, ats in groups.items()]
+    fn = functools.partial(match_block, fuzzy_min_score, list(methods))
+    docs_per_block = max(1, block_size * len(items) // max(1, len(wanted)))
+    results = map_blocks(executor, fn, items, docs_per_block, on_block)
+    out: list[Match] = [""] * len(wanted)
+    for ats, matches in zip(groups.values(), results):
+        for at, match in zip(ats, matches):
+            out[at] = match
+    return out
+
+
+def documents_in(wanted: Sequence[tuple[str, list[str]]]) -> int:
+    """How many documents `wanted` names: the items `match_queries` ships in blocks."""
+    return len({doc_id for doc_id, _ in wanted})

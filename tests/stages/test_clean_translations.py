@@ -1,4 +1,6 @@
+import importlib.util
 import json
+from dataclasses import replace
 
 import polars as pl
 import pytest
@@ -6,6 +8,7 @@ import pytest
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.backends.tokenizers import WordCounter
 from builder.bench import SPAN_DTYPE, Bench
+from builder.executors import ExecutorConfig, make_executor
 from builder.position_columns import PositionOptions
 from builder.stages.translate.clean_translations import CleanTranslations, CleanTranslationsParams
 from builder.stages.translate.cleanup import find_prefix, refusal_hit, shift
@@ -153,3 +156,19 @@ def test_languages_langdetect_cannot_name_are_not_judged(tmp_path):
 def test_invalid_params(bad):
     with pytest.raises(ValueError):
         CleanTranslationsParams(**bad)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed: pip install 'build-bench[ray]'")
+def test_ray_executor_cleans_exactly_as_local(ray_local, tmp_path):
+    prefix = "Here is the French translation of your text:\n\n"
+    bench = _bench({"ok": FR, "pre": prefix + FR, "refused": REFUSAL, "german": DE, "copied": EN, "short": "Le chat."},
+                   {"ok": "I'm sorry, I can't help with translating that.",
+                    "pre": "Here is the translation: Où le chat aime-t-il se reposer ?"})
+    local, local_ctx = _run(tmp_path, bench)
+    ctx = replace(make_ctx(tmp_path), executor_factory=lambda: make_executor(ExecutorConfig(kind="ray", block_size=2)))
+    on_ray = CleanTranslations(CleanTranslationsParams()).run(bench, ctx)
+    for table in ("corpus", "queries", "qrels", "drops"):
+        assert getattr(on_ray, table).equals(getattr(local, table)), table
+    assert ctx.stats == local_ctx.stats
+    assert local_ctx.stats["clean_translations"]["fra-Latn"]["prefixes_stripped"] == 1
+    assert local.drops.filter(pl.col("kind") == "doc").height == 4

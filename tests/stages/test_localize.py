@@ -1,13 +1,18 @@
+import importlib.util
 import json
+from contextlib import contextmanager
+from dataclasses import replace
 
 import polars as pl
 import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.bench import Bench
-from builder.stages.localize_spans import LocalizeParams, LocalizeSpans
+from builder.executors import ExecutorConfig, LocalExecutor, make_executor
+from builder.stages.localize_spans import LocalizeParams, LocalizeSpans, match_queries
 from tests.helpers import make_ctx
 
+HAS_RAY = importlib.util.find_spec("ray") is not None
 DOC = "Intro line here. The cat sat on the mat. A “quoted” phrase—with a dash. Repeat me. Repeat me. End."
 
 
@@ -105,3 +110,85 @@ def test_batches_of_every_size_go_out_together(tmp_path, fake_openai):
         backend.close()
     # Requests for two questions and for one are in flight together, not in one round per size.
     assert srv.request_count == 3 and max(srv.arrived) < min(srv.answered)
+
+
+RIVER = "Morning fog lifts slowly. Quiet rivers carry the old stones far down to the sea every spring. Nothing else."
+
+
+def _three_docs() -> Bench:
+    """Queries of three documents, interleaved, with every kind of match and of failure."""
+    docs = {"d": DOC, "r": RIVER, "e": "An empty document."}
+    rows = [
+        ("r", ["Quiet rivers carry the old stones down to the sea every spring."]),  # fuzzy
+        ("d", ["The cat sat on the mat."]),  # exact
+        ("e", ["a dog barked loudly at night"]),  # span_not_found
+        ("d", ['A "quoted" phrase-with a dash']),  # normalized
+        ("r", ["Morning fog lifts slowly.", "Nothing else."]),  # two spans
+        ("d", ["Repeat me."]),  # span_ambiguous
+        ("r", []),  # unanswerable
+        ("d", None),  # no_reference_texts
+    ]
+    n = len(rows)
+    return Bench.of(
+        pl.DataFrame({"doc_id": list(docs), "text": list(docs.values()), "n_tokens": [20, 20, 3]}),
+        pl.DataFrame({"query_id": [f"q{i}" for i in range(n)], "text": [f"question {i}?" for i in range(n)],
+                      "doc_id": [d for d, _ in rows], "reference_texts": [r for _, r in rows],
+                      "requested_position": ["first"] * n},
+                     schema_overrides={"reference_texts": pl.List(pl.Utf8)}),
+        pl.DataFrame({"query_id": [f"q{i}" for i in range(n)], "doc_id": [d for d, _ in rows], "score": [1] * n}),
+    )
+
+
+class _Counting:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int, int]] = []
+
+    @contextmanager
+    def task(self, description: str, total: int):
+        done = [0]
+
+        class Bar:
+            def advance(self, n: int = 1) -> None:
+                done[0] += n
+
+        yield Bar()
+        self.seen.append((description, total, done[0]))
+
+
+@pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed: pip install 'build-bench[ray]'")
+def test_ray_executor_matches_local_spans_and_drops(ray_local, tmp_path):
+    bench = _three_docs()
+    local = LocalizeSpans(LocalizeParams()).run(bench, make_ctx(tmp_path))
+    progress = _Counting()
+    ctx = replace(make_ctx(tmp_path), progress=progress,
+                  executor_factory=lambda: make_executor(ExecutorConfig(kind="ray", block_size=1)))
+    on_ray = LocalizeSpans(LocalizeParams()).run(bench, ctx)
+    assert on_ray.queries.equals(local.queries) and on_ray.drops.equals(local.drops)
+    methods = {q: [s["method"] for s in spans] for q, spans in local.queries.select("query_id", "spans").iter_rows()}
+    assert methods == {"q0": ["fuzzy"], "q1": ["exact"], "q3": ["normalized"], "q4": ["exact", "exact"]}
+    assert sorted(local.drops.select("id", "reason").rows()) == [
+        ("q2", "span_not_found"), ("q5", "span_ambiguous"), ("q6", "unanswerable"), ("q7", "no_reference_texts")]
+    assert progress.seen == [("matching spans", 3, 3)]
+
+
+class _RecordingExecutor(LocalExecutor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks: list[list] = []
+
+    def imap(self, fn, blocks):
+        for block in blocks:
+            self.blocks.append(block)
+            yield fn(block)
+
+
+def test_match_queries_ships_each_document_once_and_keeps_query_order():
+    texts = {"d": DOC, "r": RIVER}
+    wanted = [("r", ["Nothing else."]), ("d", ["The cat sat on the mat."]), ("r", ["Morning fog lifts slowly."]),
+              ("d", ["Repeat me."])]
+    executor = _RecordingExecutor()
+    found = match_queries(executor, 2, texts, wanted, 90.0, ["exact", "normalized", "fuzzy"])
+    assert executor.blocks == [[(RIVER, [["Nothing else."], ["Morning fog lifts slowly."]])],
+                               [(DOC, [["The cat sat on the mat."], ["Repeat me."]])]]
+    assert [m if isinstance(m, str) else m[0]["start"] for m in found] == [
+        RIVER.index("Nothing"), DOC.index("The cat"), 0, "span_ambiguous"]

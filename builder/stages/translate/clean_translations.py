@@ -9,32 +9,35 @@ language under `clean_translations` in the stage stats.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
 from pydantic import Field, model_validator
 
+from builder.executors import map_blocks
 from builder.position_columns import PositionOptions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.refs import ModelRef, PromptRef
-from builder.stages.translate.cleanup import refusal_hit, strip_prefixes
-from builder.stages.translate.languages import Detection, detect, detectable, same_language
 from builder.stages.translate.prefix_rows import apply_prefix_cuts
 from builder.stages.translate.refusals import confirm_refusals
+from builder.stages.translate.row_checks import (
+    CheckSettings,
+    JudgeRow,
+    StripRow,
+    Verdict,
+    judge_doc_block,
+    judge_query_block,
+    strip_block,
+)
 
 if TYPE_CHECKING:
     from builder.bench import Bench
+    from builder.executors import Executor
     from builder.stages.context import StageContext
 
-SHORT_REFUSAL = 300  # characters: a refusal is a sentence or two, not a page
-
-
-@dataclass
-class _Verdict:
-    lang: str
-    suspects: list[tuple[str, bool]] = field(default_factory=list)  # (text, refusal by heuristic)
-    other: str | None = None  # wrong_language or length_ratio
+R = TypeVar("R")
 
 
 class CleanTranslationsParams(StageParams):
@@ -81,10 +84,11 @@ class CleanTranslations(Stage):
             return bench
         p = self.params
         stats: dict[str, dict[str, Any]] = {}
+        executor = ctx.executor
         if p.strip_prefixes:
-            bench = self._strip(bench, ctx, stats)
-        doc_reasons = self._judge_docs(bench, ctx, stats)
-        query_reasons = self._judge_queries(bench, ctx, stats)
+            bench = self._strip(bench, ctx, executor, stats)
+        doc_reasons = self._judge(bench.corpus, "doc_id", ctx, executor, stats)
+        query_reasons = self._judge(bench.queries, "query_id", ctx, executor, stats)
         bench = bench.drop_docs(doc_reasons, ctx.label).drop_queries(query_reasons, ctx.label)
         mine = bench.drops.filter(pl.col("stage") == ctx.label)
         for kind, item_id, reason in mine.select("kind", "id", "reason").iter_rows():
@@ -94,79 +98,51 @@ class CleanTranslations(Stage):
         ctx.stats["clean_translations"] = stats
         return bench
 
-    def _strip(self, bench: Bench, ctx: StageContext, stats: dict[str, dict[str, Any]]) -> Bench:
+    def _strip(self, bench: Bench, ctx: StageContext, executor: Executor, stats: dict[str, dict[str, Any]]) -> Bench:
         p = self.params
         sources = _sources(bench.corpus, "doc_id")
+        docs = list(_translated(bench.corpus, "doc_id", "source_doc_id", "piece_starts"))
+        rows: list[StripRow] = [(text, starts or [0], *sources.get(src, (None, None)), p.prefix_window,
+                                 p.prefix_max_chars) for _, src, _, text, starts in docs]
+        cuts = _over_rows(ctx, executor, "stripping lead-ins", strip_block, rows)
         doc_cuts = {}
-        for doc_id, src, lang, text, starts in _translated(bench.corpus, "doc_id", "source_doc_id", "piece_starts"):
-            source_text, source_lang = sources.get(src, (None, None))
-            new, cuts = strip_prefixes(text, starts or [0], source_text, source_lang, p.prefix_window,
-                                       p.prefix_max_chars)
-            if cuts:
-                doc_cuts[doc_id] = (new, cuts)
+        for (doc_id, _, lang, _, _), cut in zip(docs, cuts):
+            if cut:
+                doc_cuts[doc_id] = cut
                 _count(stats, lang, "prefixes_stripped")
         query_sources = _sources(bench.queries, "query_id")
+        queries = list(_translated(bench.queries, "query_id", "source_query_id", None))
+        rows = [(text, [0], *query_sources.get(src, (None, None)), len(text), len(text))
+                for _, src, _, text, _ in queries]
+        cuts = _over_rows(ctx, executor, "stripping query lead-ins", strip_block, rows)
         query_cuts = {}
-        for qid, src, lang, text, _ in _translated(bench.queries, "query_id", "source_query_id", None):
-            source_text, source_lang = query_sources.get(src, (None, None))
-            new, cuts = strip_prefixes(text, [0], source_text, source_lang, len(text), len(text))
-            if cuts:
-                query_cuts[qid] = new
+        for (qid, _, lang, _, _), cut in zip(queries, cuts):
+            if cut:
+                query_cuts[qid] = cut[0]
                 _count(stats, lang, "query_prefixes_stripped")
         return apply_prefix_cuts(bench, doc_cuts, query_cuts, ctx.tokenizer, p.positions, ctx.label)
 
-    def _judge_docs(self, bench: Bench, ctx: StageContext, stats: dict[str, dict[str, Any]]) -> dict[str, str]:
-        """Each translated piece is judged on its own: a refusal or a wrong language can hit
-        any piece of a document translated piece by piece."""
+    def _judge(self, table: pl.DataFrame, key: str, ctx: StageContext, executor: Executor,
+               stats: dict[str, dict[str, Any]]) -> dict[str, str]:
+        """Verdicts for the translated rows of the corpus (`doc_id`) or of the queries."""
+        docs = key == "doc_id"
+        sources = _sources(table, key)
+        found = list(_translated(table, key, "source_doc_id" if docs else "source_query_id",
+                                 "piece_starts" if docs else None))
+        rows: list[JudgeRow] = [(lang, text, starts, *sources.get(src, (None, None)))
+                                for _, src, lang, text, starts in found]
+        judge = judge_doc_block if docs else judge_query_block
+        settings = self._settings()
+        verdicts = _over_rows(ctx, executor, "checking translated " + ("documents" if docs else "queries"),
+                              functools.partial(judge, settings), rows)
+        return self._decide({row[0]: v for row, v in zip(found, verdicts)}, ctx, stats)
+
+    def _settings(self) -> CheckSettings:
         p = self.params
-        sources = _sources(bench.corpus, "doc_id")
-        verdicts: dict[str, _Verdict] = {}
-        for doc_id, src, lang, text, starts in _translated(bench.corpus, "doc_id", "source_doc_id", "piece_starts"):
-            source_text, source_lang = sources.get(src, (None, None))
-            apologetic = refusal_hit(source_text or "", len(source_text or ""))
-            verdict = verdicts[doc_id] = _Verdict(lang)
-            wrong = False
-            for piece in _pieces(text, starts):
-                found = self._detect(piece)
-                self._suspect(verdict, piece, found, source_lang, apologetic)
-                wrong = wrong or (found is not None and detectable(lang) and not same_language(found.lang, lang))
-            ratio = len(text) / len(source_text) if source_text else None
-            odd = ratio is not None and not p.min_length_ratio <= ratio <= p.max_length_ratio
-            verdict.other = "wrong_language" if wrong else ("length_ratio" if odd else None)
-        return self._decide(verdicts, ctx, stats)
+        return CheckSettings(p.check_language, p.min_confidence, p.min_detect_chars, p.detect_chars,
+                             p.refusal_chars, p.min_length_ratio, p.max_length_ratio)
 
-    def _judge_queries(self, bench: Bench, ctx: StageContext, stats: dict[str, dict[str, Any]]) -> dict[str, str]:
-        """Queries are short, so langdetect is trusted only to spot one left in the source language."""
-        sources = _sources(bench.queries, "query_id")
-        verdicts: dict[str, _Verdict] = {}
-        for qid, src, lang, text, _ in _translated(bench.queries, "query_id", "source_query_id", None):
-            source_text, source_lang = sources.get(src, (None, None))
-            found = self._detect(text)
-            verdict = verdicts[qid] = _Verdict(lang)
-            self._suspect(verdict, text, found, source_lang, refusal_hit(source_text or "", len(source_text or "")))
-            if found is not None and same_language(found.lang, source_lang):
-                verdict.other = "wrong_language"
-        return self._decide(verdicts, ctx, stats)
-
-    def _detect(self, text: str) -> Detection | None:
-        """A confident language verdict, or None."""
-        p = self.params
-        if not p.check_language or len(text.strip()) < p.min_detect_chars:
-            return None
-        found = detect(text, p.detect_chars)
-        return found if found is not None and found.prob >= p.min_confidence else None
-
-    def _suspect(self, verdict: _Verdict, piece: str, found: Detection | None, source_lang: str | None,
-                 apologetic: bool) -> None:
-        """A piece is suspect when the pattern list hits or it reads as the source language.
-        Without a refusal check, a hit counts when the piece is in the source language or
-        short: a long piece in the target language is more likely a translated apology."""
-        hit = refusal_hit(piece, self.params.refusal_chars) and not apologetic
-        in_source = found is not None and same_language(found.lang, source_lang)
-        if hit or in_source:
-            verdict.suspects.append((piece, hit and (in_source or len(piece.strip()) < SHORT_REFUSAL)))
-
-    def _decide(self, verdicts: dict[str, _Verdict], ctx: StageContext, stats: dict[str, dict[str, Any]]
+    def _decide(self, verdicts: dict[str, Verdict], ctx: StageContext, stats: dict[str, dict[str, Any]]
                 ) -> dict[str, str]:
         """Refusal when the refusal check (or, without one, the heuristic) says so for any
         suspect piece; otherwise the other reason, if any."""
@@ -207,9 +183,11 @@ def _translated(table: pl.DataFrame, key: str, source_key: str, extra: str | Non
     return rows.select(cols).iter_rows()
 
 
-def _pieces(text: str, starts: list[int] | None) -> list[str]:
-    bounds = sorted({0, *(s for s in starts or [] if 0 < s < len(text))}) + [len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+def _over_rows(ctx: StageContext, executor: Executor, what: str, fn: Callable[[list[Any]], list[R]],
+               rows: list[Any]) -> list[R]:
+    """`fn` over blocks of `rows` on the executor, with a progress bar."""
+    with ctx.progress.task(what, len(rows)) as bar:
+        return map_blocks(executor, fn, rows, getattr(executor, "block_size", 256), bar.advance)
 
 
 def _lang_stats(stats: dict[str, dict[str, Any]], lang: str) -> dict[str, Any]:
