@@ -31,6 +31,7 @@ class ActorResources:
 
 class Executor(Protocol):
     kind: str
+    block_size: int  # rows per block unless a caller has a reason to choose
 
     @property
     def workers(self) -> int:

@@ -96,7 +96,7 @@ class LocalizeSpans(Stage):
         texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
         executor = ctx.executor
         with ctx.progress.task("matching spans", documents_in(wanted)) as bar:
-            found = iter(match_queries(executor, getattr(executor, "block_size", 256), texts, wanted,
+            found = iter(match_queries(executor, executor.block_size, texts, wanted,
                                        self.params.fuzzy_min_score, self.params.methods, bar.advance))
         spans: list[list[dict] | None] = []
         reasons: list[str | None] = []

@@ -187,7 +187,7 @@ def _over_rows(ctx: StageContext, executor: Executor, what: str, fn: Callable[[l
                rows: list[Any]) -> list[R]:
     """`fn` over blocks of `rows` on the executor, with a progress bar."""
     with ctx.progress.task(what, len(rows)) as bar:
-        return map_blocks(executor, fn, rows, getattr(executor, "block_size", 256), bar.advance)
+        return map_blocks(executor, fn, rows, executor.block_size, bar.advance)
 
 
 def _lang_stats(stats: dict[str, dict[str, Any]], lang: str) -> dict[str, Any]:
