@@ -5,7 +5,8 @@ read, validated and de-duplicated in order, tokenized a block at a time, and red
 `(doc_id, title, lang, domain, n_tokens, words)`; only the texts the sampler will keep
 are held, so memory follows the sample, not the corpus. Any other recipe loads the
 whole corpus as before. Both give the first stage the same choice to make, so the
-output is the same.
+output is the same. On an executor other than the local one, the reading and counting
+run on its workers (`load_spread`), again with the same result.
 """
 
 from __future__ import annotations
