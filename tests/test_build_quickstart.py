@@ -82,3 +82,15 @@ def test_a_failure_while_writing_leaves_the_previous_output_untouched(tmp_path, 
     assert result.exit_code == 1 and "error: disk full" in result.output
     assert (tmp_path / "out" / "queries.jsonl").read_bytes() == before
     assert (tmp_path / "out" / "README.md").exists()
+
+
+def test_quickstart_on_ray_writes_what_the_local_build_writes(tmp_path, ray_local):
+    local = _build(tmp_path / "local")
+    assert local.exit_code == 0
+    result = _build(tmp_path / "ray", "--executor", "ray")
+    assert result.exit_code == 0, result.output
+    # The load's progress line counts the same documents on Ray.
+    assert "00_load: read 79, kept 78, dropped 1 (" in result.output
+    assert "00_load: read 79, kept 78, dropped 1 (" in local.output
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "drops.parquet", "corpus.parquet"):
+        assert (tmp_path / "ray" / "out" / name).read_bytes() == (tmp_path / "local" / "out" / name).read_bytes(), name

@@ -21,21 +21,27 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
     # byte spoils its own line instead of being replaced with U+FFFD.
     with path.open("rb") as fh:
         for n, raw in enumerate(fh, start=1):
-            if n == 1:
-                raw = raw.removeprefix(codecs.BOM_UTF8)
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                yield n, "invalid_utf8"
-                continue
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                yield n, "malformed_json"
-                continue
-            yield n, row if isinstance(row, dict) else "row_not_object"
+            row = parse_line(raw, first=n == 1)
+            if row is not None:
+                yield n, row
+
+
+def parse_line(raw: bytes, first: bool = False) -> dict[str, Any] | str | None:
+    """One physical line: the row, a reason it cannot be one, or None for a blank line.
+    `first` strips a byte-order mark, which only the file's first line may carry."""
+    if first:
+        raw = raw.removeprefix(codecs.BOM_UTF8)
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "invalid_utf8"
+    if not line.strip():
+        return None
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError:
+        return "malformed_json"
+    return row if isinstance(row, dict) else "row_not_object"
 
 
 def has_lone_surrogate(value: Any) -> bool:

@@ -227,7 +227,7 @@ class Runner:
     def _load(self) -> tuple[Bench, StageRecord]:
         t0 = time.perf_counter()
         corpus, bad = load_corpus(self.recipe, self.loaded.base_dir, self.options.limit, self.tokenizer,
-                                  self.console)
+                                  self.console, self.backends.executor)
         drops = bad.select(pl.lit(LOAD_LABEL).alias("stage"), pl.lit("doc").alias("kind"), "id", "reason")
         bench = Bench.of(corpus=corpus, drops=drops)
         record = StageRecord(

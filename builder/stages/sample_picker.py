@@ -27,14 +27,15 @@ class StreamingPicker:
         self._heaps: dict[tuple[str, int], list[_Entry]] = {}
         self._arrived = 0
 
-    def offer(self, block: pl.DataFrame) -> None:
+    def offer(self, block: pl.DataFrame, payload: str = "text") -> None:
         """Consider a block of documents (`doc_id`, `text`, `n_tokens`, `lang`, `domain`,
-        words), given in corpus order."""
+        words), given in corpus order; a kept document holds its `payload` column (the
+        text, or where to read it back)."""
         eligible = (
             classify(block, self.params)
             .with_row_index("_arrival", offset=self._arrived)
             .filter(pl.col("_reason").is_null())
-            .select("_stratum", "_bucket", rank_expr(self.seed).alias("_rank"), "_arrival", "doc_id", "text")
+            .select("_stratum", "_bucket", rank_expr(self.seed).alias("_rank"), "_arrival", "doc_id", payload)
         )
         self._arrived += block.height
         for stratum, bucket, rank, arrival, doc_id, text in eligible.iter_rows():
@@ -51,5 +52,5 @@ class StreamingPicker:
             heapq.heapreplace(heap, entry)
 
     def texts(self) -> dict[str, str]:
-        """doc_id -> text of every document the stage will keep."""
+        """doc_id -> text (or payload) of every document the stage will keep."""
         return {doc_id: text for heap in self._heaps.values() for _, _, doc_id, text in heap}
