@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from builder.backends.llm import ChatRequest, LLMCache, VLLMModelConfig, make_llm
+from builder.backends.llm import ChatRequest, LLMCache, VLLMModelConfig, key_for, make_llm
 from builder.backends.llm.ray_vllm import (
     RayVLLMBackend,
     answer_of,
@@ -86,15 +86,13 @@ def test_processor_config_runs_one_engine_per_gpu() -> None:
 @needs_ray
 def test_the_ray_executor_picks_it_and_a_cached_rerun_starts_no_engine() -> None:
     cache = LLMCache.memory()
-    in_process = RayVLLMBackend("gen", _config(), cache)
-    key = in_process._key(ask("hi"))  # the in-process vLLM backend's key for the same request
-    cache.put(key, "cached answer", 3, 2)
+    # The key the in-process vLLM backend gives the same request: its answers count here.
+    cache.put(key_for("vllm", "org/model", _config().sampling(), ask("hi").messages, None), "cached answer", 3, 2)
     backend = make_llm("gen", _config(), cache, on_ray=True)
     assert isinstance(backend, RayVLLMBackend)
     assert [a.text for a in backend.chat_many([ask("hi")])] == ["cached answer"]
     assert backend._processor is None  # type: ignore[attr-defined]
     backend.close()
-    in_process.close()
 
 
 # -- the driver's side, with a stand-in for the vLLM engine -------------------------------
