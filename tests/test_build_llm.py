@@ -21,6 +21,7 @@ from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
 from builder.testing.openai_server import FaultPlan
 from tests.fixtures.scripted_grader import with_grades
+from tests.golden import manifest
 from tests.fixtures.scripted_llm import scripted_llm
 
 RECIPE = """
@@ -142,3 +143,24 @@ def test_posir_recipe_on_shared_english_and_chinese_docs(shared_data, fake_opena
     stages = {s.stage.split("_", 1)[1]: s for s in result.stage_stats}
     assert {"span_contrast", "llm_relevance", "false_negatives"} <= set(stages)
     assert stages["span_contrast"].figures["span_contrast"]["minicpm_layerwise"]["higher"] > 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed: pip install 'build-bench[ray]'")
+def test_the_ray_executor_writes_what_the_local_one_writes(ray_local, write_recipe, fake_openai, tmp_path):
+    srv = fake_openai(responder=scripted_llm, latency_s=0.01)
+    path = _recipe(write_recipe, srv.base_url)
+    built = {}
+    for kind in ("local", "ray"):
+        root = tmp_path / kind  # each with its own cache: every answer is asked for again
+        runner = Runner(parse_recipe(path, [f"executor.kind={kind}"]),
+                        RunOptions(run_root=root / "runs", out_dir=root / "out"))
+        runner.run()
+        assert runner.recipe.executor.kind == kind
+        built[kind] = manifest(root / "out", srv.base_url)
+    tables = {"corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "corpus.parquet", "queries.parquet",
+              "qrels.parquet", "drops.parquet"}
+    assert tables <= built["local"].keys()
+    assert {k: built["ray"][k] for k in tables} == {k: built["local"][k] for k in tables}
+    # Everything else too, but the card: it embeds the recipe as it ran, executor included.
+    assert [k for k in built["local"].keys() | built["ray"].keys()
+            if built["local"].get(k) != built["ray"].get(k)] == ["README.md"]

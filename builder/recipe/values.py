@@ -32,13 +32,14 @@ def number_problems(value: Any, loc: tuple[Any, ...] = ()) -> list[tuple[tuple[A
 
 
 def url_problems(recipe: Any) -> list[tuple[tuple[Any, ...], str]]:
-    """Every model's base_url is an http(s) URL with a host."""
+    """Every model's base_url, and each of its base_urls, is an http(s) URL with a host."""
     out = []
     for name, model in recipe.models.items():
-        url = getattr(model, "base_url", None)
-        if url is not None and not is_http_url(url):
-            out.append((("models", name, "base_url"), "must be an http:// or https:// URL with a host "
-                        "(e.g. http://127.0.0.1:8000/v1)"))
+        urls = [(("models", name, "base_url"), getattr(model, "base_url", None))]
+        urls += [(("models", name, "base_urls", i), url) for i, url in enumerate(getattr(model, "base_urls", None) or [])]
+        for loc, url in urls:
+            if url is not None and not is_http_url(url):
+                out.append((loc, "must be an http:// or https:// URL with a host (e.g. http://127.0.0.1:8000/v1)"))
     return out
 
 

@@ -44,7 +44,11 @@ class Backends:
             if self._cache is None:
                 self.cache_path.parent.mkdir(parents=True, exist_ok=True)
                 self._cache = LLMCache(self.cache_path)
-            self._llms[name] = make_llm(name, self.recipe.models[name], self._cache)
+            config = self.recipe.models[name]
+            on_ray = self.recipe.executor.kind == "ray"
+            if on_ray and config.backend == "vllm":
+                self.executor  # noqa: B018 -- the engines run on the executor's cluster: join it first
+            self._llms[name] = make_llm(name, config, self._cache, on_ray=on_ray)
         return self._llms[name]
 
     def reranker(self, name: str) -> Reranker:

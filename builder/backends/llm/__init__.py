@@ -21,6 +21,7 @@ from builder.backends.llm.json_answers import JSONAnswer, chat_json, parse_json_
 
 if TYPE_CHECKING:
     from builder.backends.llm.openai_backend import OpenAIBackend
+    from builder.backends.llm.ray_vllm import RayVLLMBackend
     from builder.backends.llm.vllm_backend import VLLMBackend
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "ModelConfig",
     "OpenAIBackend",
     "OpenAIModelConfig",
+    "RayVLLMBackend",
     "VLLMBackend",
     "VLLMModelConfig",
     "chat_json",
@@ -50,6 +52,10 @@ def __getattr__(name: str) -> Any:
         from builder.backends.llm.openai_backend import OpenAIBackend
 
         return OpenAIBackend
+    if name == "RayVLLMBackend":
+        from builder.backends.llm.ray_vllm import RayVLLMBackend
+
+        return RayVLLMBackend
     if name == "VLLMBackend":
         from builder.backends.llm.vllm_backend import VLLMBackend
 

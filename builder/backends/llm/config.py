@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, SerializerFunctionWrapHandler, Tag,
+                      model_serializer, model_validator)
+
+
+# Settings that only say where and how widely a model runs, with their defaults.
+_SCALING_DEFAULTS: dict[str, Any] = {"base_urls": None, "engines": 1, "batch_size": 64}
 
 
 class _SamplingConfig(BaseModel):
@@ -18,6 +23,16 @@ class _SamplingConfig(BaseModel):
     max_tokens: int = Field(default=1024, ge=1)
     seed: int | None = None
     max_reasks: int = Field(default=2, ge=0)
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_scaling(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Scaling knobs added later are left out while unset, so the stage fingerprints
+        # of recipes that never use them stay what they were.
+        data: dict[str, Any] = handler(self)
+        for name, default in _SCALING_DEFAULTS.items():
+            if name in data and data[name] == default:
+                del data[name]
+        return data
 
     def sampling(self, max_tokens: int | None = None) -> dict[str, Any]:
         """Sampling settings that change the answer, so they belong in the cache key."""
@@ -34,6 +49,9 @@ class OpenAIModelConfig(_SamplingConfig):
 
     backend: Literal["openai"] = "openai"
     base_url: str | None = None
+    # Several servers of the same model: each request goes to the least busy one. The
+    # answer does not depend on which one answered, so the cache key leaves it out.
+    base_urls: list[str] | None = Field(default=None, min_length=1)
     api_key_env: str = "OPENAI_API_KEY"
     extra_body: dict[str, Any] = Field(default_factory=dict)
     max_concurrency: int = Field(default=16, ge=1)
@@ -42,6 +60,24 @@ class OpenAIModelConfig(_SamplingConfig):
     backoff_initial_s: float = Field(default=1.0, ge=0.0)
     backoff_max_s: float = Field(default=60.0, ge=0.0)
     structured_output: bool = False
+
+    @model_validator(mode="after")
+    def _one_way_to_name_servers(self) -> OpenAIModelConfig:
+        if self.base_url is not None and self.base_urls is not None:
+            raise ValueError("set base_url or base_urls, not both")
+        if self.base_urls is not None and len(set(self.base_urls)) < len(self.base_urls):
+            raise ValueError("base_urls lists a server twice")
+        return self
+
+    @property
+    def endpoints(self) -> list[str | None]:
+        """The servers to send to; None is the OpenAI API itself."""
+        return list(self.base_urls) if self.base_urls is not None else [self.base_url]
+
+    @property
+    def local(self) -> bool:
+        """True when the recipe names its own server(s) rather than the OpenAI API."""
+        return self.base_url is not None or self.base_urls is not None
 
     def sampling(self, max_tokens: int | None = None) -> dict[str, Any]:
         # extra_body can carry sampling knobs (top_k, min_p, ...), so it is keyed too.
@@ -54,6 +90,10 @@ class VLLMModelConfig(_SamplingConfig):
     backend: Literal["vllm"]
     engine_kwargs: dict[str, Any] = Field(default_factory=dict)
     structured_output: bool = True
+    # With the Ray executor: data-parallel engines (one per GPU with the default
+    # engine_kwargs) and the rows Ray Data hands an engine at a time.
+    engines: int = Field(default=1, ge=1, le=4096)
+    batch_size: int = Field(default=64, ge=1, le=1_000_000)
 
 
 def _backend_tag(value: Any) -> str:

@@ -18,8 +18,9 @@ import openai
 from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatResponse, LLMUsage
 from builder.backends.llm.cache import CacheWriter, LLMCache, fill, key_for, split_cached
 from builder.backends.llm.config import OpenAIModelConfig
+from builder.backends.llm.endpoints import Endpoint, Endpoints
+from builder.backends.llm.openai_requests import dumps
 from builder.backends.llm.pool import LoopPool
-from builder.backends.llm.openai_requests import PreparedChat, dumps, http_module
 
 T = TypeVar("T")
 
@@ -38,7 +39,7 @@ def resolve_api_key(config: OpenAIModelConfig) -> str:
     key = os.environ.get(config.api_key_env)
     if key:
         return key
-    if config.base_url:
+    if config.local:
         return _PLACEHOLDER_KEY
     raise BackendUnavailable(
         f"model {config.model!r} needs an API key: set the environment variable "
@@ -63,20 +64,6 @@ class _LoopThread:
         self.loop.close()
 
 
-def _http_client(concurrency: int) -> Any:
-    """The SDK's async HTTP client with a keep-alive pool as wide as the concurrency.
-
-    The aiohttp transport costs far less CPU per request than the default one, which
-    matters at hundreds of requests a second; it needs aiohttp (and, on older SDKs,
-    httpx-aiohttp), so fall back to the default when it is missing.
-    """
-    limits = http_module().Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    try:
-        return openai.DefaultAioHttpClient(limits=limits)
-    except (AttributeError, RuntimeError):
-        return openai.DefaultAsyncHttpxClient(limits=limits)
-
-
 def _retry_after(error: openai.APIStatusError) -> float | None:
     value = error.response.headers.get("retry-after")
     try:
@@ -90,7 +77,11 @@ def _retryable(status: int) -> bool:
 
 
 class OpenAIBackend:
-    """Sends chat requests concurrently, retries transient failures and caches answers."""
+    """Sends chat requests concurrently, retries transient failures and caches answers.
+
+    With several servers (`base_urls`) each one gets up to `max_concurrency` requests,
+    and each attempt goes to the least busy (see `endpoints`).
+    """
 
     def __init__(self, name: str, config: OpenAIModelConfig, cache: LLMCache) -> None:
         self.name = name
@@ -98,18 +89,12 @@ class OpenAIBackend:
         self.cache = cache
         self.usage = LLMUsage()
         self._usage_lock = threading.Lock()
-        http_client = _http_client(config.max_concurrency)
-        self._client = openai.AsyncOpenAI(
-            api_key=resolve_api_key(config),
-            base_url=config.base_url,
-            timeout=config.timeout_s,
-            max_retries=0,
-            http_client=http_client,
-        )
+        self._endpoints = Endpoints(config.endpoints, resolve_api_key(config), config.timeout_s,
+                                    config.max_concurrency)
         self._writer = CacheWriter(cache)
-        self._slots = asyncio.Semaphore(config.max_concurrency)
+        self._slots = asyncio.Semaphore(config.max_concurrency * len(self._endpoints.all))
         self._loop = _LoopThread(f"llm-{name}")
-        self._chat = self._loop.submit(_prepare(self._client, http_client)).result()
+        self._loop.submit(self._endpoints.prepare()).result()
         self._closed = False
 
     def chat_many(
@@ -132,7 +117,7 @@ class OpenAIBackend:
                 self._writer.flush()
         done = cast(list[ChatResponse], responses)
         with self._usage_lock:
-            self.usage.record(done, self.config.base_url or "the OpenAI API")
+            self.usage.record(done, self._endpoints.source)
         return done
 
     def open_pool(self) -> LoopPool:
@@ -146,7 +131,7 @@ class OpenAIBackend:
         if self._closed:
             return
         self._closed = True
-        self._loop.submit(self._client.close()).result()
+        self._loop.submit(self._endpoints.close()).result()
         self._loop.stop()
         self._writer.close()
 
@@ -213,7 +198,7 @@ class OpenAIBackend:
 
     def _record_one(self, response: ChatResponse) -> None:
         with self._usage_lock:
-            self.usage.record([response], self.config.base_url or "the OpenAI API")
+            self.usage.record([response], self._endpoints.source)
 
     def _body(self, request: ChatRequest, max_tokens: int) -> dict[str, Any]:
         cfg = self.config
@@ -259,10 +244,13 @@ class OpenAIBackend:
             return ChatResponse.failed(f"unsendable request: {error}"[:200], 0)
         attempts = self.config.max_retries + 1
         empties = 0
+        endpoint: Endpoint | None = None
         for attempt in range(attempts):
             retry_after: float | None = None
+            # A retry goes to another server when there is one: the last may be down.
+            endpoint = self._endpoints.pick(avoid=endpoint)
             try:
-                answer = _answer(json.loads(await self._chat.send(payload, attempt)), attempt, body["max_tokens"])
+                answer = _answer(json.loads(await endpoint.send(payload, attempt)), attempt, body["max_tokens"])
             except Exception as error:  # one bad request must not sink the batch
                 reason, retryable, retry_after, transport = _classify(error)
                 if not retryable:
@@ -276,11 +264,6 @@ class OpenAIBackend:
             if attempt + 1 < attempts:
                 await asyncio.sleep(self._delay(attempt, retry_after))
         return ChatResponse.failed(f"{reason} after {attempt + 1} attempts", attempt, transport)
-
-
-async def _prepare(client: openai.AsyncOpenAI, http_client: Any) -> PreparedChat:
-    # On the loop that sends, so the SDK sees the async library it will run under.
-    return PreparedChat(client, http_client)
 
 
 class _Malformed(ValueError):
