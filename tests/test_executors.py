@@ -49,6 +49,15 @@ def test_local_executor_maps_blocks_in_order() -> None:
     assert ex.map_with_model(_make_scale, _scaled, [1, 2], ActorResources())[1][0] == 20
 
 
+def _block_length(model: _Scale, block: list[int]) -> list[int]:
+    return [len(block)] * len(block)
+
+
+def test_actor_resources_can_set_the_items_per_call() -> None:
+    ex = LocalExecutor(block_size=256)
+    assert ex.map_with_model(_make_scale, _block_length, list(range(5)), ActorResources(batch_size=2)) == [2, 2, 2, 2, 1]
+
+
 def test_a_block_function_that_loses_rows_is_an_error() -> None:
     with pytest.raises(RuntimeError, match="returned 1 results for 2 items"):
         map_blocks(LocalExecutor(), lambda block: block[:1], [1, 2], 2)

@@ -27,6 +27,7 @@ class ActorResources:
     actors: int = 1
     num_cpus: float = 1.0
     num_gpus: float = 0.0
+    batch_size: int | None = None  # items per call to a worker; None: the executor's block size
 
 
 class Executor(Protocol):
@@ -95,7 +96,8 @@ class LocalExecutor:
     def map_with_model(self, make: Callable[[], M], fn: Callable[[M, list[T]], list[R]],
                        items: Sequence[T], resources: ActorResources) -> list[R]:
         model = make()
-        return [r for block in blocks_of(items, self.block_size) for r in fn(model, block)]
+        size = resources.batch_size or self.block_size
+        return [r for block in blocks_of(items, size) for r in fn(model, block)]
 
     def close(self) -> None:
         pass

@@ -98,7 +98,8 @@ class RayExecutor:
         context.enable_progress_bars = False
         rows = [{"i": i, "blob": pickle.dumps(item)} for i, item in enumerate(items)]
         data = ray.data.from_items(rows).map_batches(
-            _ModelWorker, fn_constructor_args=(make, fn), batch_size=self.block_size, batch_format="numpy",
+            _ModelWorker, fn_constructor_args=(make, fn), batch_size=resources.batch_size or self.block_size,
+            batch_format="numpy",
             compute=ray.data.ActorPoolStrategy(size=resources.actors),
             num_cpus=resources.num_cpus, num_gpus=resources.num_gpus or None)
         out = sorted(data.iter_rows(), key=lambda row: int(row["i"]))

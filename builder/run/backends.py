@@ -4,13 +4,16 @@ shared answer cache), rerankers, the tokenizer and the executor."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import LLMBackend, LLMCache, LLMUsage, make_llm
-from builder.backends.rerankers import Reranker, make_reranker, reranker_configs
+from builder.backends.rerankers import AnyRerankerConfig, Reranker, make_reranker, reranker_configs
 from builder.backends.tokenizers import TokenCounter, make_counter
 from builder.executors import Executor, make_executor
 from builder.prompt_templates import PromptLibrary
+
+if TYPE_CHECKING:
+    from builder.backends.rerankers.pooled import ModelPool
 
 
 class Backends:
@@ -54,8 +57,16 @@ class Backends:
     def reranker(self, name: str) -> Reranker:
         if name not in self._rerankers:
             config = reranker_configs(self.recipe)[name]
-            self._rerankers[name] = make_reranker(name, config, self.llm, self.prompts)
+            self._rerankers[name] = make_reranker(name, config, self.llm, self.prompts, self._pool(name, config))
         return self._rerankers[name]
+
+    def _pool(self, name: str, config: AnyRerankerConfig) -> ModelPool | None:
+        """On Ray, neural models score on GPU / CPU workers; bm25 and LLM judges stay here."""
+        if self.recipe.executor.kind != "ray":
+            return None
+        from builder.backends.rerankers.pooled import model_pool
+
+        return model_pool(name, config, lambda: self.executor)
 
     def usage(self) -> LLMUsage:
         total = LLMUsage()

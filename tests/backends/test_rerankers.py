@@ -159,6 +159,23 @@ def test_cross_encoder_loads_a_local_classifier(tiny_bert, monkeypatch, normaliz
         assert all(0 < s < 1 for s in scores)
 
 
+def test_a_pooled_cross_encoder_scores_as_the_plain_one_and_loads_only_the_tokenizer(tiny_bert, monkeypatch):
+    _need("sentence_transformers")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from builder.backends.rerankers.pooled import ModelPool
+    from builder.backends.rerankers.windows import score_windowed
+    from builder.executors import LocalExecutor
+
+    config = CrossEncoderConfig(backend="cross_encoder", model=str(tiny_bert), device="cpu", batch_size=2,
+                                max_length=16)
+    plain = make_reranker("ce", config, lambda n: None)
+    pooled = make_reranker("ce", config, lambda n: None, pool=ModelPool("ce", config, lambda: LocalExecutor()))
+    long_pairs = [(q, t * 3) for q, t in PAIRS]
+    assert pooled.token_ends(CORPUS[2]) == plain.token_ends(CORPUS[2])
+    assert score_windowed(pooled, long_pairs) == score_windowed(plain, long_pairs)
+    assert pooled._model is None
+
+
 def test_flag_reranker_loads_a_local_classifier(tiny_bert, monkeypatch):
     _need("FlagEmbedding")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -78,5 +78,16 @@ def as_floats(values: object, expected: int) -> list[float]:
     return out
 
 
+def length_batches(lengths: Sequence[int], size: int) -> list[list[int]]:
+    """Indices in model batches of at most `size`, longest first (ties in input order).
+
+    The batches are fixed here, not by the model library, because a batch's padding
+    changes the last bits of a score: a scorer that runs its batches on Ray workers
+    forms exactly the batches it forms in this process, and gets the same floats.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    return [order[at: at + size] for at in range(0, len(order), size)]
+
+
 def is_missing(score: float) -> bool:
     return math.isnan(score)

@@ -28,6 +28,13 @@ class _NeuralConfig(_Config):
     max_length: int = Field(default=512, ge=8, description="tokens per (query, text) input")
     normalize: bool = Field(default=True, description="map scores into [0, 1] (sigmoid of the logit)")
     trust_remote_code: bool = False
+    # Where the model runs on a Ray executor; the local executor ignores these, and they
+    # stay out of the stage fingerprint, since placement does not change a score.
+    actors: int = Field(default=1, ge=1, le=4096, description=(
+        "ray executor only: model workers, each loading its own copy of the model"))
+    num_gpus: float = Field(default=0, ge=0, le=64, description=(
+        "ray executor only: GPUs per worker (1 = a GPU each; 0.5 = two workers share one)"))
+    num_cpus: float = Field(default=1, gt=0, le=1024, description="ray executor only: CPUs per worker")
 
 
 class BM25Config(_Config):
@@ -103,6 +110,8 @@ RerankerConfig = Annotated[
     ],
     Discriminator(_backend_tag),
 ]
+# Settings that say where a model runs, not what it computes.
+PLACEMENT = frozenset({"actors", "num_gpus", "num_cpus"})
 # What a grading prompt is given (see llm_judge.grade_pairs).
 GRADE_VARIABLES = frozenset({"document", "questions", "one_pair"})
 
@@ -126,7 +135,7 @@ def reranker_fingerprint(recipe: Any, names: Iterable[str]) -> dict[str, Any]:
         config = configs.get(name)
         if config is None:
             continue
-        entry = config.model_dump(mode="json")
+        entry = config.model_dump(mode="json", exclude=set(PLACEMENT))
         if isinstance(config, LLMJudgeConfig) and config.llm in models:
             entry["llm_config"] = models[config.llm].model_dump(mode="json")
         out[name] = entry

@@ -19,6 +19,7 @@ from builder.backends.rerankers.config import (
 
 if TYPE_CHECKING:
     from builder.backends.llm import LLMBackend
+    from builder.backends.rerankers.neural import BatchPool
     from builder.prompt_templates import PromptLibrary
 
 
@@ -27,8 +28,9 @@ class RerankerUnavailable(BackendUnavailable):
 
 
 def make_reranker(name: str, config: AnyRerankerConfig, llm_lookup: Callable[[str], LLMBackend],
-                  prompts: PromptLibrary | None = None) -> Reranker:
-    """The reranker for one `rerankers:` entry; models load on first use."""
+                  prompts: PromptLibrary | None = None, pool: BatchPool | None = None) -> Reranker:
+    """The reranker for one `rerankers:` entry; models load on first use. With a `pool`,
+    a neural model scores on the pool's workers (see pooled.py); others ignore it."""
     hint = missing_extra(config)
     if hint:
         raise RerankerUnavailable(f"reranker {name!r}: {hint}")
@@ -46,10 +48,10 @@ def make_reranker(name: str, config: AnyRerankerConfig, llm_lookup: Callable[[st
     from builder.backends.rerankers.neural import BiEncoderScorer, CrossEncoderScorer, FlagScorer
 
     if isinstance(config, FlagConfig):
-        return FlagScorer(name, config)
+        return FlagScorer(name, config, pool)
     if isinstance(config, CrossEncoderConfig):
-        return CrossEncoderScorer(name, config)
+        return CrossEncoderScorer(name, config, pool)
     assert isinstance(config, BiEncoderConfig)
-    return BiEncoderScorer(name, config)
+    return BiEncoderScorer(name, config, pool)
 
 

@@ -3,18 +3,24 @@
 Heavy libraries (torch, FlagEmbedding, sentence_transformers) are imported when a model
 is first used, so recipes validate and `--help` answers without them. Models load from
 a hub id, a local folder, or `pkg:<package>/<folder>` (resolved offline).
+
+Scoring runs in model batches fixed by `length_batches`; with a pool (see pooled.py) the
+batches run on Ray workers that each hold a copy of the model, while this process keeps
+only the tokenizer that windowing needs.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
 from builder.backends.llm import BackendUnavailable
-from builder.backends.rerankers.base import Pair, RerankerBase, as_floats
+from builder.backends.rerankers.base import Pair, RerankerBase, as_floats, length_batches
 from builder.backends.rerankers.config import BiEncoderConfig, CrossEncoderConfig, FlagConfig
 from builder.backends.tokenizers import resolve_local
 
@@ -41,6 +47,44 @@ def _load(model: str, build: Any) -> Any:
         ) from exc
 
 
+def _tokenizer_only(config: Any) -> Any | None:
+    """The model's tokenizer without its weights; None where it does not load alone."""
+    try:
+        from transformers import AutoTokenizer
+
+        where = _where(config.model)
+        return AutoTokenizer.from_pretrained(where, subfolder=_transformer_folder(where),
+                                             trust_remote_code=config.trust_remote_code)
+    except Exception:  # noqa: BLE001 - the caller then loads the whole model, which explains a failure
+        return None
+
+
+def _transformer_folder(where: str) -> str:
+    """Where a sentence-transformers folder keeps its tokenizer (modules.json); "" elsewhere."""
+    modules = Path(where) / "modules.json"
+    if not modules.is_file():
+        return ""
+    for module in json.loads(modules.read_text(encoding="utf-8")):
+        if module.get("type", "").endswith("models.Transformer"):
+            return str(module.get("path", ""))
+    return ""
+
+
+class BatchPool(Protocol):
+    """Runs `fn(scorer, batches)` on workers that each build their own copy of the scorer;
+    one result per batch, in order."""
+
+    def map(self, fn: Callable[[Any, list[Any]], list[Any]], batches: list[Any]) -> list[Any]: ...
+
+
+def _score_batches(scorer: Any, batches: list[list[Pair]]) -> list[list[float]]:
+    return [scorer.score_batch(batch) for batch in batches]
+
+
+def _embed_batches(scorer: Any, batches: list[tuple[bool, list[str]]]) -> list[np.ndarray]:
+    return [scorer.embed_batch(inputs, queries=queries) for queries, inputs in batches]
+
+
 def _model_kwargs(precision: str) -> dict[str, Any]:
     """Weights in half precision when asked; fp32 passes nothing, so older libraries cope."""
     if precision == "fp32":
@@ -53,11 +97,13 @@ def _model_kwargs(precision: str) -> dict[str, Any]:
 class _Lazy(RerankerBase):
     """Holds a model that is built on first use and dropped by `close`."""
 
-    def __init__(self, name: str, config: Any) -> None:
+    def __init__(self, name: str, config: Any, pool: BatchPool | None = None) -> None:
         self.name = name
         self.config = config
         self.normalized = bool(config.normalize)
+        self.pool = pool
         self._model: Any = None
+        self._tokenizer: Any = None
 
     @property
     def model(self) -> Any:
@@ -72,6 +118,33 @@ class _Lazy(RerankerBase):
         self._model = None
 
     @property
+    def tokenizer(self) -> Any:
+        """The model's tokenizer; with a pool, loaded alone (the weights live on the workers)."""
+        if self.pool is None or self._model is not None:
+            return self.model.tokenizer
+        if self._tokenizer is None:
+            self._tokenizer = _tokenizer_only(self.config) or self.model.tokenizer
+        return self._tokenizer
+
+    def run_batches(self, fn: Callable[[Any, list[Any]], list[Any]], batches: list[Any]) -> list[Any]:
+        """`fn(scorer, batches)` here, or on the pool's workers."""
+        if self.pool is None or not batches:
+            return fn(self, batches)
+        return self.pool.map(fn, batches)
+
+    def score_pairs(self, pairs: Sequence[Pair]) -> list[float]:
+        plan = length_batches([len(q) + len(t) for q, t in pairs], self.config.batch_size)
+        out = [0.0] * len(pairs)
+        for batch, scores in zip(plan, self.run_batches(_score_batches, [[pairs[i] for i in b] for b in plan])):
+            for i, score in zip(batch, scores):
+                out[i] = score
+        return out
+
+    def score_batch(self, pairs: list[Pair]) -> list[float]:
+        """One forward pass over at most `batch_size` pairs."""
+        raise NotImplementedError
+
+    @property
     def max_length(self) -> int:  # type: ignore[override]
         return int(self.config.max_length)
 
@@ -84,7 +157,7 @@ class _Lazy(RerankerBase):
     def token_ends(self, text: str) -> list[int]:
         """The model tokenizer's token ends; with a slow tokenizer (no offsets), each word
         counts as the text's mean tokens per word."""
-        tokenizer = self.model.tokenizer
+        tokenizer = self.tokenizer
         try:
             offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
             return [end for _, end in offsets]
@@ -117,9 +190,7 @@ class FlagScorer(_Lazy):
             kwargs["cutoff_layers"] = [c.cutoff_layer]
         return _load(c.model, lambda where: cls(where, **kwargs))
 
-    def score_pairs(self, pairs: Sequence[Pair]) -> list[float]:
-        if not pairs:
-            return []
+    def score_batch(self, pairs: list[Pair]) -> list[float]:
         scores = self.model.compute_score([list(p) for p in pairs])
         if self.config.kind == "layerwise" and scores and isinstance(scores[0], list):
             scores = scores[0]  # one list per cutoff layer; we ask for one layer
@@ -141,9 +212,7 @@ class CrossEncoderScorer(_Lazy):
             where, device=c.device, max_length=c.max_length, trust_remote_code=c.trust_remote_code,
             activation_fn=activation, model_kwargs=_model_kwargs(c.precision)))
 
-    def score_pairs(self, pairs: Sequence[Pair]) -> list[float]:
-        if not pairs:
-            return []
+    def score_batch(self, pairs: list[Pair]) -> list[float]:
         scores = self.model.predict([list(p) for p in pairs], batch_size=self.config.batch_size,
                                     show_progress_bar=False, convert_to_numpy=True)
         # One column for the usual one-label rerankers; with (not relevant, relevant) labels,
@@ -186,11 +255,33 @@ class BiEncoderScorer(_Lazy):
 
     def embed(self, texts: Sequence[str], *, queries: bool = False) -> np.ndarray:
         """Unit-length vectors (rows) for texts, with the configured query / document prefix."""
+        vectors, = self._embed_groups([(texts, queries)])
+        return vectors
+
+    def _embed_groups(self, groups: list[tuple[Sequence[str], bool]]) -> list[np.ndarray]:
+        """`embed` for several lists of texts, all their batches in one trip to the pool."""
         c = self.config
-        prefix, extra = (c.query_prefix, c.query_kwargs) if queries else (c.doc_prefix, c.doc_kwargs)
-        inputs = [prefix + t for t in texts]
-        if not inputs:
-            return np.zeros((0, 0), dtype=np.float32)
+        jobs: list[tuple[bool, list[str]]] = []
+        plans = []
+        for texts, queries in groups:
+            prefix = c.query_prefix if queries else c.doc_prefix
+            inputs = [prefix + t for t in texts]
+            plans.append(length_batches([len(t) for t in inputs], c.batch_size))
+            jobs += [(queries, [inputs[i] for i in b]) for b in plans[-1]]
+        done = iter(self.run_batches(_embed_batches, jobs))
+        out = []
+        for (texts, _), plan in zip(groups, plans):
+            rows: list[Any] = [None] * len(texts)
+            for batch in plan:
+                for i, vector in zip(batch, next(done)):
+                    rows[i] = vector
+            out.append(np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32))
+        return out
+
+    def embed_batch(self, inputs: list[str], *, queries: bool) -> np.ndarray:
+        """Unit vectors for one batch of prefixed texts: one forward pass."""
+        c = self.config
+        extra = c.query_kwargs if queries else c.doc_kwargs
         if c.library == "flag_m3":
             vectors = np.asarray(self.model.encode(inputs, batch_size=c.batch_size, **extra)["dense_vecs"])
         else:
@@ -205,8 +296,9 @@ class BiEncoderScorer(_Lazy):
             return []
         queries = list(dict.fromkeys(q for q, _ in pairs))
         texts = list(dict.fromkeys(t for _, t in pairs))
-        qv = dict(zip(queries, self.embed(queries, queries=True)))
-        tv = dict(zip(texts, self.embed(texts)))
+        q_vectors, t_vectors = self._embed_groups([(queries, True), (texts, False)])
+        qv = dict(zip(queries, q_vectors))
+        tv = dict(zip(texts, t_vectors))
         cosines = [float(np.dot(qv[q], tv[t])) for q, t in pairs]
         if self.config.normalize:
             return [(c + 1) / 2 if not math.isnan(c) else c for c in cosines]
