@@ -37,8 +37,16 @@ def _make_scale() -> _Scale:
     return _Scale()
 
 
-def _scaled(model: _Scale, block: list[int]) -> list[tuple[int, int]]:
-    return [(model.factor * x, model.pid) for x in block]
+def _scaled(model: _Scale, block: list[int]) -> list[tuple[int, tuple[int, int]]]:
+    return [(model.factor * x, (model.pid, id(model))) for x in block]
+
+
+def _scaled_dying_once(marker: str, model: _Scale, block: list[int]) -> list[tuple[int, tuple[int, int]]]:
+    """Kill the actor the first time it sees 7: Ray must restart it and re-run the call."""
+    if 7 in block and not os.path.exists(marker):
+        Path(marker).touch()
+        os._exit(1)
+    return _scaled(model, block)
 
 
 def test_local_executor_maps_blocks_in_order() -> None:
@@ -77,12 +85,22 @@ def test_ray_executor_matches_local_and_survives_a_killed_worker(ray_local, tmp_
 
 
 @pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed: pip install 'build-bench[ray]'")
-def test_ray_actor_pool_builds_one_model_per_actor_and_keeps_order(ray_local) -> None:
+def test_ray_actor_pool_keeps_one_model_per_actor_across_calls_and_order(ray_local, tmp_path: Path) -> None:
     ray_ex = make_executor(ExecutorConfig(kind="ray", block_size=5))
-    out = ray_ex.map_with_model(_make_scale, _scaled, list(range(40)), ActorResources(actors=2))
-    assert [v for v, _ in out] == [10 * x for x in range(40)]
-    assert len({pid for _, pid in out}) <= 2
+    resources = ActorResources(actors=2)
+    first = ray_ex.map_with_model(_make_scale, _scaled, list(range(40)), resources)
+    assert [v for v, _ in first] == [10 * x for x in range(40)]
+    models = {model for _, model in first}
+    assert len(models) <= 2
+    second = ray_ex.map_with_model(_make_scale, _scaled, list(range(10)), resources)
+    assert {model for _, model in second} <= models, "a second call must reuse the loaded models"
+    marker = tmp_path / "died"
+    survived = ray_ex.map_with_model(_make_scale, functools.partial(_scaled_dying_once, str(marker)),
+                                     list(range(40)), resources)
+    assert marker.exists(), "the actor was not killed: the test proves nothing"
+    assert [v for v, _ in survived] == [10 * x for x in range(40)]
     assert ray_ex.map_with_model(_make_scale, _scaled, [], ActorResources()) == []
+    ray_ex.close()
 
 
 def test_recipe_asking_for_ray_without_it_names_the_line_and_the_install(write_recipe, monkeypatch) -> None:

@@ -1,5 +1,5 @@
-"""Blocks of rows on a Ray cluster: plain tasks for CPU work, a Ray Data actor pool for
-models. Results come back in block order, so a Ray run writes what a local run writes.
+"""Blocks of rows on a Ray cluster: plain tasks for CPU work, a pool of Ray actors for
+models (one model each, kept for the run). Results come back in block order, so a Ray run writes what a local run writes.
 
 A worker that dies mid-task is replaced and its task re-run by Ray (`max_retries`); the
 functions shipped here are pure, so a re-run gives the same answer.
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -29,21 +28,17 @@ def _run_block(fn: Callable[[list[Any]], list[Any]], block: list[Any]) -> list[A
     return fn(block)
 
 
-class _ModelWorker:
-    """One per actor: builds its model once, then scores the batches Ray Data hands it."""
+class _ModelActor:
+    """One model, built once when the actor starts and kept for the whole run."""
 
-    def __init__(self, make: Callable[[], Any], fn: Callable[[Any, list[Any]], list[Any]]) -> None:
+    def __init__(self, make: Callable[[], Any]) -> None:
         self.model = make()
-        self.fn = fn
 
-    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
-        import numpy as np
-
-        items = [pickle.loads(blob) for blob in batch["blob"]]
-        results = self.fn(self.model, items)
+    def run(self, fn: Callable[[Any, list[Any]], list[Any]], items: list[Any]) -> list[Any]:
+        results = fn(self.model, items)
         if len(results) != len(items):
             raise RuntimeError(f"a model function returned {len(results)} results for {len(items)} items")
-        return {"i": batch["i"], "blob": np.array([pickle.dumps(r) for r in results], dtype=object)}
+        return results
 
 
 class RayExecutor:
@@ -70,6 +65,7 @@ class RayExecutor:
                     f"cannot reach the Ray cluster at executor.address {config.address!r}: {exc} "
                     "(start one with `ray start --head`, or leave address out for a private local "
                     "instance)") from None
+        self._pools: dict[tuple[Any, ...], tuple[Callable[[], Any], list[Any]]] = {}
         self._task = ray.remote(max_retries=config.max_retries, num_cpus=1)(_run_block)
 
     @property
@@ -91,22 +87,35 @@ class RayExecutor:
                        items: Sequence[T], resources: ActorResources) -> list[R]:
         if not items:
             return []
-        import ray.data
+        from ray.util import ActorPool
 
-        context = ray.data.DataContext.get_current()
-        context.execution_options.preserve_order = True
-        context.enable_progress_bars = False
-        rows = [{"i": i, "blob": pickle.dumps(item)} for i, item in enumerate(items)]
-        data = ray.data.from_items(rows).map_batches(
-            _ModelWorker, fn_constructor_args=(make, fn), batch_size=resources.batch_size or self.block_size,
-            batch_format="numpy",
-            compute=ray.data.ActorPoolStrategy(size=resources.actors),
-            num_cpus=resources.num_cpus, num_gpus=resources.num_gpus or None)
-        out = sorted(data.iter_rows(), key=lambda row: int(row["i"]))
+        size = resources.batch_size or self.block_size
+        batches = [list(items[at: at + size]) for at in range(0, len(items), size)]
+        fn_ref = self._ray.put(fn)
+        pool = ActorPool(self._actors(make, resources))
+        out = [r for batch in pool.map(lambda actor, b: actor.run.remote(fn_ref, b), batches) for r in batch]
         if len(out) != len(items):
             raise RuntimeError(f"the actor pool returned {len(out)} results for {len(items)} items")
-        return [pickle.loads(row["blob"]) for row in out]
+        return out
+
+    def _actors(self, make: Callable[[], Any], resources: ActorResources) -> list[Any]:
+        """The actors holding `make()`'s model, started on first use and kept for the run:
+        a stage that scores in many calls loads its model once per actor, not once per call.
+        A dead actor is restarted (its model built again) and its call re-run."""
+        key = (id(make), resources.actors, resources.num_cpus, resources.num_gpus)
+        if key not in self._pools:
+            remote = self._ray.remote(_ModelActor).options(
+                num_cpus=resources.num_cpus, num_gpus=resources.num_gpus,
+                max_restarts=self.config.max_retries, max_task_retries=self.config.max_retries)
+            self._pools[key] = (make, [remote.remote(make) for _ in range(resources.actors)])
+        return self._pools[key][1]
 
     def close(self) -> None:
-        if self._owns and self._ray.is_initialized():
+        if not self._ray.is_initialized():
+            return
+        for _, actors in self._pools.values():
+            for actor in actors:
+                self._ray.kill(actor)  # frees their GPUs on a cluster that outlives this run
+        self._pools.clear()
+        if self._owns:
             self._ray.shutdown()
