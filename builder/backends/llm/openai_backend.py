@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import json
 import os
 import queue
 import random
+import ssl
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
@@ -63,6 +65,24 @@ class _LoopThread:
         self.loop.close()
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """The verifying SSL context every client of this process shares.
+
+    Each HTTP client builds one when it is made, even for an http:// endpoint that never
+    uses it, and reading the CA bundle (with the import that comes first) takes a
+    fifth of a second; made once, it costs that once. It is what the client would
+    build itself: default verification, honouring SSL_CERT_FILE and SSL_CERT_DIR.
+    """
+    return cast(ssl.SSLContext, http_module().create_ssl_context())
+
+
+def warm_up() -> None:
+    """Do now, on the calling thread, the one-time work of a first client: importing the
+    SDK (done by importing this module) and the shared SSL context."""
+    _ssl_context()
+
+
 def _http_client(concurrency: int) -> Any:
     """The SDK's async HTTP client with a keep-alive pool as wide as the concurrency.
 
@@ -72,9 +92,9 @@ def _http_client(concurrency: int) -> Any:
     """
     limits = http_module().Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     try:
-        return openai.DefaultAioHttpClient(limits=limits)
+        return openai.DefaultAioHttpClient(limits=limits, verify=_ssl_context())
     except (AttributeError, RuntimeError):
-        return openai.DefaultAsyncHttpxClient(limits=limits)
+        return openai.DefaultAsyncHttpxClient(limits=limits, verify=_ssl_context())
 
 
 def _retry_after(error: openai.APIStatusError) -> float | None:
