@@ -81,7 +81,9 @@ class LocalizeSpans(Stage):
                 spans.append(None)
                 reasons.append(found)
                 continue
-            index = indexes.setdefault(doc_id, DocumentIndex(texts[doc_id]))
+            if doc_id not in indexes:
+                indexes[doc_id] = DocumentIndex(texts[doc_id])
+            index = indexes[doc_id]
             result = locate_references(index, found or [], self.params.fuzzy_min_score, self.params.methods)
             if isinstance(result, SpanFailure):
                 spans.append(None)
