@@ -70,9 +70,9 @@ def _ssl_context() -> ssl.SSLContext:
     """The verifying SSL context every client of this process shares.
 
     Each HTTP client builds one when it is made, even for an http:// endpoint that never
-    uses it, and reading the CA bundle (with the import that comes first) takes a
-    fifth of a second; made once, it costs that once. It is what the client would
-    build itself: default verification, honouring SSL_CERT_FILE and SSL_CERT_DIR.
+    uses it, and reading the CA certificates (with the import that comes first) takes
+    up to a fifth of a second; made once, it costs that once. It is what the client
+    would build itself: default verification, honouring SSL_CERT_FILE and SSL_CERT_DIR.
     """
     return cast(ssl.SSLContext, http_module().create_ssl_context())
 
