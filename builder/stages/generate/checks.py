@@ -12,6 +12,7 @@ the stage waits on the model.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -72,15 +73,23 @@ class BackgroundDetector:
         for text in texts:
             # Texts too short to judge are never asked about.
             if text not in self._found and letters(text) >= MIN_LETTERS:
-                self._found[text] = self._worker.submit(detect_base, text)
+                self._found[text] = self._worker.submit(_detect_and_yield, text)
 
     def detect(self, text: str) -> Detection | None:
         if text not in self._found:
-            self._found[text] = self._worker.submit(detect_base, text)
+            self._found[text] = self._worker.submit(_detect_and_yield, text)
         return self._found[text].result()
 
     def close(self) -> None:
         self._worker.shutdown(wait=False, cancel_futures=True)
+
+
+def _detect_and_yield(text: str) -> Detection | None:
+    found = detect_base(text)
+    # Let the threads that send and receive requests in at once rather than after the
+    # interpreter's switch interval: between questions the worker would otherwise keep it.
+    time.sleep(0)
+    return found
 
 
 def wrong_language(queries: pl.DataFrame, detect: Callable[[str], Detection | None] = detect_base
