@@ -77,15 +77,15 @@ def main() -> None:
     print(f"{args.docs} documents, {args.latency_ms:g} ms latency, max_concurrency {args.concurrency}")
     total_calls, total_s = 0, 0.0
     for stage in result.stage_stats:
-        calls = (stage.get("llm") or {}).get("calls", 0)
+        calls = (stage.llm or {}).get("calls", 0)
         if not calls:
             continue
         ideal = calls * latency / args.concurrency
-        busy = spans.get(stage["stage"].split("_", 1)[1], float("nan"))
-        print(f"  {stage['stage']:<22} {calls:>4} calls  stage {stage['seconds']:5.2f} s  "
-              f"endpoint busy {busy:5.2f} s  ideal {ideal:5.2f} s  ({ideal / stage['seconds']:.2f} of ideal)")
+        busy = spans.get(stage.stage.split("_", 1)[1], float("nan"))
+        print(f"  {stage.stage:<22} {calls:>4} calls  stage {stage.seconds:5.2f} s  "
+              f"endpoint busy {busy:5.2f} s  ideal {ideal:5.2f} s  ({ideal / stage.seconds:.2f} of ideal)")
         total_calls += calls
-        total_s += stage["seconds"]
+        total_s += stage.seconds
     ideal = total_calls * latency / args.concurrency
     busy = sum(spans.values())
     print(f"LLM calls:                 {total_calls} (server saw {srv.request_count})")

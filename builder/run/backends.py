@@ -3,10 +3,13 @@ shared answer cache), rerankers, the tokenizer and the executor."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import LLMBackend, LLMCache, LLMUsage, make_llm
+from builder.backends.llm.factory import start_warm_up
 from builder.backends.rerankers import AnyRerankerConfig, Reranker, make_reranker, reranker_configs
 from builder.backends.tokenizers import TokenCounter, make_counter
 from builder.executors import Executor, make_executor
@@ -28,6 +31,7 @@ class Backends:
         self._tokenizer: TokenCounter | None = None
         self._cache: LLMCache | None = None
         self._executor: Executor | None = None
+        self._warming: threading.Thread | None = None
 
     @property
     def tokenizer(self) -> TokenCounter:
@@ -42,8 +46,16 @@ class Backends:
             self._executor = make_executor(self.recipe.executor)
         return self._executor
 
+    def warm(self, names: Iterable[str]) -> None:
+        """Start loading the client libraries these models need, on a thread, so the stage
+        that first asks for one does not wait for the import; at most once per run."""
+        if self._warming is None:
+            self._warming = start_warm_up(self.recipe.models[n] for n in set(names))
+
     def llm(self, name: str) -> LLMBackend:
         if name not in self._llms:
+            if self._warming is not None:
+                self._warming.join()
             if self._cache is None:
                 self.cache_path.parent.mkdir(parents=True, exist_ok=True)
                 self._cache = LLMCache(self.cache_path)
@@ -75,6 +87,8 @@ class Backends:
         return total
 
     def close(self) -> None:
+        if self._warming is not None:
+            self._warming.join()
         for reranker in self._rerankers.values():
             reranker.close()
         for backend in self._llms.values():

@@ -175,6 +175,8 @@ class Runner:
                 stats.append(found.stats.model_copy(update={"resumed": True}))
                 digest, reused = found.digest, found
                 continue
+            # From here on stages run: their models' client libraries load meanwhile.
+            self.backends.warm(m for _, s in steps[index:] if s is not None for m in s.models_used())
             if reused is not None:
                 if (bench := reused.load(self._notice)) is None:
                     return None

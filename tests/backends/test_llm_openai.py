@@ -287,3 +287,13 @@ def test_a_timeout_is_a_transport_failure(fake_openai: Start, make_backend: Make
     answer = backend.chat_many([ask("slow")])[0]
     assert (answer.error, answer.transport) == ("llm_failed: timeout after 2 attempts", True)
     assert backend.usage.transport_failures == 1
+
+
+def test_every_client_of_the_process_shares_one_ssl_context(fake_openai: Start, make_backend: MakeBackend) -> None:
+    srv = fake_openai()
+    first, second = make_backend(srv), make_backend(srv, max_concurrency=3)
+    # The SDK's HTTP client keeps the transport it built from `verify=`.
+    contexts = [b._endpoints.all[0].client._client._transport.ssl_context for b in (first, second)]
+    assert contexts[0] is contexts[1]
+    assert contexts[0].verify_mode.name == "CERT_REQUIRED" and contexts[0].check_hostname
+    assert [a.text for a in first.chat_many([ask("q")]) + second.chat_many([ask("r")])] == ["echo: q", "echo: r"]

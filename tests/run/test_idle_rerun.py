@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from builder.bench import Bench
 from builder.cli import app
+from tests.fixtures.scripted_llm import scripted_llm
 
 runner = CliRunner()
 TINY = """name: tiny
@@ -26,6 +27,15 @@ stages:
   - sample_by_length: {buckets: [0, 4096], weights: [1], n_docs: 3}
   - generate_queries: {mode: extractive, questions_per_call: 2}
   - localize_spans: {}
+"""
+LLM = """name: tiny_llm
+seed: 1
+sources: [{type: python_docs}]
+models:
+  gen: {model: scripted, base_url: "BASE"}
+stages:
+  - sample_by_length: {buckets: [0, 100000], weights: [1], n_docs: 2}
+  - generate_queries: {llm: gen, questions_per_call: 1}
 """
 HEAVY = ("openai", "datasets", "pandas", "matplotlib", "torch", "sentence_transformers")
 
@@ -100,8 +110,8 @@ def test_a_rerun_reads_only_the_last_checkpoints_tables(recipe: Path, monkeypatc
     assert read == ["02_generate_queries"]
 
 
-def test_an_idle_rerun_imports_no_heavy_library(recipe: Path) -> None:
-    _build(recipe)
+def _imported_by_a_rerun(recipe: Path) -> str:
+    """The heavy libraries a fresh `build` process imports."""
     root = recipe.parent
     code = (
         "import sys\nfrom builder.cli import main\n"
@@ -112,7 +122,22 @@ def test_an_idle_rerun_imports_no_heavy_library(recipe: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=root, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "[]"
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_an_idle_rerun_imports_no_heavy_library(recipe: Path) -> None:
+    _build(recipe)
+    assert _imported_by_a_rerun(recipe) == "[]"
+
+
+def test_an_idle_rerun_of_an_llm_build_loads_no_client(write_recipe, fake_openai) -> None:
+    # A build starts loading its LLM client on a thread as soon as a stage has to run;
+    # a rerun with every stage done must not.
+    srv = fake_openai(responder=scripted_llm)
+    recipe = write_recipe(LLM.replace("BASE", srv.base_url))
+    _build(recipe)
+    assert srv.request_count > 0
+    assert _imported_by_a_rerun(recipe) == "[]"
 
 
 def test_last_tables_that_do_not_parse_are_moved_aside_and_recomputed(recipe: Path) -> None:

@@ -1,13 +1,18 @@
 import json
 import re
+import time
 
 import polars as pl
 import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.bench import Bench
+from builder.testing.openai_server import Reply
+from builder.stages.generate.checks import BackgroundDetector
 from builder.stages.generate.extractive import sentences
 from builder.stages.generate.generate_queries import GenerateParams, GenerateQueries
+from builder.stages.generate.whole_document import generate_whole_document
+from builder.stages.translate.languages import detect_base
 from tests.helpers import make_ctx
 
 DOC = (
@@ -216,3 +221,34 @@ def test_questions_in_another_language_than_their_document_drop(tmp_path, fake_o
     assert sorted(out.drops.select("id", "reason").rows()) == [
         ("d0/g0-1", "query_wrong_language"), ("d0/g0-2", "query_wrong_language")]
     assert ctx.stats["query_language"] == {"checked": 3, "too_short": 1, "wrong": 2}
+
+
+def test_questions_are_handed_on_before_the_last_answer_arrives(tmp_path, fake_openai):
+    # The second document's answer leaves a second after the first one's: its questions
+    # must be heard in between, not once every answer is in.
+    def reply(body):
+        if "late doc" in body["messages"][1]["content"]:
+            return Reply(text=json.dumps({"usable": True, "questions": [
+                {"question": "Late question about the text?", "answer": "A"}]}), delay_s=1.0)
+        return json.dumps({"usable": True, "questions": [{"question": " Who found the neutron? ", "answer": "A"}]})
+
+    srv = fake_openai(responder=reply)
+    ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
+    told: list[tuple[float, list[str]]] = []
+    outcome = generate_whole_document(_bench(DOC, "late doc").corpus, ctx,
+                                      GenerateParams(llm="gen", questions_per_call=1),
+                                      lambda texts: told.append((time.perf_counter(), texts)))
+    assert [texts for _, texts in told] == [["Who found the neutron?"], ["Late question about the text?"]]
+    assert told[0][0] < max(srv.answered) - 0.5
+    assert [d.text for d in outcome.drafts] == ["Who found the neutron?", "Late question about the text?"]
+
+
+def test_the_background_detector_agrees_with_detect_base():
+    texts = ["Who discovered the neutron in Cambridge?", "Wer entdeckte das Neutron in Cambridge?",
+             "谁在剑桥发现了中子？", "Qui a découvert le neutron à Cambridge ?", "Wer denn?"]
+    detector = BackgroundDetector()
+    try:
+        detector.submit(texts[:3])  # the rest are first asked for by `detect`
+        assert [detector.detect(t) for t in texts] == [detect_base(t) for t in texts]
+    finally:
+        detector.close()

@@ -54,6 +54,22 @@ def test_given_references_become_spans_and_drops(tmp_path):
     assert row["pos_token_length"] == 20 and row["length_bucket"] == "Q1" and row["on_target"] is True
 
 
+def test_each_document_is_normalized_once_for_all_its_questions(tmp_path, monkeypatch):
+    import builder.textutil.span_blocks as span_blocks
+
+    built: list[str] = []
+
+    class Counted(span_blocks.DocumentIndex):
+        def __init__(self, text: str) -> None:
+            built.append(text)
+            super().__init__(text)
+
+    monkeypatch.setattr(span_blocks, "DocumentIndex", Counted)
+    out = LocalizeSpans(LocalizeParams()).run(_bench([["The cat sat on the mat."], ["End."], ["Intro line here."]]),
+                                              make_ctx(tmp_path))
+    assert out.queries.height == 3 and built == [DOC]
+
+
 def test_off_target_drop_is_optional(tmp_path):
     bench = _bench([["End."], ["The cat sat on the mat."]], requested=["first", "first"])
     kept = LocalizeSpans(LocalizeParams()).run(bench, make_ctx(tmp_path))

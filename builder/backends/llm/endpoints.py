@@ -9,12 +9,26 @@ the counters need no lock.
 
 from __future__ import annotations
 
+import functools
+import ssl
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import openai
 
 from builder.backends.llm.openai_requests import PreparedChat, http_module
+
+
+@functools.cache
+def ssl_context() -> ssl.SSLContext:
+    """The verifying SSL context every client of this process shares.
+
+    Each HTTP client builds one when it is made, even for an http:// endpoint that never
+    uses it, and reading the CA certificates (with the import that comes first) takes
+    up to a fifth of a second; made once, it costs that once. It is what the client
+    would build itself: default verification, honouring SSL_CERT_FILE and SSL_CERT_DIR.
+    """
+    return cast(ssl.SSLContext, http_module().create_ssl_context())
 
 
 def http_client(concurrency: int) -> Any:
@@ -26,9 +40,9 @@ def http_client(concurrency: int) -> Any:
     """
     limits = http_module().Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     try:
-        return openai.DefaultAioHttpClient(limits=limits)
+        return openai.DefaultAioHttpClient(limits=limits, verify=ssl_context())
     except (AttributeError, RuntimeError):
-        return openai.DefaultAsyncHttpxClient(limits=limits)
+        return openai.DefaultAsyncHttpxClient(limits=limits, verify=ssl_context())
 
 
 class Endpoint:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterable
+
 from builder.backends.llm.base import LLMBackend
 from builder.backends.llm.cache import LLMCache
 from builder.backends.llm.config import ModelConfig, OpenAIModelConfig
@@ -25,3 +28,26 @@ def make_llm(name: str, config: ModelConfig, cache: LLMCache, on_ray: bool = Fal
     from builder.backends.llm.vllm_backend import VLLMBackend
 
     return VLLMBackend(name, config, cache)
+
+
+def start_warm_up(configs: Iterable[ModelConfig]) -> threading.Thread | None:
+    """Load, on a daemon thread, what the first OpenAI-compatible client of the process needs
+    (the `openai` SDK takes most of a second to import); None when no config needs it.
+
+    Started while the data loads, it keeps that cost out of the first LLM stage; joining
+    the thread before `make_llm` keeps two threads from building the same things.
+    """
+    if not any(isinstance(c, OpenAIModelConfig) for c in configs):
+        return None
+    thread = threading.Thread(target=_warm_openai, name="llm-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def _warm_openai() -> None:
+    try:
+        from builder.backends.llm.openai_backend import warm_up
+
+        warm_up()
+    except Exception:  # only a head start: make_llm repeats the work and reports what fails
+        return

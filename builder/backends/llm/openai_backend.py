@@ -18,7 +18,7 @@ import openai
 from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatResponse, LLMUsage
 from builder.backends.llm.cache import CacheWriter, LLMCache, fill, key_for, split_cached
 from builder.backends.llm.config import OpenAIModelConfig
-from builder.backends.llm.endpoints import Endpoint, Endpoints
+from builder.backends.llm.endpoints import Endpoint, Endpoints, ssl_context
 from builder.backends.llm.openai_requests import dumps
 from builder.backends.llm.pool import LoopPool
 
@@ -46,6 +46,12 @@ def resolve_api_key(config: OpenAIModelConfig) -> str:
         f"{config.api_key_env} (or point base_url at a local server)"
     )
 
+
+
+def warm_up() -> None:
+    """Do now, on the calling thread, the one-time work of a first client: importing the
+    SDK (done by importing this module) and the shared SSL context."""
+    ssl_context()
 
 class _LoopThread:
     """A private event loop on a daemon thread, so callers need no loop of their own."""

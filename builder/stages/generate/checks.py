@@ -4,16 +4,28 @@ A question whose normalized text repeats an earlier question of the same documen
 `duplicate_query` (two calls may pick the same sentence). A question langdetect places,
 with confidence, in another language than its document is `query_wrong_language`;
 questions too short for langdetect to be trusted, and documents in a language it cannot
-name, are not judged.
+name, are not judged. langdetect costs about a second per process to load and a few
+milliseconds per question, so `BackgroundDetector` does that work on a thread while
+the stage waits on the model.
 """
 
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import polars as pl
 
-from builder.stages.translate.languages import detect_base, detectable, normalise, same_language
+from builder.stages.translate.languages import (
+    Detection,
+    detect_base,
+    detectable,
+    load_profiles,
+    normalise,
+    same_language,
+)
 from builder.textutil.normalize import normalize_text
 
 # Fewer letters than this and langdetect guesses (a Han, kana or Hangul character counts
@@ -43,7 +55,45 @@ def letters(text: str) -> int:
     return sum(ch.isalpha() for ch in text) + 2 * cjk
 
 
-def wrong_language(queries: pl.DataFrame) -> tuple[dict[str, str], dict[str, int]]:
+class BackgroundDetector:
+    """`detect_base` on one worker thread, which loads langdetect's profiles first.
+
+    Questions handed to `submit` as their answers arrive are detected while later
+    requests are still out; `detect` waits for a text's verdict (or detects it then).
+    Verdicts depend only on the text (langdetect is seeded), so they match `detect_base`.
+    Use it from one thread.
+    """
+
+    def __init__(self) -> None:
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="langdetect")
+        self._worker.submit(load_profiles)
+        self._found: dict[str, Future[Detection | None]] = {}
+
+    def submit(self, texts: Iterable[str]) -> None:
+        for text in texts:
+            # Texts too short to judge are never asked about.
+            if text not in self._found and letters(text) >= MIN_LETTERS:
+                self._found[text] = self._worker.submit(_detect_and_yield, text)
+
+    def detect(self, text: str) -> Detection | None:
+        if text not in self._found:
+            self._found[text] = self._worker.submit(_detect_and_yield, text)
+        return self._found[text].result()
+
+    def close(self) -> None:
+        self._worker.shutdown(wait=False, cancel_futures=True)
+
+
+def _detect_and_yield(text: str) -> Detection | None:
+    found = detect_base(text)
+    # Let the threads that send and receive requests in at once rather than after the
+    # interpreter's switch interval: between questions the worker would otherwise keep it.
+    time.sleep(0)
+    return found
+
+
+def wrong_language(queries: pl.DataFrame, detect: Callable[[str], Detection | None] = detect_base
+                   ) -> tuple[dict[str, str], dict[str, int]]:
     """Queries to drop as `query_wrong_language`, and how many were checked or too short."""
     out: dict[str, str] = {}
     counts = {"checked": 0, "too_short": 0, "wrong": 0}
@@ -55,7 +105,7 @@ def wrong_language(queries: pl.DataFrame) -> tuple[dict[str, str], dict[str, int
             counts["too_short"] += 1
             continue
         counts["checked"] += 1
-        found = detect_base(text)
+        found = detect(text)
         if found is not None and found.prob >= MIN_CONFIDENCE and not same_language(found.lang, expected):
             out[qid] = "query_wrong_language"
             counts["wrong"] += 1

@@ -68,8 +68,16 @@ def _counter(p: GenerateParams, ctx: StageContext) -> Callable[[str], int]:
     return lambda s: ctx.tokenizer.count_many([s])[0]
 
 
-def generate_chunked(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams) -> GenerationOutcome:
+def generate_chunked(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
+                     on_questions: Callable[[list[str]], None]) -> GenerationOutcome:
+    """`on_questions` hears each accepted answer's questions as it arrives."""
     assert p.llm is not None
+
+    def validate(value: Any) -> list[dict[str, str]]:
+        items = validate_answer(value)
+        on_questions([item["question"].strip() for item in items[: p.questions_per_call]])
+        return items
+
     splitter = make_splitter(p, _counter(p, ctx))
     calls: list[tuple[str, str, int, int, str]] = []
     requests: list[ChatRequest] = []
@@ -82,7 +90,7 @@ def generate_chunked(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams)
             calls.append((doc["doc_id"], call_id, start, end, tag))
             requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=ANSWER_SCHEMA))
     with ctx.progress.task("generating per chunk", len(requests)) as bar:
-        answers = chat_json(ctx.llm(p.llm), requests, validate_answer,
+        answers = chat_json(ctx.llm(p.llm), requests, validate,
                             raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
     outcome = GenerationOutcome(notes={"chunks": len(requests), "questions_over_cap": 0})
     for (doc_id, call_id, start, end, tag), answer in zip(calls, answers):

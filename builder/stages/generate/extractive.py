@@ -7,6 +7,7 @@ control condition and a smoke test, not a substitute for LLM-written questions.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from builder.stages.generate.records import GenerationOutcome, QueryDraft
@@ -86,7 +87,8 @@ def _draft(doc_id: str, text: str, k: int, region: str, rng: random.Random,
     return None
 
 
-def generate_extractive(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams) -> GenerationOutcome:
+def generate_extractive(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
+                        on_questions: Callable[[list[str]], None]) -> GenerationOutcome:
     outcome = GenerationOutcome(notes={"no_sentence_in_region": 0})
     for doc in corpus.select("doc_id", "text").iter_rows(named=True):
         taken: set[tuple[int, int]] = set()
@@ -98,4 +100,5 @@ def generate_extractive(corpus: pl.DataFrame, ctx: StageContext, p: GeneratePara
                 outcome.notes["no_sentence_in_region"] += 1
             else:
                 outcome.drafts.append(draft)
+    on_questions([d.text for d in outcome.drafts])
     return outcome

@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from builder.stages.generate.chunked import generate_chunked
-from builder.stages.generate.checks import repeated_questions, wrong_language
+from builder.stages.generate.checks import BackgroundDetector, repeated_questions, wrong_language
 from builder.stages.generate.extractive import generate_extractive
 from builder.stages.generate.records import GenerationOutcome
 from builder.stages.generate.whole_document import generate_whole_document
 from builder.stages.base import Estimate, Flow, Stage, register_stage
 from builder.stages.generate.params import GenerateParams
+from builder.stages.translate.languages import detect_base, detectable, normalise
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -49,9 +50,21 @@ class GenerateQueries(Stage):
         return []
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
-        outcome = _MODES[self.params.mode](bench.corpus, ctx, self.params)
-        ctx.stats.update(outcome.notes)
-        return _apply(bench, outcome, ctx, self.params)
+        p = self.params
+        # Only a stage that will judge some question's language starts langdetect.
+        langs = [normalise(c) for c in bench.corpus["lang"].unique().to_list()]
+        detector = None
+        if p.check_language and any(c is not None and detectable(c) for c in langs):
+            if p.llm is not None:
+                ctx.llm(p.llm)  # build the client before langdetect's thread competes for the interpreter
+            detector = BackgroundDetector()
+        try:
+            outcome = _MODES[p.mode](bench.corpus, ctx, p, detector.submit if detector else _ignore)
+            ctx.stats.update(outcome.notes)
+            return _apply(bench, outcome, ctx, p, detector)
+        finally:
+            if detector is not None:
+                detector.close()
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         p = self.params
@@ -69,7 +82,12 @@ class GenerateQueries(Stage):
         return Flow(flow.docs, flow.queries + n, flow.doc_tokens), est
 
 
-def _apply(bench: Bench, outcome: GenerationOutcome, ctx: StageContext, p: GenerateParams) -> Bench:
+def _ignore(texts: list[str]) -> None:
+    """No language check: nobody needs the questions early."""
+
+
+def _apply(bench: Bench, outcome: GenerationOutcome, ctx: StageContext, p: GenerateParams,
+           detector: BackgroundDetector | None) -> Bench:
     langs = dict(bench.corpus.select("doc_id", "lang").iter_rows())
     rows = [
         {"query_id": d.query_id, "text": d.text, "doc_id": d.doc_id, "lang": langs[d.doc_id],
@@ -91,7 +109,8 @@ def _apply(bench: Bench, outcome: GenerationOutcome, ctx: StageContext, p: Gener
     reasons = {c: reason for c, (_, reason) in outcome.failed.items()}
     reasons.update(repeated_questions(bench.queries, new["query_id"].to_list()))
     if p.check_language:
-        wrong, counts = wrong_language(new.filter(~pl.col("query_id").is_in(list(reasons))))
+        wrong, counts = wrong_language(new.filter(~pl.col("query_id").is_in(list(reasons))),
+                                       detector.detect if detector else detect_base)
         reasons.update(wrong)
         ctx.stats["query_language"] = counts
     bench = bench.drop_queries(reasons, ctx.label)

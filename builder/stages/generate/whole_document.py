@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import ChatRequest
@@ -55,8 +56,17 @@ def pick_region(ctx: StageContext, key: str, weights: dict[str, float]) -> str:
     return ctx.item_rng(key).choices(regions, [weights[r] for r in regions])[0]
 
 
-def generate_whole_document(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams) -> GenerationOutcome:
+def generate_whole_document(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
+                            on_questions: Callable[[list[str]], None]) -> GenerationOutcome:
+    """`on_questions` hears each accepted answer's questions as it arrives, before the
+    last answer is in."""
     assert p.llm is not None
+
+    def validate(value: Any) -> dict[str, Any]:
+        value = validate_answer(value)
+        on_questions([item["question"].strip() for item in value["questions"][: p.questions_per_call]])
+        return value
+
     calls: list[tuple[str, str, str]] = []  # (doc_id, call id, region)
     requests: list[ChatRequest] = []
     for doc in corpus.select("doc_id", "text").iter_rows(named=True):
@@ -72,7 +82,7 @@ def generate_whole_document(corpus: pl.DataFrame, ctx: StageContext, p: Generate
             calls.append((doc["doc_id"], call_id, region))
             requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=ANSWER_SCHEMA))
     with ctx.progress.task("generating questions", len(requests)) as bar:
-        answers = chat_json(ctx.llm(p.llm), requests, validate_answer,
+        answers = chat_json(ctx.llm(p.llm), requests, validate,
                             raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
     outcome = GenerationOutcome()
     for (doc_id, call_id, region), answer in zip(calls, answers):

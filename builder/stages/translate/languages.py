@@ -92,6 +92,19 @@ class Detection:
 _LOCK = threading.Lock()
 
 
+def load_profiles() -> None:
+    """Load langdetect's language profiles now: about half a second of CPU, once per process.
+
+    Detection loads them on first use anyway; calling this (on a worker thread) only moves
+    that cost off the caller's path. langdetect publishes its factory before filling it,
+    so the load holds the same lock as detection.
+    """
+    from langdetect import detector_factory
+
+    with _LOCK:
+        detector_factory.init_factory()
+
+
 def detect(text: str, max_chars: int = 2000) -> Detection | None:
     """The most likely language of `text`, or None when langdetect finds no features.
 
