@@ -21,8 +21,9 @@ from dataclasses import replace
 from typing import Any, cast
 
 from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatResponse, LLMUsage
-from builder.backends.llm.cache import CacheWriter, LLMCache, fill, key_for, split_cached
+from builder.backends.llm.cache import CacheWriter, LLMCache, fill, split_cached
 from builder.backends.llm.config import VLLMModelConfig
+from builder.backends.llm.vllm_backend import vllm_cache_key, wants_schema
 
 RAY_LLM_HINT = "pip install 'build-bench[ray]' on the driver, and vLLM ('build-bench[gpu]') on the GPU workers"
 
@@ -126,12 +127,10 @@ class RayVLLMBackend:
         self._writer.close()
 
     def _structured(self, request: ChatRequest) -> bool:
-        return self.config.structured_output and request.json_schema is not None
+        return wants_schema(self.config, request)
 
     def _key(self, request: ChatRequest) -> str:
-        # The same key as the in-process vLLM backend: where the engine ran does not change the answer.
-        schema = {"json_schema": request.json_schema} if self._structured(request) else None
-        return key_for("vllm", self.config.model, self.config.sampling(request.max_tokens), request.messages, schema)
+        return vllm_cache_key(self.config, request)
 
     def _budget(self, request: ChatRequest) -> int:
         return request.max_tokens or self.config.max_tokens

@@ -47,6 +47,16 @@ def _answer(output: Any, max_tokens: int) -> ChatResponse:
     return ChatResponse(completion.text, None, False, prompt, len(completion.token_ids or ()), 0)
 
 
+def wants_schema(config: VLLMModelConfig, request: ChatRequest) -> bool:
+    return config.structured_output and request.json_schema is not None
+
+
+def vllm_cache_key(config: VLLMModelConfig, request: ChatRequest) -> str:
+    """One key wherever the engine runs (in-process or on Ray): the place does not change the answer."""
+    schema = {"json_schema": request.json_schema} if wants_schema(config, request) else None
+    return key_for("vllm", config.model, config.sampling(request.max_tokens), request.messages, schema)
+
+
 class VLLMBackend:
     """Answers cache misses with batched `LLM.chat` calls on the local GPU(s)."""
 
@@ -91,11 +101,10 @@ class VLLMBackend:
         gc.collect()
 
     def _structured(self, request: ChatRequest) -> bool:
-        return self.config.structured_output and request.json_schema is not None
+        return wants_schema(self.config, request)
 
     def _key(self, request: ChatRequest) -> str:
-        schema = {"json_schema": request.json_schema} if self._structured(request) else None
-        return key_for("vllm", self.config.model, self.config.sampling(request.max_tokens), request.messages, schema)
+        return vllm_cache_key(self.config, request)
 
     def _sampling(self, request: ChatRequest) -> Any:
         cfg = self.config
