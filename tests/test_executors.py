@@ -116,3 +116,16 @@ def test_recipe_asking_for_ray_without_it_names_the_line_and_the_install(write_r
         parse_recipe(path)
     text = err.value.render()
     assert ":4" in text and "pip install 'build-bench[ray]'" in text
+
+
+def test_a_mistyped_executor_section_names_each_line(write_recipe) -> None:
+    from builder.recipe.model import parse_recipe
+    from builder.recipe.yaml_text import RecipeError
+
+    path = write_recipe("name: r\nsources: [{type: python_docs}]\nexecutor:\n  kind: rayy\n  blocks: 3\n"
+                        "stages:\n  - sample_by_length: {n_docs: 1}\n")
+    with pytest.raises(RecipeError) as err:
+        parse_recipe(path)
+    text = err.value.render()
+    assert ":4: executor.kind: Input should be 'local' or 'ray'" in text
+    assert ":5: executor.blocks: unknown key 'blocks'" in text
