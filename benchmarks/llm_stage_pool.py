@@ -6,17 +6,32 @@ suite behind a fixed latency. The LLM stages' wall time is compared with the ide
 calls × latency ÷ concurrency: a stage that sends its requests in sequential
 sub-batches leaves the endpoint idle and falls short of it.
 
+Two more yardsticks are printed beside it. A stage cannot finish in fewer than
+ceil(calls ÷ concurrency) latencies (the last round waits a full latency however few
+requests it holds), so "whole rounds" is the floor any client meets at best. And the
+first LLM stage of a process waits for the `openai` SDK to import (about half a second
+of interpreter time here) unless loading the corpus took longer: the time the stages
+spent starting their clients is shown apart.
+
+`--corpus FILE` samples the documents from a jsonl file (`id`, `text`), as a PosIR-style
+build samples a crawl, instead of the CPython documentation topics; with the FineWeb
+sample in ../shared/data the load and length count run about as long as the import.
+
 Run from the repository root::
 
     PYTHONPATH=. python benchmarks/llm_stage_pool.py
+    PYTHONPATH=. python benchmarks/llm_stage_pool.py --corpus ../shared/data/fineweb_sample/fineweb_10bt_docs_1000.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
@@ -27,11 +42,11 @@ from tests.fixtures.scripted_llm import scripted_llm
 RECIPE = """
 name: llm_stage_pool
 seed: 3
-sources: [{type: python_docs, domain: python}]
+sources: [SOURCE]
 models:
   gen: {model: scripted, base_url: "BASE", max_concurrency: CONCURRENCY, timeout_s: 30}
 stages:
-  - sample_by_length: {buckets: [80, 400, 100000], weights: [1, 1], n_docs: DOCS}
+  - sample_by_length: {buckets: BUCKETS, weights: [1, 1], n_docs: DOCS}
   - generate_queries: {llm: gen, questions_per_call: 2}
   - localize_spans: {llm: gen, questions_per_call: 3}
   - llm_relevance: {llm: gen, min_grade: 1, contrast: true}
@@ -57,25 +72,53 @@ def _spans(srv: FakeOpenAIServer) -> dict[str, float]:
             for k, end in zip(kinds, ends)}
 
 
+def _timed_client_start(runner: Runner) -> list[float]:
+    """Seconds each model's first `llm()` call took (the SDK import, when a stage waited
+    for it, and building the client); the stages reach their backends through it."""
+    spent: list[float] = []
+    factory = runner.backends.llm
+    started: set[str] = set()
+
+    def llm(name: str) -> Any:
+        if name in started:
+            return factory(name)
+        t0 = time.perf_counter()
+        backend = factory(name)
+        spent.append(time.perf_counter() - t0)
+        started.add(name)
+        return backend
+
+    runner.backends.llm = llm  # type: ignore[method-assign]
+    return spent
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=60)
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--corpus", type=Path, help="jsonl with id and text (default: CPython doc topics)")
     args = parser.parse_args()
+    if args.corpus is None:
+        source, buckets = "{type: python_docs, domain: python}", "[80, 400, 100000]"
+    else:
+        source = json.dumps({"type": "jsonl", "path": str(args.corpus.resolve()), "lang": "en", "domain": "web"})
+        buckets = "[300, 1000, 100000]"
     latency = args.latency_ms / 1000
     with FakeOpenAIServer(responder=with_grades(scripted_llm), latency_s=latency) as srv, \
             tempfile.TemporaryDirectory() as tmp:
         text = (RECIPE.replace("BASE", srv.base_url).replace("CONCURRENCY", str(args.concurrency))
-                .replace("DOCS", str(args.docs)))
+                .replace("DOCS", str(args.docs)).replace("SOURCE", source).replace("BUCKETS", buckets))
         path = Path(tmp) / "recipe.yaml"
         path.write_text(text, encoding="utf-8")
+        runner = Runner(parse_recipe(path), RunOptions(run_root=Path(tmp) / "runs", out_dir=Path(tmp) / "out"))
+        client_start = _timed_client_start(runner)
         start = time.perf_counter()
-        result = Runner(parse_recipe(path), RunOptions(run_root=Path(tmp) / "runs", out_dir=Path(tmp) / "out")).run()
+        result = runner.run()
         build_s = time.perf_counter() - start
         spans = _spans(srv)
     print(f"{args.docs} documents, {args.latency_ms:g} ms latency, max_concurrency {args.concurrency}")
-    total_calls, total_s = 0, 0.0
+    total_calls, total_s, rounds = 0, 0.0, 0
     for stage in result.stage_stats:
         calls = (stage.llm or {}).get("calls", 0)
         if not calls:
@@ -86,12 +129,18 @@ def main() -> None:
               f"endpoint busy {busy:5.2f} s  ideal {ideal:5.2f} s  ({ideal / stage.seconds:.2f} of ideal)")
         total_calls += calls
         total_s += stage.seconds
+        rounds += math.ceil(calls / args.concurrency)
     ideal = total_calls * latency / args.concurrency
     busy = sum(spans.values())
     print(f"LLM calls:                 {total_calls} (server saw {srv.request_count})")
     print(f"LLM-stage wall time:       {total_s:.2f} s")
     print(f"calls × latency ÷ conc.:   {ideal:.2f} s")
     print(f"ratio (target ≥ 0.8):      {ideal / total_s:.2f}")
+    floor = rounds * latency
+    print(f"whole rounds:              {rounds} × latency = {floor:.2f} s ({floor / total_s:.2f} of it reached)")
+    started = sum(client_start)
+    print(f"starting the LLM client:   {started:.2f} s (what the load left of the SDK import, and building the client); "
+          f"without it {ideal / (total_s - started):.2f} of ideal")
     print(f"endpoint busy:             {busy:.2f} s ({ideal / busy:.2f} of ideal; the rest of a stage's "
           "time is its own work)")
     print(f"whole-build wall time:     {build_s:.2f} s")
