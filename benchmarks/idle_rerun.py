@@ -54,14 +54,13 @@ def _llm_build(work: Path, latency_ms: float) -> Iterator[tuple[str, Callable[[]
     (running meanwhile) has answered."""
     sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
     from builder.testing.openai_server import FakeOpenAIServer
-    from llm_stage_pool import RECIPE
+    from llm_stage_pool import recipe_text
     from tests.fixtures.scripted_grader import with_grades
     from tests.fixtures.scripted_llm import scripted_llm
 
     with FakeOpenAIServer(responder=with_grades(scripted_llm), latency_s=latency_ms / 1000) as srv:
         path = work / "llm_stage_pool.yaml"
-        path.write_text(RECIPE.replace("BASE", srv.base_url).replace("CONCURRENCY", "16").replace("DOCS", "60"),
-                        encoding="utf-8")
+        path.write_text(recipe_text(srv.base_url), encoding="utf-8")
         yield str(path), lambda: srv.request_count
 
 

@@ -53,6 +53,17 @@ stages:
 """
 
 
+def recipe_text(base_url: str, concurrency: int = 16, docs: int = 60, corpus: Path | None = None) -> str:
+    """The benchmark recipe against `base_url`: CPython doc topics, or a jsonl corpus."""
+    if corpus is None:
+        source, buckets = "{type: python_docs, domain: python}", "[80, 400, 100000]"
+    else:
+        source = json.dumps({"type": "jsonl", "path": str(corpus.resolve()), "lang": "en", "domain": "web"})
+        buckets = "[300, 1000, 100000]"
+    return (RECIPE.replace("BASE", base_url).replace("CONCURRENCY", str(concurrency))
+            .replace("DOCS", str(docs)).replace("SOURCE", source).replace("BUCKETS", buckets))
+
+
 def _kind(body: dict) -> str:
     """Which stage sent a request, read from its prompt."""
     if is_grading(body):
@@ -99,18 +110,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--corpus", type=Path, help="jsonl with id and text (default: CPython doc topics)")
     args = parser.parse_args()
-    if args.corpus is None:
-        source, buckets = "{type: python_docs, domain: python}", "[80, 400, 100000]"
-    else:
-        source = json.dumps({"type": "jsonl", "path": str(args.corpus.resolve()), "lang": "en", "domain": "web"})
-        buckets = "[300, 1000, 100000]"
     latency = args.latency_ms / 1000
     with FakeOpenAIServer(responder=with_grades(scripted_llm), latency_s=latency) as srv, \
             tempfile.TemporaryDirectory() as tmp:
-        text = (RECIPE.replace("BASE", srv.base_url).replace("CONCURRENCY", str(args.concurrency))
-                .replace("DOCS", str(args.docs)).replace("SOURCE", source).replace("BUCKETS", buckets))
         path = Path(tmp) / "recipe.yaml"
-        path.write_text(text, encoding="utf-8")
+        path.write_text(recipe_text(srv.base_url, args.concurrency, args.docs, args.corpus), encoding="utf-8")
         runner = Runner(parse_recipe(path), RunOptions(run_root=Path(tmp) / "runs", out_dir=Path(tmp) / "out"))
         client_start = _timed_client_start(runner)
         start = time.perf_counter()
