@@ -147,6 +147,43 @@ def tiny_bert(tmp_path_factory) -> Path:
 PAIRS = [("what does the cat do", CORPUS[0]), ("dogs at night", CORPUS[1]), ("garden", CORPUS[2])]
 
 
+@pytest.fixture(scope="module")
+def half_bert(tiny_bert, tmp_path_factory) -> Path:
+    """The tiny classifier stored in float16, as many hub rerankers ship (config says so)."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("half_bert")
+    AutoModelForSequenceClassification.from_pretrained(tiny_bert).half().save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tiny_bert).save_pretrained(folder)
+    return folder
+
+
+def _weights_dtype(reranker) -> str:
+    model = reranker.model
+    module = getattr(model, "model", model)  # FlagReranker keeps the torch module as .model
+    return str(next(module.parameters()).dtype)
+
+
+@pytest.mark.parametrize(("backend", "precision", "dtype"), [
+    ("cross_encoder", "fp32", "torch.float32"), ("cross_encoder", "bf16", "torch.bfloat16"),
+    ("bi_encoder", "fp32", "torch.float32"), ("bi_encoder", "bf16", "torch.bfloat16"),
+    ("flag", "fp32", "torch.float32"),
+])
+def test_precision_decides_the_weights_whatever_the_checkpoint_stores(half_bert, monkeypatch, backend, precision,
+                                                                      dtype):
+    # transformers 5 loads a checkpoint in the dtype it was saved in unless told otherwise:
+    # fp32 must be asked for, or an fp16 checkpoint runs in fp16 (slowly, on a CPU).
+    _need("FlagEmbedding" if backend == "flag" else "sentence_transformers")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config = {"cross_encoder": CrossEncoderConfig, "bi_encoder": BiEncoderConfig, "flag": FlagConfig}[backend](
+        backend=backend, model=str(half_bert), device="cpu", precision=precision, batch_size=2, max_length=32)
+    reranker = make_reranker("r", config, lambda n: None)
+    scores = reranker.score_pairs(PAIRS)
+    assert _weights_dtype(reranker) == dtype
+    assert len(scores) == 3 and all(math.isfinite(s) for s in scores)
+    reranker.close()
+
+
 @pytest.mark.parametrize("normalize", [True, False])
 def test_cross_encoder_loads_a_local_classifier(tiny_bert, monkeypatch, normalize):
     _need("sentence_transformers")

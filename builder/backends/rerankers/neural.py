@@ -86,12 +86,23 @@ def _embed_batches(scorer: Any, batches: list[tuple[bool, list[str]]]) -> list[n
 
 
 def _model_kwargs(precision: str) -> dict[str, Any]:
-    """Weights in half precision when asked; fp32 passes nothing, so older libraries cope."""
-    if precision == "fp32":
-        return {}
+    """The weights' dtype, always named: transformers 5 otherwise keeps the dtype the
+    checkpoint was saved in, so an fp16 hub model would run in fp16 under `fp32`."""
     import torch
+    import transformers
+    from packaging.version import Version
 
-    return {"dtype": {"fp16": torch.float16, "bf16": torch.bfloat16}[precision]}
+    # transformers renamed the argument in 4.56; older releases know only the old name.
+    key = "dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype"
+    return {key: {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]}
+
+
+def _full_precision(built: Any, precision: str) -> Any:
+    """FlagEmbedding casts to fp16 / bf16 itself but leaves fp32 to the checkpoint's dtype."""
+    module = getattr(built, "model", None)
+    if precision == "fp32" and module is not None and hasattr(module, "float"):
+        module.float()
+    return built
 
 
 class _Lazy(RerankerBase):
@@ -188,7 +199,7 @@ class FlagScorer(_Lazy):
             kwargs["use_bf16"] = c.precision == "bf16"
         if c.kind == "layerwise":
             kwargs["cutoff_layers"] = [c.cutoff_layer]
-        return _load(c.model, lambda where: cls(where, **kwargs))
+        return _full_precision(_load(c.model, lambda where: cls(where, **kwargs)), c.precision)
 
     def score_batch(self, pairs: list[Pair]) -> list[float]:
         scores = self.model.compute_score([list(p) for p in pairs])
@@ -235,9 +246,9 @@ class BiEncoderScorer(_Lazy):
             from FlagEmbedding import BGEM3FlagModel
 
             limit = c.max_length or _M3_MAX_LENGTH
-            return _load(c.model, lambda where: BGEM3FlagModel(
+            return _full_precision(_load(c.model, lambda where: BGEM3FlagModel(
                 where, use_fp16=c.precision == "fp16", devices=c.device, batch_size=c.batch_size,
-                passage_max_length=limit, query_max_length=limit))
+                passage_max_length=limit, query_max_length=limit)), c.precision)
         from sentence_transformers import SentenceTransformer
 
         model = _load(c.model, lambda where: SentenceTransformer(
