@@ -24,7 +24,8 @@ class _Config(BaseModel):
 class _NeuralConfig(_Config):
     model: str = Field(description="hub id, local folder, or pkg:<package>/<folder>")
     device: str | None = Field(default=None, description="e.g. cpu, cuda, cuda:1; default: best available")
-    precision: Literal["fp32", "fp16", "bf16"] = "fp32"
+    precision: Literal["fp32", "fp16", "bf16"] = Field(default="fp32", description=(
+        "the weights' dtype, whatever the checkpoint was saved in (half precision is for GPUs)"))
     max_length: int = Field(default=512, ge=8, description="tokens per (query, text) input")
     normalize: bool = Field(default=True, description="map scores into [0, 1] (sigmoid of the logit)")
     trust_remote_code: bool = False
