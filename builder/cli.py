@@ -52,6 +52,17 @@ def _load(recipe: str, overrides: list[str] | None):
         raise typer.Exit(2) from None
 
 
+def _preflight(loaded, *, network: bool) -> None:
+    """Exit 2, one line per problem, when an input or a model of the recipe cannot be had here."""
+    from builder.recipe.preflight import preflight
+    from builder.recipe.yaml_text import RecipeError
+
+    problems = preflight(loaded, network=network)
+    if problems:
+        err.print(RecipeError(loaded.path, problems).render(), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+
+
 def _with_executor(overrides: list[str] | None, executor: str | None) -> list[str] | None:
     if executor is None:
         return overrides
@@ -80,6 +91,7 @@ def build(
     from builder.run.errors import friendly_errors
 
     loaded = _load(recipe, _with_executor(overrides, executor))
+    _preflight(loaded, network=True)
     options = RunOptions(run_root=run_dir, out_dir=out_dir, limit=limit, fresh=fresh,
                          overwrite=overwrite, wait=wait, allow_empty=allow_empty)
     with friendly_errors(err):
@@ -96,8 +108,14 @@ def validate(
     from builder.io.sources import SourceError
     from builder.run.window_check import sample_texts, window_warnings
 
+    failed = False
     for recipe in recipes:
-        loaded = _load(recipe, overrides)
+        try:
+            loaded = _load(recipe, overrides)
+            _preflight(loaded, network=False)
+        except typer.Exit:
+            failed = True  # said why; the other recipes are still checked
+            continue
         out.print(f"[green]ok[/] {loaded.path} ({len(loaded.recipe.stage_objects())} stages)")
         try:
             texts = sample_texts(loaded)
@@ -106,6 +124,8 @@ def validate(
             texts = None
         for line in window_warnings(loaded.recipe, texts or []):
             err.print(f"[yellow]warning:[/] {line}", markup=True, highlight=False)
+    if failed:
+        raise typer.Exit(2)
 
 
 @app.command()
@@ -120,6 +140,7 @@ def plan(
     from builder.run.errors import friendly_errors
 
     loaded = _load(recipe, _with_executor(overrides, executor))
+    _preflight(loaded, network=True)
     from builder.run.window_check import window_warnings
 
     with friendly_errors(err):

@@ -9,6 +9,16 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# The shipped recipes read their data from its public home; tests point them at the copies
+# in ../shared/data instead (relative to the repository root, the tests' working directory,
+# so what the data card records does not depend on the machine).
+SHARED_INPUTS = {
+    "squad_posq": ["stages.from_qa.path=../shared/data/squad_v2_dev/dev-v2.0.cs224n-dev-half.json"],
+    "colder_probes": ["stages.position_probes.path=[../shared/data/redocred/dev_revised.json, "
+                      "../shared/data/redocred/test_revised.json]"],
+    "msmarco_farrelevant": ["stages.from_beir.path=../shared/data/scifact_beir"],
+    "msmarco_farrelevant_shuffled": ["stages.from_beir.path=../shared/data/scifact_beir"],
+}
 
 
 @pytest.fixture
@@ -33,7 +43,7 @@ def minilm_tokenizer() -> str:
 def ray_local():
     """One private two-CPU Ray instance for the whole session (starting one costs seconds).
     Executors built while it runs use it and leave it up."""
-    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'build-bench[ray]'")
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[ray]'")
     import logging
 
     ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING,

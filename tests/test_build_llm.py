@@ -147,7 +147,7 @@ def test_posir_recipe_on_shared_english_and_chinese_docs(shared_data, fake_opena
     assert stages["span_contrast"].figures["span_contrast"]["minicpm_layerwise"]["higher"] > 0
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed: pip install 'build-bench[ray]'")
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed: pip install -e '.[ray]'")
 def test_the_ray_executor_writes_what_the_local_one_writes(ray_local, write_recipe, fake_openai, tmp_path):
     srv = fake_openai(responder=scripted_llm, latency_s=0.01)
     path = _recipe(write_recipe, srv.base_url)

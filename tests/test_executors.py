@@ -71,7 +71,7 @@ def test_a_block_function_that_loses_rows_is_an_error() -> None:
         map_blocks(LocalExecutor(), lambda block: block[:1], [1, 2], 2)
 
 
-@pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed: pip install 'build-bench[ray]'")
+@pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed: pip install -e '.[ray]'")
 def test_ray_executor_matches_local_and_survives_a_killed_worker(ray_local, tmp_path: Path) -> None:
     ray_ex = make_executor(ExecutorConfig(kind="ray", block_size=4))
     items = list(range(50))
@@ -84,7 +84,7 @@ def test_ray_executor_matches_local_and_survives_a_killed_worker(ray_local, tmp_
     assert ray_local.is_initialized(), "an executor must not shut down a Ray it did not start"
 
 
-@pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed: pip install 'build-bench[ray]'")
+@pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed: pip install -e '.[ray]'")
 def test_ray_actor_pool_keeps_one_model_per_actor_across_calls_and_order(ray_local, tmp_path: Path) -> None:
     ray_ex = make_executor(ExecutorConfig(kind="ray", block_size=5))
     resources = ActorResources(actors=2)
@@ -115,7 +115,9 @@ def test_recipe_asking_for_ray_without_it_names_the_line_and_the_install(write_r
     with pytest.raises(RecipeError) as err:
         parse_recipe(path)
     text = err.value.render()
-    assert ":4" in text and "pip install 'build-bench[ray]'" in text
+    from builder.install_hint import install_command
+
+    assert ":4" in text and "needs ray, which is not installed" in text and install_command("ray") in text
 
 
 def test_a_mistyped_executor_section_names_each_line(write_recipe) -> None:

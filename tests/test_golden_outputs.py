@@ -14,7 +14,7 @@ import pytest
 
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from tests.conftest import REPO
+from tests.conftest import REPO, SHARED_INPUTS
 from tests.fixtures.scripted_llm import scripted_llm
 from tests.golden import manifest, read_manifest, write_manifest
 
@@ -44,8 +44,8 @@ def _check(name: str, out_dir: Path, base_url: str | None = None) -> None:
     assert not changed, f"{name}: output differs from the golden manifest in {changed}"
 
 
-def _build(recipe: Path, tmp_path: Path) -> Path:
-    result = Runner(parse_recipe(recipe), RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()
+def _build(recipe: Path, tmp_path: Path, overrides: list[str] | None = None) -> Path:
+    result = Runner(parse_recipe(recipe, overrides), RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()
     return result.out_dir
 
 
@@ -58,7 +58,7 @@ def test_quickstart_output_is_golden(tmp_path, monkeypatch):
                                     "colder_probes"])
 def test_shared_data_recipe_output_is_golden(recipe, tmp_path, shared_data, minilm_tokenizer, monkeypatch):
     monkeypatch.chdir(REPO)
-    _check(recipe, _build(REPO / "recipes" / f"{recipe}.yaml", tmp_path))
+    _check(recipe, _build(REPO / "recipes" / f"{recipe}.yaml", tmp_path, SHARED_INPUTS[recipe]))
 
 
 def test_llm_recipe_output_is_golden(tmp_path, write_recipe, fake_openai):

@@ -15,7 +15,7 @@ from builder.bench import Bench
 from builder.publish.beir import read_beir
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from tests.conftest import REPO
+from tests.conftest import REPO, SHARED_INPUTS
 
 LIMIT = ["stages.from_beir.limit_queries=30"]
 
@@ -48,7 +48,8 @@ def test_every_farrelevant_recipe_ends_with_position_metadata():
 
 def test_farrelevant_then_shuffle_recipe_builds(tmp_path, shared_data, minilm_tokenizer, monkeypatch):
     monkeypatch.chdir(REPO)
-    loaded = parse_recipe(REPO / "recipes" / "msmarco_farrelevant_shuffled.yaml", LIMIT)
+    loaded = parse_recipe(REPO / "recipes" / "msmarco_farrelevant_shuffled.yaml",
+                          LIMIT + SHARED_INPUTS["msmarco_farrelevant_shuffled"])
     result = Runner(loaded, RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()
     tok = HFCounter(loaded.recipe.tokenizer.name)
     far = Bench.load(result.run_dir / "02_far_relevant")

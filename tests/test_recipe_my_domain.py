@@ -18,8 +18,11 @@ from tests.fixtures.scripted_llm import scripted_llm
 DOCS = FIXTURES / "my_domain" / "docs.jsonl"
 
 
-def test_template_validates():
+def test_template_validates(monkeypatch):
     require_recipe_extras(REPO / "recipes" / "my_domain.yaml")
+    for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(flag, raising=False)
+    monkeypatch.setenv("MY_DOCS", str(DOCS))
     result = CliRunner().invoke(app, ["validate", "my_domain"])
     assert result.exit_code == 0, result.output
 

@@ -7,7 +7,7 @@ import json
 from builder.publish.beir import read_beir
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from tests.conftest import REPO
+from tests.conftest import REPO, SHARED_INPUTS
 
 # Answer-start buckets of the 2,910 answerable questions (half-open, 100 characters wide).
 EXPECTED_BUCKETS = {"0-100": 615, "100-200": 487, "200-300": 395, "300-400": 366,
@@ -15,8 +15,8 @@ EXPECTED_BUCKETS = {"0-100": 615, "100-200": 487, "200-300": 395, "300-400": 366
 
 
 def test_squad_posq_recipe_builds(tmp_path, shared_data, minilm_tokenizer, monkeypatch):
-    monkeypatch.chdir(REPO)  # the recipe's data paths are relative to the repository root
-    loaded = parse_recipe(REPO / "recipes" / "squad_posq.yaml")
+    monkeypatch.chdir(REPO)  # the shared data paths are relative to the repository root
+    loaded = parse_recipe(REPO / "recipes" / "squad_posq.yaml", SHARED_INPUTS["squad_posq"])
     result = Runner(loaded, RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()
     bench = read_beir(result.out_dir)
     assert bench.counts() == {"docs": 646, "queries": 2910, "qrels": 2910}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from builder.executors.base import (ActorResources, Executor, ExecutorUnavailable, LocalExecutor, blocks_of,
                                     map_blocks)
-from builder.executors.config import RAY_INSTALL_HINT, ExecutorConfig, missing_ray
+from builder.executors.config import ExecutorConfig, missing_ray
 
 
 def make_executor(config: ExecutorConfig) -> Executor:
@@ -16,4 +16,4 @@ def make_executor(config: ExecutorConfig) -> Executor:
 
 
 __all__ = ["ActorResources", "Executor", "ExecutorConfig", "ExecutorUnavailable", "LocalExecutor",
-           "RAY_INSTALL_HINT", "blocks_of", "make_executor", "map_blocks", "missing_ray"]
+           "blocks_of", "make_executor", "map_blocks", "missing_ray"]

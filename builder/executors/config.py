@@ -7,7 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RAY_INSTALL_HINT = "pip install 'build-bench[ray]'"
+from builder.install_hint import missing_modules_message
+
+RAY_MISSING = "executor kind 'ray'"
 
 
 class ExecutorConfig(BaseModel):
@@ -30,5 +32,5 @@ def missing_ray(config: ExecutorConfig) -> str | None:
     if config.kind != "ray":
         return None
     if importlib.util.find_spec("ray") is None:
-        return f"executor kind 'ray' needs Ray, which is not installed: {RAY_INSTALL_HINT}"
+        return missing_modules_message(RAY_MISSING, ["ray"], "ray")
     return None

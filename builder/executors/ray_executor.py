@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from builder.executors.base import ActorResources, ExecutorUnavailable
-from builder.executors.config import RAY_INSTALL_HINT, ExecutorConfig
+from builder.executors.config import RAY_MISSING, ExecutorConfig
+from builder.install_hint import missing_modules_message
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -48,7 +49,7 @@ class RayExecutor:
         try:
             import ray
         except ImportError:
-            raise ExecutorUnavailable(f"executor kind 'ray' needs Ray, which is not installed: {RAY_INSTALL_HINT}") from None
+            raise ExecutorUnavailable(missing_modules_message(RAY_MISSING, ["ray"], "ray")) from None
         self._ray = ray
         self.config = config
         self.block_size = config.block_size

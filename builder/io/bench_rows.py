@@ -8,22 +8,17 @@ from pathlib import Path
 import polars as pl
 
 from builder.bench import Bench
-from builder.io.sources import SourceError, resolve_path
+from builder.io.remote import fetch_input
+from builder.io.sources import SourceError
 
 # (kind, id, reason): an input row that never entered the bench, e.g. a malformed line.
 Rejected = tuple[str, str, str]
 
 
 def input_path(path: str, base_dir: Path | None) -> Path:
-    """A stage's input file: absolute, or relative to the working directory, then to the
-    recipe's folder."""
-    found = resolve_path(path, base_dir)
-    if not found.exists():
-        raise SourceError(
-            f"input not found: {path} (looked in the working directory {Path.cwd()}"
-            + (f" and the recipe folder {base_dir}" if base_dir else "") + ")"
-        )
-    return found
+    """A stage's input: a local path (the working directory, then the recipe's folder), or a
+    public one (`hf://datasets/...`, `https://...`) fetched into the Hugging Face caches."""
+    return fetch_input(path, base_dir)
 
 
 def _check_new_ids(old: pl.Series, new: pl.Series, what: str) -> None:

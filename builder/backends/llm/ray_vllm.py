@@ -24,8 +24,10 @@ from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatRespo
 from builder.backends.llm.cache import CacheWriter, LLMCache, fill, split_cached
 from builder.backends.llm.config import VLLMModelConfig
 from builder.backends.llm.vllm_backend import vllm_cache_key, wants_schema
+from builder.install_hint import install_command
 
-RAY_LLM_HINT = "pip install 'build-bench[ray]' on the driver, and vLLM ('build-bench[gpu]') on the GPU workers"
+def _ray_llm_hint() -> str:
+    return f"{install_command('ray')} on the driver, and {install_command('gpu')} on the GPU workers"
 
 
 def sampling_base(config: VLLMModelConfig) -> dict[str, Any]:
@@ -86,7 +88,7 @@ def _import_ray_llm() -> Any:
     try:
         return importlib.import_module("ray.data.llm")
     except ImportError as error:
-        raise BackendUnavailable(f"vLLM on the Ray executor needs Ray Data LLM: {RAY_LLM_HINT}") from error
+        raise BackendUnavailable(f"vLLM on the Ray executor needs Ray Data LLM: {_ray_llm_hint()}") from error
 
 
 class RayVLLMBackend:

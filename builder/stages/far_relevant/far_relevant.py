@@ -14,8 +14,6 @@ from pydantic import Field, model_validator
 from builder.bench import SPAN_DTYPE
 from builder.stages.base import Stage, StageParams, register_stage
 from builder.stages.far_relevant.assembly import Assembly, Limits, Passage, assemble
-from builder.io.beir_input import read_beir_input
-from builder.io.bench_rows import add_rows, input_path
 
 if TYPE_CHECKING:
     from builder.bench import Bench

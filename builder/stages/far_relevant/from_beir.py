@@ -10,6 +10,7 @@ from pydantic import Field
 from builder.io.beir_input import read_beir_input
 from builder.io.bench_rows import add_rows, input_path
 from builder.stages.base import Stage, StageParams, register_stage
+from builder.stages.refs import DataPath
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -17,8 +18,8 @@ if TYPE_CHECKING:
 
 
 class FromBEIRParams(StageParams):
-    path: str = Field(description="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv); "
-                                  "a relative path resolves from the working directory")
+    path: DataPath = Field(description="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv): "
+                                       "local, hf://datasets/<repo>@<rev>/<folder>, or a zip URL#folder")
     split: str = "test"
     limit_queries: int | None = Field(default=None, ge=1,
                                       description="keep the first N queries that have qrels")
