@@ -59,6 +59,7 @@ class RunOptions:
     out_dir: Path | None = None
     limit: int | None = None
     fresh: bool = False
+    reask_failed: bool = False  # run every stage again, asking anew the cached answers a stage rejected
     overwrite: bool = False  # replace an output folder that build-bench did not write
     wait: bool = False  # wait for another build holding the locks instead of exiting
     allow_empty: bool = False  # write a result with no documents or queries
@@ -85,7 +86,8 @@ class Runner:
         self.options = options
         self.console = console or Console(stderr=True)
         self.prompts = PromptLibrary(loaded.base_dir)
-        self.backends = Backends(self.recipe, self.prompts, options.run_root / "llm_cache.sqlite")
+        self.backends = Backends(self.recipe, self.prompts, options.run_root / "llm_cache.sqlite",
+                                 reask_failed=options.reask_failed)
         self._inputs_fp = _hash(self._sources_json(), self.recipe.tokenizer.model_dump(mode="json"), options.limit)
         self.run_dir = options.run_root / self.recipe.name / self._inputs_fp[:12]
 
@@ -169,7 +171,8 @@ class Runner:
         for index, (label, stage) in enumerate(steps):
             if stage is not None:
                 fp = self._stage_fingerprint(fp, digest, stage)
-            found = None if self.options.fresh else open_checkpoint(self.run_dir / label, fp, self._notice)
+            rerun = self.options.fresh or self.options.reask_failed
+            found = None if rerun else open_checkpoint(self.run_dir / label, fp, self._notice)
             if found is not None:
                 self.console.print(f"[dim]{label}: unchanged, loaded from checkpoint[/]")
                 stats.append(found.stats.model_copy(update={"resumed": True}))
@@ -253,6 +256,7 @@ class Runner:
             base_dir=self.loaded.base_dir,
         )
         before = self.backends.usage()
+        self.backends.enter_stage(label)
         t0 = time.perf_counter()
         out = stage.run(bench, ctx)
         seconds = time.perf_counter() - t0
