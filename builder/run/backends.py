@@ -60,19 +60,28 @@ class Backends:
         if self._cache is not None:
             self._cache.stage = label
 
+    def _open_cache(self) -> LLMCache:
+        if self._cache is None:
+            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+            self._cache = LLMCache(self.cache_path, reask_failed=self.reask_failed)
+            self._cache.stage = self._stage
+        return self._cache
+
+    def flag_answers(self, texts: Iterable[str], stage: str, kind: str) -> None:
+        """Mark cached answers of a stage as unusable by their text (see StageContext)."""
+        if self._cache is not None or self.cache_path.is_file():
+            self._open_cache().mark_failed_containing(texts, stage, kind)
+
     def llm(self, name: str) -> LLMBackend:
         if name not in self._llms:
             if self._warming is not None:
                 self._warming.join()
-            if self._cache is None:
-                self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-                self._cache = LLMCache(self.cache_path, reask_failed=self.reask_failed)
-                self._cache.stage = self._stage
+            cache = self._open_cache()
             config = self.recipe.models[name]
             on_ray = self.recipe.executor.kind == "ray"
             if on_ray and config.backend == "vllm":
                 self.executor  # noqa: B018 -- the engines run on the executor's cluster: join it first
-            self._llms[name] = make_llm(name, config, self._cache, on_ray=on_ray)
+            self._llms[name] = make_llm(name, config, cache, on_ray=on_ray)
         return self._llms[name]
 
     def reranker(self, name: str) -> Reranker:

@@ -253,7 +253,7 @@ class Runner:
             progress=RichProgress(self.console, label), llm_factory=self.backends.llm,
             reranker_factory=self.backends.reranker,
             executor_factory=lambda: self.backends.executor,
-            base_dir=self.loaded.base_dir,
+            base_dir=self.loaded.base_dir, flag_answers=self.backends.flag_answers,
         )
         before = self.backends.usage()
         self.backends.enter_stage(label)

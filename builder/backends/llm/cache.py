@@ -33,6 +33,8 @@ CREATE TABLE IF NOT EXISTS answers (
     failure TEXT
 ) WITHOUT ROWID
 """
+# A text searched for in cached answers: its first characters, and at least this many.
+_PROBE_CHARS, _MIN_PROBE_CHARS = 200, 20
 # Columns an older cache file lacks; they are added when it is opened (all may be NULL).
 _ADDED_COLUMNS = ("reasoning", "model", "stage", "base_url", "failure")
 # SQLite's verdicts on a file that is not (or no longer) a sound database.
@@ -238,6 +240,21 @@ class LLMCache:
                            [kind, *chunk])
 
         if unique:
+            self._guarded(write)
+
+    def mark_failed_containing(self, texts: Iterable[str], stage: str, kind: str) -> None:
+        """Mark as `kind` the answers a stage named `stage` recorded (any run label
+        `NN_<stage>`) whose text contains the start of one of `texts`: how a later stage
+        that sees only the text (a refusal check) finds the answer it came from. Texts too
+        short to be told apart from ordinary answers are skipped."""
+        probes = list(dict.fromkeys(t.strip()[:_PROBE_CHARS] for t in texts if len(t.strip()) >= _MIN_PROBE_CHARS))
+
+        def write(db: sqlite3.Connection) -> None:
+            for probe in probes:
+                db.execute("UPDATE answers SET failure = ? WHERE substr(stage, instr(stage, '_') + 1) = ? "
+                           "AND instr(text, ?) > 0", (kind, stage, probe))
+
+        if probes:
             self._guarded(write)
 
     def __len__(self) -> int:

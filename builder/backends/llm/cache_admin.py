@@ -53,14 +53,16 @@ class Count:
     stage: str | None
     failure: str | None
     answers: int
+    servers: str | None  # the base_urls that gave these answers, comma-separated
 
 
 def cache_path(run_dir: Path) -> Path:
     """The cache file of a run folder; CacheAdminError when there is none."""
     path = run_dir / CACHE_FILE
     if not path.is_file():
-        where = f"{run_dir} has" if run_dir.is_dir() else f"{run_dir} is not a folder, so it has"
-        raise CacheAdminError(f"{where} no LLM cache ({CACHE_FILE}): nothing to show or clear")
+        if not run_dir.is_dir():
+            raise CacheAdminError(f"{run_dir} is not a folder: no LLM cache to show or clear")
+        raise CacheAdminError(f"{run_dir} has no LLM cache ({CACHE_FILE}): nothing to show or clear")
     return path
 
 
@@ -82,9 +84,10 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 def _counts(db: sqlite3.Connection, selection: Selection) -> list[Count]:
     where, values = selection.where()
-    rows = db.execute(f"SELECT model, stage, failure, COUNT(*) FROM answers{where} "
+    rows = db.execute(f"SELECT model, stage, failure, COUNT(*), group_concat(DISTINCT base_url) FROM answers{where} "
                       "GROUP BY model, stage, failure ORDER BY model, stage, failure", values)
-    return [Count(*row) for row in rows]
+    return [Count(model, stage, failure, answers, ", ".join(sorted(servers.split(","))) if servers else None)
+            for model, stage, failure, answers, servers in rows]
 
 
 def count(path: Path, selection: Selection = Selection()) -> list[Count]:
