@@ -67,8 +67,9 @@ def test_eval_figures_are_not_cut(built: tuple[Path, str], tmp_path: Path) -> No
         assert f"{figure:.3f}" in done.stdout
 
 
-def test_plan_prints_whole_stage_names() -> None:
-    done = cli("plan", "quickstart", env=NARROW)
+@pytest.mark.parametrize("env", [NARROW, UNSET], ids=["COLUMNS=80", "COLUMNS unset"])
+def test_plan_prints_whole_stage_names(env: dict[str, str]) -> None:
+    done = cli("plan", "quickstart", env=env)
     assert done.returncode == 0, done.stderr
     for word in ("01_sample_by_length", "02_generate_queries", "03_localize_spans", "completion tokens",
                  "Estimates assume no cache hits and no re-asks; answers already cached cost nothing."):
