@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
 from builder.backends.llm import ChatRequest, LLMCache, chat_json
@@ -91,3 +92,20 @@ def test_a_good_answer_is_not_asked_again(fake_openai: Start, make_backend: Make
     chat_json(make_backend(srv, cache=LLMCache(path)), [ask("q")], Verdict.model_validate)
     chat_json(make_backend(srv, cache=LLMCache(path, reask_failed=True)), [ask("q")], Verdict.model_validate)
     assert srv.request_count == 1
+
+
+def test_a_vllm_engine_records_and_marks_its_answers_too(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from builder.backends.llm import VLLMModelConfig, make_llm
+
+    from .test_llm_vllm import install_fake_vllm
+
+    install_fake_vllm(monkeypatch)
+    path = tmp_path / "c.sqlite"
+    config = VLLMModelConfig(backend="vllm", model="m", max_reasks=0)
+    cache = LLMCache(path)
+    cache.stage = "03_localize_spans"
+    assert chat_json(make_llm("local", config, cache), [ask("q")], Verdict.model_validate)[0].error == "llm_unparseable"
+    assert rows(path) == [("gen: q", "m", "03_localize_spans", None, "llm_unparseable")]
+    again = make_llm("local", config, LLMCache(path, reask_failed=True))
+    chat_json(again, [ask("q")], Verdict.model_validate)
+    assert len(again._llm.calls) == 1  # type: ignore[attr-defined]

@@ -80,3 +80,16 @@ def test_the_cache_command_refuses_clearly(tmp_path):
     assert (tmp_path / "llm_cache.sqlite").read_bytes() == b"not a database at all" * 100
     bad_kind = _cache(str(tmp_path), "--failed", "sad")
     assert bad_kind.exit_code == 2 and "unknown failure kind 'sad'" in bad_kind.output
+
+
+def test_a_cache_from_an_older_version_is_shown_and_cleared(tmp_path):
+    with sqlite3.connect(tmp_path / "llm_cache.sqlite") as db:
+        db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,"
+                   " completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL) WITHOUT ROWID")
+        db.executemany("INSERT INTO answers VALUES (?, 'old', 1, 2, 0.0)", [("a",), ("b",)])
+    db.close()
+    shown = _cache(str(tmp_path))
+    assert shown.exit_code == 0 and "(not recorded)" in shown.output and "2 answers" in shown.output
+    assert "no answers" in _cache(str(tmp_path), "--failed", "any").output  # nothing was marked
+    assert "2 answers removed" in _cache(str(tmp_path), "--all").output
+    assert "no answers" in _cache(str(tmp_path)).output
