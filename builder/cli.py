@@ -86,8 +86,8 @@ def build(
     overrides: SetOpt = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Ignore checkpoints (keeps the LLM cache).")] = False,
     reask_failed: Annotated[bool, typer.Option("--reask-failed", help=(
-        "Run every stage again and ask anew the cached LLM answers a stage could not use "
-        "(unparseable, refused); good new answers replace them."))] = False,
+        "Rerun the stages whose cached LLM answers could not be used (unparseable, refused) "
+        "and ask those again; new answers replace them."))] = False,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="Replace the output folder even if build-bench did not write it.")] = False,
     wait: Annotated[bool, typer.Option(

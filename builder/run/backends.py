@@ -72,6 +72,12 @@ class Backends:
         if self._cache is not None or self.cache_path.is_file():
             self._open_cache().mark_failed_containing(texts, stage, kind)
 
+    def failed_stages(self) -> set[str | None]:
+        """Labels of the stages whose cached answers are marked unusable (see LLMCache)."""
+        if self._cache is None and not self.cache_path.is_file():
+            return set()
+        return self._open_cache().failed_stages()
+
     def llm(self, name: str) -> LLMBackend:
         if name not in self._llms:
             if self._warming is not None:

@@ -59,8 +59,16 @@ def test_failed_answers_are_reasked_on_request_and_the_cache_can_be_cleared(writ
 
     working["on"] = True
     assert _queries(_build(recipe, tmp_path, "--fresh")) == 0 and srv.request_count == asked  # cache answers
-    assert _queries(_build(recipe, tmp_path, "--reask-failed")) > 0 and srv.request_count == 2 * asked
+    reasked = runner.invoke(app, ["build", str(recipe), "--run-dir", str(runs), "--out", str(tmp_path / "out"),
+                                  "--reask-failed"])
+    assert reasked.exit_code == 0, reasked.output
+    # Only the stage whose answers failed runs again; the one before it comes from its checkpoint.
+    assert "01_sample_by_length: unchanged, loaded from checkpoint" in reasked.output
+    assert "02_generate_queries: unchanged" not in reasked.output
+    assert _queries(json.loads((tmp_path / "out" / "stats.json").read_text())) > 0
+    assert srv.request_count == 2 * asked
     assert "llm_unparseable" not in _cache(str(runs)).output
+    assert _queries(_build(recipe, tmp_path, "--reask-failed")) > 0 and srv.request_count == 2 * asked
     assert _queries(_build(recipe, tmp_path, "--fresh")) > 0 and srv.request_count == 2 * asked
 
     removed = _cache(str(runs), "--stage", "generate_queries", "--model", "other-model")

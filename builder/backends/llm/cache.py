@@ -257,6 +257,12 @@ class LLMCache:
         if probes:
             self._guarded(write)
 
+    def failed_stages(self) -> set[str | None]:
+        """The stage labels that recorded an answer now marked unusable (None: an answer
+        cached before stages were recorded)."""
+        return self._guarded(lambda db: {row[0] for row in db.execute(
+            "SELECT DISTINCT stage FROM answers WHERE failure IS NOT NULL")})
+
     def __len__(self) -> int:
         return self._guarded(lambda db: int(db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]))
 
