@@ -7,15 +7,30 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
+
+from builder.consoles import console_for
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
     help="Build position-aware retrieval benchmarks from a YAML recipe.\n\n"
          "[bold]build-bench RECIPE[/] builds (same as [bold]build-bench build RECIPE[/]).",
 )
-err = Console(stderr=True)
-out = Console()
+err = console_for(stderr=True)
+out = console_for()
+
+
+def _version(show: bool) -> None:
+    if show:
+        from importlib.metadata import version
+
+        out.print(f"build-bench {version('build-bench')}", markup=False, highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False) -> None:
+    """Build position-aware retrieval benchmarks from a YAML recipe."""
 
 SetOpt = Annotated[
     Optional[list[str]],
@@ -39,7 +54,11 @@ def _load(recipe: str, overrides: list[str] | None):
     try:
         path = find_recipe(recipe)
     except FileNotFoundError:
-        err.print(f"[red]no recipe file or shipped recipe named {recipe!r}[/]")
+        from builder.recipe.suggest import did_you_mean
+        from builder.resources import shipped_recipes
+
+        hint = did_you_mean(Path(recipe).stem, [p.stem for p in shipped_recipes()])
+        err.print(f"no recipe file or shipped recipe named {recipe!r}{hint}", style="red", markup=False)
         raise typer.Exit(2) from None
     except OSError as exc:  # a name too long for the file system, a loop of links, ...
         err.print(f"cannot open recipe {recipe!r}: {exc.strerror or exc}", markup=False, highlight=False,
@@ -77,6 +96,9 @@ def build(
     limit: LimitOpt = None,
     overrides: SetOpt = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Ignore checkpoints (keeps the LLM cache).")] = False,
+    reask_failed: Annotated[bool, typer.Option("--reask-failed", help=(
+        "Rerun the stages whose cached LLM answers could not be used (unparseable, refused) "
+        "and ask those again; new answers replace them."))] = False,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="Replace the output folder even if build-bench did not write it.")] = False,
     wait: Annotated[bool, typer.Option(
@@ -92,7 +114,7 @@ def build(
 
     loaded = _load(recipe, _with_executor(overrides, executor))
     _preflight(loaded, network=True)
-    options = RunOptions(run_root=run_dir, out_dir=out_dir, limit=limit, fresh=fresh,
+    options = RunOptions(run_root=run_dir, out_dir=out_dir, limit=limit, fresh=fresh, reask_failed=reask_failed,
                          overwrite=overwrite, wait=wait, allow_empty=allow_empty)
     with friendly_errors(err):
         result = Runner(loaded, options, err).run()
@@ -161,7 +183,9 @@ def stages() -> None:
 def _register_subcommands() -> None:
     from builder.evaluation.cli import eval_command
     from builder.publish.cli import push_command, stats_command
+    from builder.run.cache_cli import cache_command
 
+    app.command("cache")(cache_command)
     app.command("eval")(eval_command)
     app.command("stats")(stats_command)
     app.command("push")(push_command)
@@ -169,7 +193,7 @@ def _register_subcommands() -> None:
 
 _register_subcommands()
 
-_COMMANDS = {"build", "validate", "plan", "stages", "stats", "eval", "push"}
+_COMMANDS = {"build", "validate", "plan", "stages", "stats", "eval", "push", "cache"}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
+
+from builder.consoles import console_for
 
 RETRIEVER_HELP = (
     "bm25 | st:<model> | flag:<model> | rerank:<retriever>+<reranker> (repeatable). A model is a hub "
@@ -44,7 +45,7 @@ def eval_command(
 
     from builder.evaluation.progress import set_console
 
-    err, console = Console(stderr=True), Console()
+    err, console = console_for(stderr=True), console_for()
     set_console(err)
     defaults = {"max_length": max_length, "query_prefix": query_prefix, "doc_prefix": doc_prefix}
     if positions is not None and positions not in DEFINITIONS:

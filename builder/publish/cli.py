@@ -14,6 +14,8 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from builder.consoles import console_for
+
 FolderArg = Annotated[
     Path, typer.Argument(help="A folder written by a build (corpus.parquet, queries.parquet, ...).")
 ]
@@ -30,7 +32,7 @@ def stats_command(folder: FolderArg) -> None:
     from builder.publish.outputs import refresh_stats
     from builder.publish.tables import print_stats
 
-    out, err = Console(), Console(stderr=True)
+    out, err = console_for(), console_for(stderr=True)
     _check_folder(folder, err)
     stats, plots = refresh_stats(folder)
     print_stats(out, stats)
@@ -58,7 +60,7 @@ def push_command(
     from builder.publish.config import PushConfig
     from builder.publish.hub import PushError, push
 
-    err = Console(stderr=True)
+    err = console_for(stderr=True)
     _check_folder(folder, err)
     try:
         config = PushConfig(repo=repo, private=private, tag=tag)

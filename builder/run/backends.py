@@ -22,10 +22,12 @@ if TYPE_CHECKING:
 class Backends:
     """Builds each backend on first use, so a run that needs no LLM opens no cache."""
 
-    def __init__(self, recipe: Any, prompts: PromptLibrary, cache_path: Path) -> None:
+    def __init__(self, recipe: Any, prompts: PromptLibrary, cache_path: Path, reask_failed: bool = False) -> None:
         self.recipe = recipe
         self.prompts = prompts
         self.cache_path = cache_path
+        self.reask_failed = reask_failed
+        self._stage: str | None = None
         self._llms: dict[str, LLMBackend] = {}
         self._rerankers: dict[str, Reranker] = {}
         self._tokenizer: TokenCounter | None = None
@@ -52,18 +54,40 @@ class Backends:
         if self._warming is None:
             self._warming = start_warm_up(self.recipe.models[n] for n in set(names))
 
+    def enter_stage(self, label: str) -> None:
+        """Name the stage now running: its answers are recorded in the cache with it."""
+        self._stage = label
+        if self._cache is not None:
+            self._cache.stage = label
+
+    def _open_cache(self) -> LLMCache:
+        if self._cache is None:
+            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+            self._cache = LLMCache(self.cache_path, reask_failed=self.reask_failed)
+            self._cache.stage = self._stage
+        return self._cache
+
+    def flag_answers(self, texts: Iterable[str], stage: str, kind: str) -> None:
+        """Mark cached answers of a stage as unusable by their text (see StageContext)."""
+        if self._cache is not None or self.cache_path.is_file():
+            self._open_cache().mark_failed_containing(texts, stage, kind)
+
+    def failed_stages(self) -> set[str | None]:
+        """Labels of the stages whose cached answers are marked unusable (see LLMCache)."""
+        if self._cache is None and not self.cache_path.is_file():
+            return set()
+        return self._open_cache().failed_stages()
+
     def llm(self, name: str) -> LLMBackend:
         if name not in self._llms:
             if self._warming is not None:
                 self._warming.join()
-            if self._cache is None:
-                self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-                self._cache = LLMCache(self.cache_path)
+            cache = self._open_cache()
             config = self.recipe.models[name]
             on_ray = self.recipe.executor.kind == "ray"
             if on_ray and config.backend == "vllm":
                 self.executor  # noqa: B018 -- the engines run on the executor's cluster: join it first
-            self._llms[name] = make_llm(name, config, self._cache, on_ray=on_ray)
+            self._llms[name] = make_llm(name, config, cache, on_ray=on_ray)
         return self._llms[name]
 
     def reranker(self, name: str) -> Reranker:

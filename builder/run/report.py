@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import types
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
@@ -67,6 +69,23 @@ def print_stages(console: Console) -> None:
         table.add_column("meaning", overflow="fold")
         for field, info in cls.Params.model_fields.items():
             default = "required" if info.is_required() else repr(info.get_default(call_default_factory=True))
-            annotation = getattr(info.annotation, "__name__", str(info.annotation))
-            table.add_row(field, annotation.replace("typing.", ""), default, info.description or "")
+            # Type names and defaults hold brackets that rich would read as markup.
+            table.add_row(field, escape(type_name(info.annotation)), escape(default), escape(info.description or ""))
         console.print(table)
+
+
+def type_name(annotation: Any) -> str:
+    """A parameter's type as a recipe author reads it: `a | b` for a Literal's values,
+    short class names, generics with their arguments (`list[int]`)."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal:
+        return " | ".join(str(value) for value in args)
+    if origin is Annotated:
+        return type_name(args[0])
+    if origin in (Union, types.UnionType):
+        return " | ".join(type_name(arg) for arg in args)
+    if origin is not None:
+        return f"{getattr(origin, '__name__', str(origin))}[{', '.join(type_name(arg) for arg in args)}]"
+    if annotation is type(None):
+        return "None"
+    return getattr(annotation, "__name__", str(annotation).replace("typing.", ""))

@@ -59,6 +59,7 @@ class RunOptions:
     out_dir: Path | None = None
     limit: int | None = None
     fresh: bool = False
+    reask_failed: bool = False  # rerun the stages whose cached answers were rejected, asking those again
     overwrite: bool = False  # replace an output folder that build-bench did not write
     wait: bool = False  # wait for another build holding the locks instead of exiting
     allow_empty: bool = False  # write a result with no documents or queries
@@ -85,9 +86,11 @@ class Runner:
         self.options = options
         self.console = console or Console(stderr=True)
         self.prompts = PromptLibrary(loaded.base_dir)
-        self.backends = Backends(self.recipe, self.prompts, options.run_root / "llm_cache.sqlite")
+        self.backends = Backends(self.recipe, self.prompts, options.run_root / "llm_cache.sqlite",
+                                 reask_failed=options.reask_failed)
         self._inputs_fp = _hash(self._sources_json(), self.recipe.tokenizer.model_dump(mode="json"), options.limit)
         self.run_dir = options.run_root / self.recipe.name / self._inputs_fp[:12]
+        self._failed_stages: set[str | None] | None = None  # read from the cache on first need
 
     def _sources_json(self) -> list[Any]:
         return [s.model_dump(mode="json") for s in self.recipe.sources]
@@ -169,7 +172,7 @@ class Runner:
         for index, (label, stage) in enumerate(steps):
             if stage is not None:
                 fp = self._stage_fingerprint(fp, digest, stage)
-            found = None if self.options.fresh else open_checkpoint(self.run_dir / label, fp, self._notice)
+            found = None if self._rerun(label) else open_checkpoint(self.run_dir / label, fp, self._notice)
             if found is not None:
                 self.console.print(f"[dim]{label}: unchanged, loaded from checkpoint[/]")
                 stats.append(found.stats.model_copy(update={"resumed": True}))
@@ -188,6 +191,18 @@ class Runner:
         if reused is not None and (bench := reused.load(self._notice)) is None:
             return None
         return cast(Bench, bench), stats, _hash(fp, digest)
+
+    def _rerun(self, label: str) -> bool:
+        """Whether to run a stage even with a current checkpoint: every one with --fresh;
+        with --reask-failed, those whose cached answers are marked unusable (every one when
+        such an answer predates the cache's stage records)."""
+        if self.options.fresh:
+            return True
+        if not self.options.reask_failed:
+            return False
+        if self._failed_stages is None:
+            self._failed_stages = self.backends.failed_stages()
+        return label in self._failed_stages or None in self._failed_stages
 
     def _output_fingerprint(self, bench_fp: str) -> str:
         """What the output folder depends on: the final tables, the whole recipe (the card
@@ -250,9 +265,10 @@ class Runner:
             progress=RichProgress(self.console, label), llm_factory=self.backends.llm,
             reranker_factory=self.backends.reranker,
             executor_factory=lambda: self.backends.executor,
-            base_dir=self.loaded.base_dir,
+            base_dir=self.loaded.base_dir, flag_answers=self.backends.flag_answers,
         )
         before = self.backends.usage()
+        self.backends.enter_stage(label)
         t0 = time.perf_counter()
         out = stage.run(bench, ctx)
         seconds = time.perf_counter() - t0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +41,9 @@ class StageContext:
     executor_factory: Callable[[], Executor] | None = None  # none: everything runs in this process
     stats: dict[str, Any] = field(default_factory=dict)  # extra figures a stage reports
     base_dir: Path | None = None  # the recipe's folder, for relative input paths
+    # (texts, stage name, failure kind): mark the cached LLM answers of that stage holding
+    # those texts as unusable, so `--reask-failed` asks them again (LLMCache.mark_failed_containing)
+    flag_answers: Callable[[Iterable[str], str, str], None] | None = None
 
     @property
     def rng(self) -> random.Random:

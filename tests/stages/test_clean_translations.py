@@ -1,5 +1,6 @@
 import importlib.util
 import json
+import sqlite3
 from dataclasses import replace
 
 import polars as pl
@@ -172,3 +173,21 @@ def test_ray_executor_cleans_exactly_as_local(ray_local, tmp_path):
     assert ctx.stats == local_ctx.stats
     assert local_ctx.stats["clean_translations"]["fra-Latn"]["prefixes_stripped"] == 1
     assert local.drops.filter(pl.col("kind") == "doc").height == 4
+
+
+def test_refused_translations_are_marked_in_the_llm_cache(tmp_path):
+    from builder.backends.llm.cache import Origin
+
+    cache = LLMCache(tmp_path / "c.sqlite")
+    answers = {"refused": (REFUSAL, "02_translate"), "good": (FR, "02_translate"),
+               "query": ("I'm sorry, I can't help with translating that.", "02_translate"),
+               "other stage": (REFUSAL, "03_generate_queries")}
+    for key, (text, stage) in answers.items():
+        cache.put(key, text, 1, 1, origin=Origin("m", stage))
+    bench = _bench({"ok": FR, "refused": REFUSAL}, {"ok": "I'm sorry, I can't help with translating that."})
+    ctx = replace(make_ctx(tmp_path), flag_answers=cache.mark_failed_containing)
+    CleanTranslations(CleanTranslationsParams()).run(bench, ctx)
+    cache.close()
+    with sqlite3.connect(tmp_path / "c.sqlite") as db:
+        marks = dict(db.execute("SELECT key, failure FROM answers").fetchall())
+    assert marks == {"refused": "refusal", "query": "refusal", "good": None, "other stage": None}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 from builder.backends.llm.config import OpenAIModelConfig, VLLMModelConfig
@@ -48,7 +48,8 @@ class ChatResponse:
     with details. `transport` marks failures where no answer came back at all (server
     unreachable, timeouts, 5xx or 429 after every retry, rejected credentials), which a
     rerun may cure; the other failures are about the answer itself. `reasoning` is the
-    server's separate reasoning channel, when it has one.
+    server's separate reasoning channel, when it has one; `source` the server that
+    answered, when one did over HTTP.
     """
 
     text: str | None
@@ -59,6 +60,7 @@ class ChatResponse:
     retries: int = 0
     reasoning: str | None = None
     transport: bool = False
+    source: str | None = field(default=None, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -158,3 +160,6 @@ class LLMBackend(Protocol):
     def close(self) -> None:
         """Release the client, threads or GPU memory the backend holds."""
         ...
+
+    # A backend with a cache also has `mark_failed(requests, kind)`: it records that the
+    # cached answers to `requests` were unusable (see `LLMCache.mark_failed`).

@@ -26,15 +26,36 @@ CREATE TABLE IF NOT EXISTS answers (
     prompt_tokens INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL,
     created_at REAL NOT NULL,
-    reasoning TEXT
+    reasoning TEXT,
+    model TEXT,
+    stage TEXT,
+    base_url TEXT,
+    failure TEXT
 ) WITHOUT ROWID
 """
+# A text searched for in cached answers: its first characters, and at least this many.
+_PROBE_CHARS, _MIN_PROBE_CHARS = 200, 20
+# Columns an older cache file lacks; they are added when it is opened (all may be NULL).
+_ADDED_COLUMNS = ("reasoning", "model", "stage", "base_url", "failure")
 # SQLite's verdicts on a file that is not (or no longer) a sound database.
 _DAMAGE_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 
-# key, text, prompt tokens, completion tokens and, optionally, the reasoning.
-Row = tuple[str, str, int, int] | tuple[str, str, int, int, str | None]
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an answer came from, recorded beside it and never part of its key: the model
+    (the served name), the stage that asked (its run label) and the server that answered."""
+
+    model: str | None = None
+    stage: str | None = None
+    base_url: str | None = None
+
+
+# key, text, prompt tokens, completion tokens and, optionally, the reasoning and the origin.
+Row = tuple[str, str, int, int] | tuple[str, str, int, int, str | None] | tuple[
+    str, str, int, int, str | None, Origin]
 
 
 @dataclass(frozen=True)
@@ -78,10 +99,17 @@ class LLMCache:
 
     A file SQLite finds damaged, when opened or later, is renamed aside (never deleted)
     with a one-line notice, and a fresh cache takes its place: its answers are asked again.
+
+    An answer a stage could not use is marked with its failure kind (`mark_failed`); with
+    `reask_failed` such answers read as missing, so they are asked again and replaced.
+    `stage` is the run label of the stage now asking, recorded beside each answer.
     """
 
-    def __init__(self, path: Path | None, notify: Callable[[str], None] = _print_notice) -> None:
+    def __init__(self, path: Path | None, notify: Callable[[str], None] = _print_notice,
+                 reask_failed: bool = False) -> None:
         self.path = path
+        self.reask_failed = reask_failed
+        self.stage: str | None = None
         self._notify = notify
         self._lock = threading.Lock()
         if path is not None:
@@ -116,9 +144,7 @@ class LLMCache:
                 # WAL + NORMAL survives a killed process; only power loss can drop the tail.
                 db.execute("PRAGMA synchronous = NORMAL")
             db.execute(_SCHEMA)
-            columns = {row[1] for row in db.execute("PRAGMA table_info(answers)")}
-            if "reasoning" not in columns:  # a cache written before reasoning was kept
-                db.execute("ALTER TABLE answers ADD COLUMN reasoning TEXT")
+            add_columns(db)
         except BaseException:
             db.close()
             raise
@@ -152,6 +178,7 @@ class LLMCache:
 
     def get_many(self, keys: Sequence[str]) -> dict[str, CachedAnswer]:
         unique = list(dict.fromkeys(keys))
+        usable = " AND failure IS NULL" if self.reask_failed else ""
 
         def read(db: sqlite3.Connection) -> dict[str, CachedAnswer]:
             found: dict[str, CachedAnswer] = {}
@@ -160,7 +187,7 @@ class LLMCache:
                 marks = ",".join("?" * len(chunk))
                 rows = db.execute(
                     "SELECT key, text, prompt_tokens, completion_tokens, reasoning FROM answers "
-                    f"WHERE key IN ({marks})",
+                    f"WHERE key IN ({marks}){usable}",
                     chunk,
                 )
                 for key, text, pt, ct, reasoning in rows:
@@ -172,20 +199,26 @@ class LLMCache:
     def get(self, key: str) -> CachedAnswer | None:
         return self.get_many([key]).get(key)
 
-    def put(self, key: str, text: str, prompt_tokens: int, completion_tokens: int, reasoning: str | None = None) -> None:
-        self.put_many([(key, text, prompt_tokens, completion_tokens, reasoning)])
+    def put(self, key: str, text: str, prompt_tokens: int, completion_tokens: int, reasoning: str | None = None,
+            origin: Origin | None = None) -> None:
+        self.put_many([(key, text, prompt_tokens, completion_tokens, reasoning, origin or Origin())])
 
     def put_many(self, rows: Iterable[Row]) -> None:
-        """Store answers in one transaction, committed before returning."""
+        """Store answers in one transaction, committed before returning; a stored answer
+        replaces the one under its key, failure mark included."""
         now = time.time()
-        values = [(*row[:4], now, row[4] if len(row) > 4 else None) for row in rows]
+        values = []
+        for row in rows:
+            origin = row[5] if len(row) > 5 else Origin()  # type: ignore[misc]
+            values.append((*row[:4], now, row[4] if len(row) > 4 else None,
+                           origin.model, origin.stage, origin.base_url))
 
         def write(db: sqlite3.Connection) -> None:
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.executemany(
                     "INSERT OR REPLACE INTO answers (key, text, prompt_tokens, completion_tokens, created_at, "
-                    "reasoning) VALUES (?, ?, ?, ?, ?, ?)",
+                    "reasoning, model, stage, base_url, failure) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
                     values,
                 )
             except BaseException:
@@ -196,12 +229,59 @@ class LLMCache:
 
         self._guarded(write)
 
+    def mark_failed(self, keys: Iterable[str], kind: str) -> None:
+        """Record that the answers under `keys` were unusable, and how (a drop reason)."""
+        unique = list(dict.fromkeys(keys))
+
+        def write(db: sqlite3.Connection) -> None:
+            for start in range(0, len(unique), _CHUNK):
+                chunk = unique[start : start + _CHUNK]
+                db.execute(f"UPDATE answers SET failure = ? WHERE key IN ({','.join('?' * len(chunk))})",
+                           [kind, *chunk])
+
+        if unique:
+            self._guarded(write)
+
+    def mark_failed_containing(self, texts: Iterable[str], stage: str, kind: str) -> None:
+        """Mark as `kind` the answers a stage named `stage` recorded (any run label
+        `NN_<stage>`) whose text contains the start of one of `texts`: how a later stage
+        that sees only the text (a refusal check) finds the answer it came from. Texts too
+        short to be told apart from ordinary answers are skipped."""
+        probes = list(dict.fromkeys(t.strip()[:_PROBE_CHARS] for t in texts if len(t.strip()) >= _MIN_PROBE_CHARS))
+
+        def write(db: sqlite3.Connection) -> None:
+            for probe in probes:
+                db.execute("UPDATE answers SET failure = ? WHERE substr(stage, instr(stage, '_') + 1) = ? "
+                           "AND instr(text, ?) > 0", (kind, stage, probe))
+
+        if probes:
+            self._guarded(write)
+
+    def failed_stages(self) -> set[str | None]:
+        """The stage labels that recorded an answer now marked unusable (None: an answer
+        cached before stages were recorded)."""
+        return self._guarded(lambda db: {row[0] for row in db.execute(
+            "SELECT DISTINCT stage FROM answers WHERE failure IS NOT NULL")})
+
     def __len__(self) -> int:
         return self._guarded(lambda db: int(db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]))
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def add_columns(db: sqlite3.Connection) -> None:
+    """Bring a cache written by an older version up to the current columns."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(answers)")}
+    for name in _ADDED_COLUMNS:
+        if name in columns:
+            continue
+        try:
+            db.execute(f"ALTER TABLE answers ADD COLUMN {name} TEXT")
+        except sqlite3.OperationalError as error:  # another process added it meanwhile
+            if "duplicate column" not in str(error):
+                raise
 
 
 def _inode(path: Path) -> int | None:
@@ -225,8 +305,9 @@ class CacheWriter:
         self._thread = threading.Thread(target=self._run, name="llm-cache-writer", daemon=True)
         self._thread.start()
 
-    def put(self, key: str, text: str, prompt_tokens: int, completion_tokens: int, reasoning: str | None = None) -> None:
-        self._queue.put((key, text, prompt_tokens, completion_tokens, reasoning))
+    def put(self, key: str, text: str, prompt_tokens: int, completion_tokens: int, reasoning: str | None = None,
+            origin: Origin | None = None) -> None:
+        self._queue.put((key, text, prompt_tokens, completion_tokens, reasoning, origin or Origin()))
 
     def flush(self) -> None:
         if not self._thread.is_alive():

@@ -101,13 +101,23 @@ def _judge(request: ChatRequest, response: ChatResponse, validate: Callable[[Any
         return None, _problem(error)
 
 
+@dataclass(frozen=True)
+class _Failure:
+    """Why a job's answers stayed unusable: the last problem, the last raw answer, and
+    every request whose answer was rejected (their cached answers get marked)."""
+
+    problem: str
+    raw: str
+    asked: tuple[ChatRequest, ...]
+
+
 def json_job(request: ChatRequest, validate: Callable[[Any], T], max_reasks: int
-             ) -> Job[tuple[JSONAnswer[T], tuple[str, str] | None]]:
+             ) -> Job[tuple[JSONAnswer[T], _Failure | None]]:
     """Ask, then re-ask up to `max_reasks` times while the answer does not parse or validate.
 
-    Returns the answer and, when it stayed unusable, the last (problem, raw answer).
+    Returns the answer and, when it stayed unusable, why.
     """
-    current, last = request, None
+    current, last, asked = request, None, []
     for attempt in range(1, max_reasks + 2):
         response = yield current
         if not response.ok:
@@ -115,10 +125,10 @@ def json_job(request: ChatRequest, validate: Callable[[Any], T], max_reasks: int
         value, problem = _judge(current, response, validate)
         if problem is None:
             return JSONAnswer(value, None, response.text, attempt, response.reasoning), None
-        last = (problem, response.text or "")
+        last, asked = (problem, response.text or ""), [*asked, current]
         current = _reask(current, last[1], problem)
     assert last is not None
-    return JSONAnswer(None, "llm_unparseable", last[1], max_reasks + 1), last
+    return JSONAnswer(None, "llm_unparseable", last[1], max_reasks + 1), _Failure(*last, tuple(asked))
 
 
 def chat_json(
@@ -141,9 +151,13 @@ def chat_json(
         return []
     limit = backend.config.max_reasks
     done = run_jobs(backend, [json_job(r, check, limit) for r, check in zip(requests, checks)], on_done)
-    failures = [(r.item_id, *failure) for r, (_, failure) in zip(requests, done) if failure is not None]
+    failures = [(r.item_id, failure) for r, (_, failure) in zip(requests, done) if failure is not None]
+    mark_failed: Callable[[Sequence[ChatRequest], str], None] | None = getattr(backend, "mark_failed", None)
+    if mark_failed is not None and failures:
+        # A rerun with --reask-failed asks these again instead of reading them from the cache.
+        mark_failed([r for _, failure in failures for r in failure.asked], "llm_unparseable")
     if raw_log is not None and failures:
-        _log_failures(raw_log, failures)
+        _log_failures(raw_log, [(item_id, f.problem, f.raw) for item_id, f in failures])
     return [answer for answer, _ in done]
 
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 import openai
 
 from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatResponse, LLMUsage
-from builder.backends.llm.cache import CacheWriter, LLMCache, fill, key_for, split_cached
+from builder.backends.llm.cache import CacheWriter, LLMCache, Origin, fill, key_for, split_cached
 from builder.backends.llm.config import OpenAIModelConfig
 from builder.backends.llm.endpoints import Endpoint, Endpoints, ssl_context
 from builder.backends.llm.openai_requests import dumps
@@ -131,7 +131,12 @@ class OpenAIBackend:
         if self._closed:
             raise RuntimeError(f"LLM backend {self.name!r} is closed")
         return LoopPool(self._loop.loop, key=self._key, ask=self._ask_bounded, cache=self.cache,
-                        writer=self._writer, record=self._record_one)
+                        writer=self._writer, record=self._record_one, store=self._store)
+
+    def mark_failed(self, requests: Sequence[ChatRequest], kind: str) -> None:
+        """Mark the cached answers to `requests` as unusable (`kind` is the drop reason)."""
+        self._writer.flush()
+        self.cache.mark_failed((self._key(r) for r in requests), kind)
 
     def close(self) -> None:
         if self._closed:
@@ -185,9 +190,7 @@ class OpenAIBackend:
         async def one(key: str, positions: list[int]) -> None:
             async with self._slots:
                 answer = await self._ask(requests[positions[0]])
-            if answer.ok:
-                self._writer.put(key, cast(str, answer.text), answer.prompt_tokens, answer.completion_tokens,
-                                 answer.reasoning)
+            self._store(key, answer)
             fill(responses, positions, answer)
             if progress is not None:
                 progress.put(len(positions))
@@ -197,6 +200,13 @@ class OpenAIBackend:
         finally:
             if progress is not None:
                 progress.put(None)
+
+    def _store(self, key: str, answer: ChatResponse) -> None:
+        """Hand a good answer to the cache writer, with where it came from."""
+        if answer.ok:
+            origin = Origin(self.config.model, self.cache.stage, answer.source)
+            self._writer.put(key, cast(str, answer.text), answer.prompt_tokens, answer.completion_tokens,
+                             answer.reasoning, origin)
 
     async def _ask_bounded(self, request: ChatRequest) -> ChatResponse:
         async with self._slots:
@@ -263,7 +273,7 @@ class OpenAIBackend:
                     return ChatResponse.failed(reason, attempt, transport)
             else:
                 if answer.ok or answer.reason == "llm_truncated":
-                    return answer
+                    return replace(answer, source=endpoint.url or str(endpoint.client.base_url))
                 reason, transport, empties = "empty answer", False, empties + 1
                 if empties > _EMPTY_RETRIES:
                     break

@@ -34,18 +34,21 @@ class LoopPool:
 
     Cached answers resolve at once; identical requests in flight at the same time are
     sent once and share the answer (the copies count as cache hits, as in `chat_many`).
-    `record` counts each answer handed out; it runs on the loop's thread.
+    `record` counts each answer handed out and `store` hands a fresh one to the cache
+    (it keeps only good ones); both run on the loop's thread.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, *, key: Callable[[ChatRequest], str],
                  ask: Callable[[ChatRequest], Awaitable[ChatResponse]], cache: LLMCache,
-                 writer: CacheWriter, record: Callable[[ChatResponse], None]) -> None:
+                 writer: CacheWriter, record: Callable[[ChatResponse], None],
+                 store: Callable[[str, ChatResponse], None]) -> None:
         self._loop = loop
         self._key = key
         self._ask = ask
         self._cache = cache
         self._writer = writer
         self._record = record
+        self._store = store
         # Touched only on the loop's thread.
         self._waiting: dict[str, list[Future[ChatResponse]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -87,9 +90,7 @@ class LoopPool:
             for future in self._waiting.pop(key):
                 future.cancel()
             raise
-        if answer.ok:
-            self._writer.put(key, answer.text or "", answer.prompt_tokens, answer.completion_tokens,
-                             answer.reasoning)
+        self._store(key, answer)
         first, *copies = self._waiting.pop(key)
         self._hand_out(first, answer)
         copy = replace(answer, cached=True, retries=0) if answer.ok else answer

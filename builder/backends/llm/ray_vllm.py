@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatResponse, LLMUsage
-from builder.backends.llm.cache import CacheWriter, LLMCache, fill, split_cached
+from builder.backends.llm.cache import CacheWriter, LLMCache, Origin, fill, split_cached
 from builder.backends.llm.config import VLLMModelConfig
 from builder.backends.llm.vllm_backend import vllm_cache_key, wants_schema
 from builder.install_hint import install_command
@@ -124,6 +124,11 @@ class RayVLLMBackend:
         self.usage.record(done)
         return done
 
+    def mark_failed(self, requests: Sequence[ChatRequest], kind: str) -> None:
+        """Mark the cached answers to `requests` as unusable (`kind` is the drop reason)."""
+        self._writer.flush()
+        self.cache.mark_failed((self._key(r) for r in requests), kind)
+
     def close(self) -> None:
         self._processor = None
         self._writer.close()
@@ -159,7 +164,8 @@ class RayVLLMBackend:
             answers[index] = answer
             if answer.ok:
                 self._writer.put(keys[index], cast(str, answer.text), answer.prompt_tokens,
-                                 answer.completion_tokens)
+                                 answer.completion_tokens, answer.reasoning,
+                                 Origin(self.config.model, self.cache.stage))
             arrived(index)
         return [a if a is not None else ChatResponse.failed("no answer came back from the engines")
                 for a in answers]

@@ -10,7 +10,7 @@ from types import ModuleType
 from typing import Any, cast
 
 from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatResponse, LLMUsage
-from builder.backends.llm.cache import LLMCache, fill, key_for, split_cached
+from builder.backends.llm.cache import LLMCache, Origin, fill, key_for, split_cached
 from builder.backends.llm.config import VLLMModelConfig
 from builder.install_hint import missing_modules_message
 
@@ -83,8 +83,9 @@ class VLLMBackend:
             answers = self._generate_whole([requests[positions[0]] for _, positions in chunk])
             for (_, positions), answer in zip(chunk, answers, strict=True):
                 fill(responses, positions, answer)
+            origin = Origin(self.config.model, self.cache.stage)
             self.cache.put_many(
-                (key, cast(str, a.text), a.prompt_tokens, a.completion_tokens, a.reasoning)
+                (key, cast(str, a.text), a.prompt_tokens, a.completion_tokens, a.reasoning, origin)
                 for (key, _), a in zip(chunk, answers, strict=True)
                 if a.ok
             )
@@ -93,6 +94,10 @@ class VLLMBackend:
         done = cast(list[ChatResponse], responses)
         self.usage.record(done)
         return done
+
+    def mark_failed(self, requests: Sequence[ChatRequest], kind: str) -> None:
+        """Mark the cached answers to `requests` as unusable (`kind` is the drop reason)."""
+        self.cache.mark_failed((self._key(r) for r in requests), kind)
 
     def close(self) -> None:
         # vLLM frees GPU memory once the engine is garbage collected.

@@ -155,11 +155,15 @@ class CleanTranslations(Stage):
         if p.refusal_llm and shown:
             confirmed = confirm_refusals(shown, p.refusal_llm, p.refusal_prompt, p.refusal_chars, ctx)
         reasons = {}
+        refused: list[str] = []
         for i, v in verdicts.items():
-            refusal = any(confirmed.get(f"{i}#{k}", guess) for k, (_, guess) in enumerate(v.suspects))
-            reason = "refusal" if refusal else v.other
+            texts = [text for k, (text, guess) in enumerate(v.suspects) if confirmed.get(f"{i}#{k}", guess)]
+            refused += texts
+            reason = "refusal" if texts else v.other
             if reason:
                 reasons[i] = reason
+        if refused and ctx.flag_answers is not None:
+            ctx.flag_answers(refused, "translate", "refusal")
         return reasons
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
