@@ -71,12 +71,12 @@ def _load(recipe: str, overrides: list[str] | None):
         raise typer.Exit(2) from None
 
 
-def _preflight(loaded, *, network: bool) -> None:
+def _preflight(loaded, *, network: bool, llm_models: bool = True) -> None:
     """Exit 2, one line per problem, when an input or a model of the recipe cannot be had here."""
     from builder.recipe.preflight import preflight
     from builder.recipe.yaml_text import RecipeError
 
-    problems = preflight(loaded, network=network)
+    problems = preflight(loaded, network=network, llm_models=llm_models)
     if problems:
         err.print(RecipeError(loaded.path, problems).render(), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2)
@@ -106,6 +106,9 @@ def build(
     allow_empty: Annotated[bool, typer.Option(
         "--allow-empty", help="Write the result even with 0 documents or 0 queries.")] = False,
     executor: ExecutorOpt = None,
+    mock_llm: Annotated[bool, typer.Option("--mock-llm", help=(
+        "Answer every LLM of the recipe with an offline, in-process mock (grounded in the documents), "
+        "to try a recipe without a server; the output is marked as mock-built and push refuses it."))] = False,
 ) -> None:
     """Build the dataset a recipe describes."""
     from builder.run.report import print_run_summary
@@ -113,9 +116,9 @@ def build(
     from builder.run.errors import friendly_errors
 
     loaded = _load(recipe, _with_executor(overrides, executor))
-    _preflight(loaded, network=True)
+    _preflight(loaded, network=True, llm_models=not mock_llm)
     options = RunOptions(run_root=run_dir, out_dir=out_dir, limit=limit, fresh=fresh, reask_failed=reask_failed,
-                         overwrite=overwrite, wait=wait, allow_empty=allow_empty)
+                         overwrite=overwrite, wait=wait, allow_empty=allow_empty, mock_llm=mock_llm)
     with friendly_errors(err):
         result = Runner(loaded, options, err).run()
     print_run_summary(out, result)

@@ -135,6 +135,7 @@ def card_context(stats: dict[str, Any], run_stages: list[StageRecord], layout: H
         "front_matter": yaml.safe_dump(front_matter(stats, layout, name, license),
                                        sort_keys=False, allow_unicode=True, width=100).rstrip(),
         "name": name,
+        "mock_llm": stats.get("mock_llm") is True,
         "description": loaded.recipe.description if loaded else "",
         "seed": loaded.recipe.seed if loaded else None,
         "tokenizer": stats["doc_lengths"].get("tokenizer") or "unknown",

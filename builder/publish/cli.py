@@ -49,6 +49,8 @@ def push_command(
     private: Annotated[bool, typer.Option("--private", help="Create the repository as private.")] = False,
     tag: Annotated[Optional[str], typer.Option("--tag", help="Release tag, vX.Y.Z.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the file plan; upload nothing.")] = False,
+    allow_mock: Annotated[bool, typer.Option(
+        "--allow-mock", help="Push even a folder built with the mock LLM (--mock-llm).")] = False,
 ) -> None:
     """Publish a built folder to the Hugging Face Hub: one commit, then a release tag.
 
@@ -58,10 +60,14 @@ def push_command(
     from rich.markup import escape
 
     from builder.publish.config import PushConfig
-    from builder.publish.hub import PushError, push
+    from builder.publish.hub import PushError, mock_refusal, push
 
     err = console_for(stderr=True)
     _check_folder(folder, err)
+    refusal = None if allow_mock else mock_refusal(folder)
+    if refusal:
+        err.print(f"[red]push refused:[/] {escape(refusal)}", highlight=False)
+        raise typer.Exit(2)
     try:
         config = PushConfig(repo=repo, private=private, tag=tag)
     except ValidationError as exc:
@@ -69,7 +75,8 @@ def push_command(
             err.print(f"[red]--{e['loc'][0]} {e['input']!r}: expected {_expected(str(e['loc'][0]))}[/]")
         raise typer.Exit(2) from None
     try:
-        push(folder, config.repo, private=config.private, tag=config.tag, dry_run=dry_run, console=err)
+        push(folder, config.repo, private=config.private, tag=config.tag, dry_run=dry_run, console=err,
+             allow_mock=allow_mock)
     except PushError as exc:
         err.print(f"[red]push failed:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None

@@ -18,9 +18,9 @@ from typing import Any
 from rich.console import Console
 
 from builder.publish.hub_plan import PushError, PushPlan, RemoteState, make_plan, remote_state
-from builder.publish.outputs import CARD_FILE, publish_folder
+from builder.publish.outputs import CARD_FILE, built_with_mock, publish_folder, read_run_stats
 
-__all__ = ["PushError", "PushResult", "push"]
+__all__ = ["PushError", "PushResult", "mock_refusal", "push"]
 
 
 @dataclass
@@ -73,11 +73,23 @@ def _show(console: Console, plan: PushPlan, private: bool) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
+def mock_refusal(folder: Path) -> str | None:
+    """Why `folder` must not be pushed as it is (it was built with the mock LLM), or None."""
+    if not built_with_mock(read_run_stats(Path(folder))):
+        return None
+    return (f"{folder} was built with the mock LLM (--mock-llm): its questions, passages and grades "
+            "are not a real model's. Rebuild it without --mock-llm, or push it anyway with --allow-mock.")
+
+
 def push(folder: Path, repo_id: str, private: bool = False, tag: str | None = None,
-         dry_run: bool = False, console: Console | None = None) -> PushResult:
-    """Upload `folder` to `repo_id` in one commit and tag it; `dry_run` only prints the plan."""
+         dry_run: bool = False, console: Console | None = None, allow_mock: bool = False) -> PushResult:
+    """Upload `folder` to `repo_id` in one commit and tag it; `dry_run` only prints the plan.
+    A folder built with the mock LLM is refused unless `allow_mock`."""
     console = console or Console(stderr=True)
     folder = Path(folder)
+    refusal = None if allow_mock else mock_refusal(folder)
+    if refusal:
+        raise PushError(refusal)
     _ready(folder, console)
     api = _api()
     if not dry_run:

@@ -9,6 +9,7 @@ stage parameters.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +40,13 @@ def _license(loaded: LoadedRecipe | None) -> str:
 def stats_document(bench: Bench, run_stats: RunStats, recipe_name: str | None) -> dict[str, Any]:
     """stats.json: the computed figures plus the run's per-stage records they came from."""
     records = [r.to_json() for r in stage_list(run_stats)]
-    return {"recipe": recipe_name, **compute_stats(bench, run_stats), "stages": records}
+    mock = {"mock_llm": True} if built_with_mock(run_stats) else {}
+    return {"recipe": recipe_name, **mock, **compute_stats(bench, run_stats), "stages": records}
+
+
+def built_with_mock(run_stats: RunStats) -> bool:
+    """Whether the run's LLM answers came from the mock LLM (`build-bench RECIPE --mock-llm`)."""
+    return isinstance(run_stats, Mapping) and run_stats.get("mock_llm") is True
 
 
 def write_stats(bench: Bench, out_dir: Path, run_stats: RunStats, recipe_name: str | None
@@ -79,7 +86,8 @@ def read_run_stats(folder: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
-    return {"recipe": data.get("recipe"), "stages": data.get("stages", [])}
+    mock = {"mock_llm": True} if data.get("mock_llm") is True else {}
+    return {"recipe": data.get("recipe"), **mock, "stages": data.get("stages", [])}
 
 
 def refresh_stats(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -22,11 +22,14 @@ if TYPE_CHECKING:
 class Backends:
     """Builds each backend on first use, so a run that needs no LLM opens no cache."""
 
-    def __init__(self, recipe: Any, prompts: PromptLibrary, cache_path: Path, reask_failed: bool = False) -> None:
+    def __init__(self, recipe: Any, prompts: PromptLibrary, cache_path: Path, reask_failed: bool = False,
+                 mock_llm: bool = False) -> None:
         self.recipe = recipe
         self.prompts = prompts
         self.cache_path = cache_path
         self.reask_failed = reask_failed
+        # Every model answered by the in-process mock, which never reads or writes the cache.
+        self.mock_llm = mock_llm
         self._stage: str | None = None
         self._llms: dict[str, LLMBackend] = {}
         self._rerankers: dict[str, Reranker] = {}
@@ -51,7 +54,7 @@ class Backends:
     def warm(self, names: Iterable[str]) -> None:
         """Start loading the client libraries these models need, on a thread, so the stage
         that first asks for one does not wait for the import; at most once per run."""
-        if self._warming is None:
+        if self._warming is None and not self.mock_llm:
             self._warming = start_warm_up(self.recipe.models[n] for n in set(names))
 
     def enter_stage(self, label: str) -> None:
@@ -69,16 +72,22 @@ class Backends:
 
     def flag_answers(self, texts: Iterable[str], stage: str, kind: str) -> None:
         """Mark cached answers of a stage as unusable by their text (see StageContext)."""
+        if self.mock_llm:
+            return
         if self._cache is not None or self.cache_path.is_file():
             self._open_cache().mark_failed_containing(texts, stage, kind)
 
     def failed_stages(self) -> set[str | None]:
         """Labels of the stages whose cached answers are marked unusable (see LLMCache)."""
-        if self._cache is None and not self.cache_path.is_file():
+        if self.mock_llm or (self._cache is None and not self.cache_path.is_file()):
             return set()
         return self._open_cache().failed_stages()
 
     def llm(self, name: str) -> LLMBackend:
+        if name not in self._llms and self.mock_llm:
+            from builder.backends.llm.mock_backend import MockLLMBackend
+
+            self._llms[name] = MockLLMBackend(name, self.recipe.models[name], self.recipe.seed)
         if name not in self._llms:
             if self._warming is not None:
                 self._warming.join()

@@ -63,6 +63,7 @@ class RunOptions:
     overwrite: bool = False  # replace an output folder that build-bench did not write
     wait: bool = False  # wait for another build holding the locks instead of exiting
     allow_empty: bool = False  # write a result with no documents or queries
+    mock_llm: bool = False  # answer every LLM with the in-process mock (the output says so)
 
 
 @dataclass
@@ -87,8 +88,11 @@ class Runner:
         self.console = console or Console(stderr=True)
         self.prompts = PromptLibrary(loaded.base_dir)
         self.backends = Backends(self.recipe, self.prompts, options.run_root / "llm_cache.sqlite",
-                                 reask_failed=options.reask_failed)
-        self._inputs_fp = _hash(self._sources_json(), self.recipe.tokenizer.model_dump(mode="json"), options.limit)
+                                 reask_failed=options.reask_failed, mock_llm=options.mock_llm)
+        # A mock build gets run folders (so checkpoints) of its own: a real build never resumes from one.
+        mock = ["mock-llm"] if options.mock_llm else []
+        self._inputs_fp = _hash(self._sources_json(), self.recipe.tokenizer.model_dump(mode="json"), options.limit,
+                                *mock)
         self.run_dir = options.run_root / self.recipe.name / self._inputs_fp[:12]
         self._failed_stages: set[str | None] | None = None  # read from the cache on first need
 
@@ -115,6 +119,8 @@ class Runner:
 
     def run(self) -> RunResult:
         out_dir = self.options.out_dir or Path(self.recipe.output.dir or f"out/{self.recipe.name}")
+        if self.options.mock_llm and self.options.out_dir is None:
+            out_dir = out_dir.with_name(f"{out_dir.name}-mock")  # never over a real build's output
         check_out_dir_place(out_dir, self.options.run_root, self.run_dir)
         with self._locked(out_dir):
             for note in recover(out_dir) + recover_folder(self.run_dir):
@@ -133,7 +139,9 @@ class Runner:
                                        "nothing written", highlight=False)
             finally:
                 self.close()
-        if self.recipe.push is not None:
+        if self.recipe.push is not None and self.options.mock_llm:
+            self._notice(f"not pushed to {self.recipe.push.repo}: built with the mock LLM")
+        elif self.recipe.push is not None:
             cfg = self.recipe.push
             push(out_dir, cfg.repo, private=cfg.private, tag=cfg.tag, console=self.console)
         return RunResult(bench=bench, out_dir=out_dir, run_dir=self.run_dir, stage_stats=stats, written=written)
@@ -287,7 +295,10 @@ class Runner:
 
     def _summary(self, stats: list[StageRecord]) -> dict[str, Any]:
         """The run summary as the writers store it in stats.json."""
-        return {"recipe": self.recipe.name, "stages": [record.to_json() for record in stats]}
+        summary: dict[str, Any] = {"recipe": self.recipe.name, "stages": [record.to_json() for record in stats]}
+        if self.options.mock_llm:
+            summary["mock_llm"] = True
+        return summary
 
 
 def check_invariants(before: Bench, after: Bench, stage: Stage, label: str) -> StageRecord:

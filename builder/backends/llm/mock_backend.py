@@ -1,0 +1,215 @@
+"""An in-process stand-in for every LLM of a recipe (`build-bench RECIPE --mock-llm`).
+
+It answers build-bench's own prompts the way a careful model would, from the text the
+prompt carries and nothing else: questions made from sentences of the requested third,
+references copied character for character, grades by how much of a question one sentence
+of the text covers, summaries made of the document's lead sentences, and "translations"
+that copy the text (markers included). It is for trying a recipe offline, not for
+building a benchmark anyone should publish. Answers depend only on the request and the
+recipe seed, and never enter the LLM cache, so a later real run asks the real model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from builder.backends.llm.base import ChatRequest, ChatResponse, LLMUsage, Message
+from builder.backends.llm.config import OpenAIModelConfig, VLLMModelConfig
+from builder.backends.llm.mock_prompts import (Sentence, between, content_words, identify, numbered,
+                                               prompt_text, sentences)
+
+MOCK_NAME = "build-bench mock LLM"
+_THIRDS = {"first": 0, "middle": 1, "final": 2}
+_QUESTION_FORMS = (
+    ("fact lookup", "What is known about {a}, {b}, {c} and {d}?"),
+    ("explanation", "How do {a} and {b} relate to {c} and {d}?"),
+    ("reason", "Why does {a} matter for {b}, {c} and {d}?"),
+    ("detail", "What details are there on {a} {b}, {c} and {d}?"),
+)
+_APOLOGY = re.compile(r"^\s*(i'm sorry|i am sorry|sorry|i cannot|i can't|as an ai)\b", re.I)
+
+
+def _keywords(sentence: str, k: int = 4) -> list[str]:
+    """The `k` most telling distinct content words, in the order the sentence has them:
+    names and numbers first (they set one document apart from others), then the longest."""
+    names = {w.lower() for w in re.findall(r"(?<=[^\s.!?]\s)[A-Z]\w+", sentence)}
+    seen: list[str] = []
+    for w in content_words(sentence):
+        if w not in seen:
+            seen.append(w)
+
+    def telling(w: str) -> tuple[int, int, int]:
+        return (-(w in names) - any(c.isdigit() for c in w), -len(w), seen.index(w))
+
+    keep = set(sorted(seen, key=telling)[:k])
+    return [w for w in seen if w in keep]
+
+
+def _question(sentence: str, rng: random.Random) -> tuple[str, str] | None:
+    """(question type, question) about one sentence, or None when it has too few content words."""
+    keys = _keywords(sentence)
+    if len(keys) < 4:
+        return None
+    qtype, form = rng.choice(_QUESTION_FORMS)
+    return qtype, form.format(a=keys[0], b=keys[1], c=keys[2], d=keys[3])
+
+
+def _items(pool: Sequence[Sentence], n: int, rng: random.Random) -> list[dict[str, str]]:
+    """Up to `n` questions, each with the sentence it was made from as its answer."""
+    order = list(pool)
+    rng.shuffle(order)
+    items = []
+    for s in order:
+        made = _question(s.text, rng)
+        if made is not None:
+            items.append({"question": made[1], "answer": s.text, "type": made[0]})
+        if len(items) == n:
+            break
+    return items
+
+
+def _int_after(pattern: str, text: str, default: int) -> int:
+    m = re.search(pattern, text)
+    return int(m.group(1)) if m else default
+
+
+def _generate(text: str, rng: random.Random, with_notes: bool) -> str:
+    document = between(text, "document") or ""
+    m = re.search(r"\b(first|middle|final) third\b", text)
+    third = len(document) / 3
+    lo = _THIRDS[m.group(1) if m else "first"] * third
+    pool = [s for s in sentences(document) if lo <= s.start < lo + third]
+    items = _items(pool, _int_after(r"write (\d+) search questions", text, 3), rng)
+    answer = json.dumps({"usable": True, "questions": items} if items else {"usable": False}, ensure_ascii=False)
+    if not with_notes:
+        return answer
+    notes = ("1. Searchers: people who want the facts this document states.\n"
+             "2. Question types: fact lookups and explanations.\n"
+             "3. Register: plain keyword-like questions.\n")
+    return f"{notes}4. Questions:\n```json\n{answer}\n```"
+
+
+def _chunk_qa(text: str, rng: random.Random) -> str:
+    chunk = between(text, "excerpt") or ""
+    items = _items(sentences(chunk), min(3, _int_after(r"at most (\d+)", text, 3)), rng)
+    for i, item in enumerate(items):
+        item["type"] = "simple" if i % 2 == 0 else "complicated"
+    return json.dumps(items, ensure_ascii=False)
+
+
+def _coverage(question: str, sentence: str) -> float:
+    wanted = set(content_words(question))
+    return len(wanted & set(content_words(sentence))) / len(wanted) if wanted else 0.0
+
+
+def _best(question: str, document: str) -> tuple[float, Sentence | None]:
+    scored = [(_coverage(question, s.text), s) for s in sentences(document)]
+    return max(scored, key=lambda pair: pair[0], default=(0.0, None))
+
+
+def _locate(text: str) -> str:
+    document = between(text, "document") or ""
+    out = []
+    for qid, question in numbered(between(text, "questions") or ""):
+        score, sentence = _best(question, document)
+        refs = [sentence.text] if sentence is not None and score >= 0.5 else []
+        out.append({"id": qid, "reference_texts": refs})
+    return json.dumps(out, ensure_ascii=False)
+
+
+def _grade(question: str, document: str) -> int:
+    score = _best(question, document)[0]
+    return next((g for g, least in ((4, 0.8), (3, 0.6), (2, 0.4), (1, 1e-9)) if score >= least), 0)
+
+
+def _relevance(text: str) -> str:
+    document = between(text, "document") or ""
+    query = between(text, "query")
+    if query is not None:
+        return str(_grade(query, document))
+    grades = [{"id": qid, "grade": _grade(q, document)} for qid, q in numbered(between(text, "questions") or "")]
+    return json.dumps(grades)
+
+
+def _summarize(text: str) -> str:
+    document = text.split("\nDocument:\n", 1)[-1]
+    budget = _int_after(r"beyond (\d+) words", text, 200)
+    picked, used = [], 0
+    for s in sentences(document):
+        n = len(s.text.split())
+        if used + n > budget:
+            break
+        picked.append(s.text)
+        used += n
+    return " ".join(picked) or " ".join(document.split()[:budget])
+
+
+def _translate(text: str) -> str:
+    texts = between(text, "texts")
+    if texts is not None:
+        return json.dumps([{"id": i, "text": t} for i, t in numbered(texts)], ensure_ascii=False)
+    return between(text, "text") or ""
+
+
+def _refusal(text: str) -> str:
+    return json.dumps({"refusal": bool(_APOLOGY.match(between(text, "output") or ""))})
+
+
+_ANSWERS: dict[str, Callable[[str, random.Random], str]] = {
+    "posir_generate": lambda t, rng: _generate(t, rng, with_notes=True),
+    "posir_generate_json": lambda t, rng: _generate(t, rng, with_notes=False),
+    "chunk_qa": _chunk_qa,
+    "locate_reference": lambda t, rng: _locate(t),
+    "relevance_grade": lambda t, rng: _relevance(t),
+    "summarize": lambda t, rng: _summarize(t),
+    "translate": lambda t, rng: _translate(t),
+    "refusal_check": lambda t, rng: _refusal(t),
+}
+
+
+def mock_answer(messages: Sequence[Message], seed: int) -> str | None:
+    """The mock's answer to a conversation, or None when it is not one of our prompts."""
+    kind = identify(messages)
+    if kind is None:
+        return None
+    text = prompt_text(messages)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return _ANSWERS[kind](text, random.Random(f"{seed}:{digest}"))
+
+
+class MockLLMBackend:
+    """Same interface as the OpenAI and vLLM backends; answers in process, without a cache."""
+
+    def __init__(self, name: str, config: OpenAIModelConfig | VLLMModelConfig, seed: int) -> None:
+        self.name = name
+        self._config = config
+        self.seed = seed
+        self.usage = LLMUsage()
+
+    @property
+    def config(self) -> OpenAIModelConfig | VLLMModelConfig:
+        return self._config
+
+    def chat_many(self, requests: Sequence[ChatRequest],
+                  on_done: Callable[[int], None] | None = None) -> list[ChatResponse]:
+        responses = [self._answer(r) for r in requests]
+        self.usage.record(responses)
+        if on_done is not None and responses:
+            on_done(len(responses))
+        return responses
+
+    def _answer(self, request: ChatRequest) -> ChatResponse:
+        text = mock_answer(request.messages, self.seed)
+        if text is None:
+            return ChatResponse.failed("the mock LLM answers only build-bench's own prompts (prompts/*.j2); "
+                                       "this request matches none of them")
+        prompt_words = sum(len(m["content"].split()) for m in request.messages)
+        return ChatResponse(text, None, False, prompt_words, len(text.split()), source=MOCK_NAME)
+
+    def close(self) -> None:
+        return None
