@@ -16,47 +16,48 @@ import json
 import random
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from builder.backends.llm.base import ChatRequest, ChatResponse, LLMUsage, Message
 from builder.backends.llm.config import OpenAIModelConfig, VLLMModelConfig
-from builder.backends.llm.mock_prompts import (Sentence, between, content_words, identify, numbered,
+from builder.backends.llm.mock_prompts import (STOPWORDS, Sentence, between, content_words, identify, numbered,
                                                prompt_text, sentences)
 
 MOCK_NAME = "build-bench mock LLM"
 _THIRDS = {"first": 0, "middle": 1, "final": 2}
+# A question restates the gist of its sentence, as a searcher who half-remembers it would ask.
 _QUESTION_FORMS = (
-    ("fact lookup", "What is known about {a}, {b}, {c} and {d}?"),
-    ("explanation", "How do {a} and {b} relate to {c} and {d}?"),
-    ("reason", "Why does {a} matter for {b}, {c} and {d}?"),
-    ("detail", "What details are there on {a} {b}, {c} and {d}?"),
+    ("fact lookup", "What is known about how {clause}?"),
+    ("verification", "Is it true that {clause}?"),
+    ("explanation", "What does it mean that {clause}?"),
 )
+_MAX_CLAUSE_WORDS = 18
 _APOLOGY = re.compile(r"^\s*(i'm sorry|i am sorry|sorry|i cannot|i can't|as an ai)\b", re.I)
 
 
-def _keywords(sentence: str, k: int = 4) -> list[str]:
-    """The `k` most telling distinct content words, in the order the sentence has them:
-    names and numbers first (they set one document apart from others), then the longest."""
-    names = {w.lower() for w in re.findall(r"(?<=[^\s.!?]\s)[A-Z]\w+", sentence)}
-    seen: list[str] = []
-    for w in content_words(sentence):
-        if w not in seen:
-            seen.append(w)
-
-    def telling(w: str) -> tuple[int, int, int]:
-        return (-(w in names) - any(c.isdigit() for c in w), -len(w), seen.index(w))
-
-    keep = set(sorted(seen, key=telling)[:k])
-    return [w for w in seen if w in keep]
+def _clause(sentence: str) -> str | None:
+    """The sentence's opening words, up to a comma near the cut when a long one must be
+    cut, without the final stop; None when it is too short to ask about."""
+    tokens = sentence.split()
+    if len(content_words(sentence)) < 3:
+        return None
+    if len(tokens) > _MAX_CLAUSE_WORDS:
+        tokens = tokens[:_MAX_CLAUSE_WORDS]
+        commas = [i for i, t in enumerate(tokens) if t.endswith(",") and i >= 6]
+        if commas:
+            tokens = tokens[: commas[-1] + 1]
+    first = tokens[0]
+    if first.lower() in STOPWORDS:  # "The council ..." reads "that the council ..."
+        tokens[0] = first[0].lower() + first[1:]
+    return " ".join(tokens).rstrip(" ,;:.!?。！？\"'”’)")
 
 
 def _question(sentence: str, rng: random.Random) -> tuple[str, str] | None:
-    """(question type, question) about one sentence, or None when it has too few content words."""
-    keys = _keywords(sentence)
-    if len(keys) < 4:
+    """(question type, question) about one sentence, or None when it is too short."""
+    clause = _clause(sentence)
+    if clause is None:
         return None
     qtype, form = rng.choice(_QUESTION_FORMS)
-    return qtype, form.format(a=keys[0], b=keys[1], c=keys[2], d=keys[3])
+    return qtype, form.format(clause=clause)
 
 
 def _items(pool: Sequence[Sentence], n: int, rng: random.Random) -> list[dict[str, str]]:
@@ -83,7 +84,8 @@ def _generate(text: str, rng: random.Random, with_notes: bool) -> str:
     m = re.search(r"\b(first|middle|final) third\b", text)
     third = len(document) / 3
     lo = _THIRDS[m.group(1) if m else "first"] * third
-    pool = [s for s in sentences(document) if lo <= s.start < lo + third]
+    # A sentence belongs to the third holding its middle character.
+    pool = [s for s in sentences(document) if lo <= (s.start + s.end) / 2 < lo + third]
     items = _items(pool, _int_after(r"write (\d+) search questions", text, 3), rng)
     answer = json.dumps({"usable": True, "questions": items} if items else {"usable": False}, ensure_ascii=False)
     if not with_notes:

@@ -65,8 +65,9 @@ def sentences(text: str) -> list[Sentence]:
 
 
 def between(text: str, tag: str) -> str | None:
-    """What stands between `<tag>` and `</tag>`, without the line breaks next to the tags."""
-    m = re.search(f"<{tag}>\\n?(.*?)\\n?</{tag}>", text, re.S)
+    """What stands between the lines `<tag>` and `</tag>` (the prompts put them on lines of
+    their own; the instructions may name a tag inside a sentence)."""
+    m = re.search(f"^<{tag}>\\n(.*)\\n</{tag}>$", text, re.S | re.M)
     return m.group(1) if m else None
 
 
