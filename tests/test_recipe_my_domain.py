@@ -1,14 +1,19 @@
-"""The `my_domain` template: it validates as shipped, and builds offline end to end
-against the local OpenAI-compatible server with only the settings its header says to
-change first (corpus, server, tokenizer, the CPU reranker choices)."""
+"""The `my_domain` template: it validates as shipped (with its sample corpus, online and
+offline), and builds offline end to end against the local OpenAI-compatible server with
+only the settings its header says to change first (corpus, server, tokenizer, rerankers)."""
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
+import pytest
 from typer.testing import CliRunner
 
 from builder.cli import app
+from builder.io.sources import resolve_path
 from builder.recipe.model import parse_recipe
+from builder.recipe.preflight import preflight
 from builder.resources import find_recipe
 from builder.run.runner import Runner, RunOptions
 from tests.conftest import FIXTURES, REPO, require_recipe_extras
@@ -16,15 +21,33 @@ from tests.fixtures.scripted_grader import with_grades
 from tests.fixtures.scripted_llm import scripted_llm
 
 DOCS = FIXTURES / "my_domain" / "docs.jsonl"
+SAMPLE = REPO / "recipes" / "examples" / "articles.jsonl"
 
 
-def test_template_validates(monkeypatch):
+@pytest.mark.parametrize("offline", [False, True], ids=["online", "offline"])
+def test_template_validates_from_anywhere_without_my_docs(offline, tmp_path, monkeypatch):
+    """Unset, MY_DOCS falls back to the sample beside the recipe, found from any working
+    directory; offline, the CPU defaults need nothing outside the installed packages."""
     require_recipe_extras(REPO / "recipes" / "my_domain.yaml")
     for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(flag, raising=False)
-    monkeypatch.setenv("MY_DOCS", str(DOCS))
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("MY_DOCS", raising=False)
+    monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["validate", "my_domain"])
     assert result.exit_code == 0, result.output
+    loaded = parse_recipe(find_recipe("my_domain"))
+    assert resolve_path(loaded.recipe.sources[0].path, loaded.base_dir) == SAMPLE
+    assert preflight(loaded, network=False) == []
+
+
+def test_shipped_sample_is_forty_ordinary_english_articles():
+    rows = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 40 and len({r["id"] for r in rows}) == 40
+    assert all(300 <= len(r["text"].split()) <= 1500 for r in rows)
+    assert SAMPLE.stat().st_size < 300_000
+    assert "ODC-By 1.0" in (SAMPLE.parent / "PROVENANCE.md").read_text(encoding="utf-8")
 
 
 def test_template_builds_offline_with_the_cpu_choices(fake_openai, tmp_path, monkeypatch):

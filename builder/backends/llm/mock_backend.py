@@ -24,30 +24,26 @@ from builder.backends.llm.mock_prompts import (STOPWORDS, Sentence, between, con
 
 MOCK_NAME = "build-bench mock LLM"
 _THIRDS = {"first": 0, "middle": 1, "final": 2}
-# A question restates the gist of its sentence, as a searcher who half-remembers it would ask.
+# A question restates a clause of its sentence, as a searcher who half-remembers it would ask.
 _QUESTION_FORMS = (
-    ("fact lookup", "What is known about how {clause}?"),
     ("verification", "Is it true that {clause}?"),
-    ("explanation", "What does it mean that {clause}?"),
+    ("explanation", "Why is it that {clause}?"),
+    ("source lookup", "Where can I read that {clause}?"),
 )
 _MAX_CLAUSE_WORDS = 18
 _APOLOGY = re.compile(r"^\s*(i'm sorry|i am sorry|sorry|i cannot|i can't|as an ai)\b", re.I)
 
 
 def _clause(sentence: str) -> str | None:
-    """The sentence's opening words, up to a comma near the cut when a long one must be
-    cut, without the final stop; None when it is too short to ask about."""
-    tokens = sentence.split()
-    if len(content_words(sentence)) < 3:
+    """The sentence's richest clause (most content words; split at , ; :), at most
+    `_MAX_CLAUSE_WORDS` words, without its closing punctuation; None when too thin."""
+    clauses = [c.strip() for c in re.split(r"[,;:]\s", sentence) if c.strip()]
+    best = max(clauses, key=lambda c: len(content_words(c)))
+    if len(content_words(best)) < 4:
         return None
-    if len(tokens) > _MAX_CLAUSE_WORDS:
-        tokens = tokens[:_MAX_CLAUSE_WORDS]
-        commas = [i for i, t in enumerate(tokens) if t.endswith(",") and i >= 6]
-        if commas:
-            tokens = tokens[: commas[-1] + 1]
-    first = tokens[0]
-    if first.lower() in STOPWORDS:  # "The council ..." reads "that the council ..."
-        tokens[0] = first[0].lower() + first[1:]
+    tokens = best.split()[:_MAX_CLAUSE_WORDS]
+    if tokens[0].lower() in STOPWORDS:  # "The council ..." reads "that the council ..."
+        tokens[0] = tokens[0][0].lower() + tokens[0][1:]
     return " ".join(tokens).rstrip(" ,;:.!?。！？\"'”’)")
 
 
