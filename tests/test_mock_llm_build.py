@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from builder.cli import app
@@ -22,6 +23,7 @@ RECIPE = REPO / "recipes" / "my_domain.yaml"
 SHORT_ARTICLES = FIXTURES / "my_domain" / "short_articles.jsonl"
 
 
+@pytest.mark.timeout(600)  # about a minute alone; a busy shared CPU can triple that
 def test_my_domain_builds_offline_with_the_mock_llm_and_push_refuses_it(tmp_path):
     require_recipe_extras(RECIPE)
     env = {**os.environ, "MY_DOCS": str(SHORT_ARTICLES), "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
