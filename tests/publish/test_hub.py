@@ -144,3 +144,21 @@ def test_no_token_means_no_push(hub, folder, monkeypatch):
     with pytest.raises(PushError, match="no Hugging Face token"):
         push(folder, REPO, tag="v0.1.0", console=quiet())
     assert hub.requests == []
+
+
+def test_a_mock_built_folder_is_refused_unless_allowed(hub, tmp_path):
+    mock_stats = {**mini_run_stats(), "mock_llm": True}
+    folder = write_beir(mini_bench(), tmp_path / "mock", stats=mock_stats)
+    publish_outputs(mini_bench(), folder, mock_stats, None)
+    assert "Built with the mock LLM" in (folder / "README.md").read_text(encoding="utf-8")
+    with pytest.raises(PushError, match="mock LLM"):
+        push(folder, REPO, console=quiet())
+    app = typer.Typer()
+    app.command()(push_command)
+    refused = CliRunner().invoke(app, [str(folder), "--repo", REPO, "--dry-run"])
+    assert refused.exit_code == 2 and "--allow-mock" in refused.output
+    assert hub.requests == []
+
+    forced = CliRunner().invoke(app, [str(folder), "--repo", REPO, "--allow-mock"])
+    assert forced.exit_code == 0, forced.output
+    assert json.loads(hub.repos[REPO].commits[0]["files"]["stats.json"])["mock_llm"] is True
