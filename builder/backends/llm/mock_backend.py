@@ -206,8 +206,7 @@ class MockLLMBackend:
         if text is None:
             return ChatResponse.failed("the mock LLM answers only build-bench's own prompts (prompts/*.j2); "
                                        "this request matches none of them")
-        prompt_words = sum(len(m["content"].split()) for m in request.messages)
-        return ChatResponse(text, None, False, prompt_words, len(text.split()), source=MOCK_NAME)
+        return ChatResponse(text, None, False, source=MOCK_NAME)  # no tokens: nothing was spent
 
     def close(self) -> None:
         return None
