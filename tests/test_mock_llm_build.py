@@ -32,6 +32,7 @@ def test_my_domain_builds_offline_with_the_mock_llm_and_push_refuses_it(tmp_path
     built = subprocess.run([*command, str(RECIPE), "--mock-llm", "--limit", "30"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr[-3000:]
+    assert "built with the mock LLM" in " ".join(built.stderr.split())
 
     out = tmp_path / "out" / "my_domain-mock"  # beside, never over, a real build's out/my_domain
     queries = (out / "queries.jsonl").read_text(encoding="utf-8").splitlines()
@@ -57,3 +58,16 @@ def test_a_real_build_never_resumes_from_a_mock_builds_checkpoints(tmp_path, mon
     real = Runner(loaded, RunOptions(run_root=tmp_path))
     mock = Runner(loaded, RunOptions(run_root=tmp_path, mock_llm=True))
     assert real.run_dir != mock.run_dir
+
+
+def test_a_recipes_push_is_skipped_for_a_mock_build(tmp_path, monkeypatch):
+    # No token and no Hub: a push attempt would fail the build.
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    args = ["build", "quickstart", "--out", str(tmp_path / "out"), "--run-dir", str(tmp_path / "runs"),
+            "--set", "push={repo: someone/bench}", "--mock-llm"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "built with the mock LLM" in said and "not pushed to someone/bench" in said
+    assert json.loads((tmp_path / "out" / "stats.json").read_text(encoding="utf-8"))["mock_llm"] is True

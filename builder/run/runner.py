@@ -139,8 +139,11 @@ class Runner:
                                        "nothing written", highlight=False)
             finally:
                 self.close()
-        if self.recipe.push is not None and self.options.mock_llm:
-            self._notice(f"not pushed to {self.recipe.push.repo}: built with the mock LLM")
+        if self.options.mock_llm:
+            self._notice(f"{out_dir}: built with the mock LLM (answers made from the documents' own sentences), "
+                         "to try the recipe; rebuild without --mock-llm for a real benchmark")
+            if self.recipe.push is not None:
+                self._notice(f"not pushed to {self.recipe.push.repo}: built with the mock LLM")
         elif self.recipe.push is not None:
             cfg = self.recipe.push
             push(out_dir, cfg.repo, private=cfg.private, tag=cfg.tag, console=self.console)
