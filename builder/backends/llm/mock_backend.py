@@ -41,7 +41,7 @@ def _clause(sentence: str) -> str | None:
     best = max(clauses, key=lambda c: len(content_words(c)))
     if len(content_words(best)) < 4:
         return None
-    tokens = best.split()[:_MAX_CLAUSE_WORDS]
+    tokens = best.lstrip("\"'“‘(").split()[:_MAX_CLAUSE_WORDS]
     if tokens[0].lower() in STOPWORDS:  # "The council ..." reads "that the council ..."
         tokens[0] = tokens[0][0].lower() + tokens[0][1:]
     return " ".join(tokens).rstrip(" ,;:.!?。！？\"'”’)")
