@@ -69,5 +69,5 @@ def test_push_of_a_card_without_a_licence_fails_clearly(tmp_path):
     card = (folder / "README.md").read_text(encoding="utf-8")
     assert "license: unknown" in card and "No licence is declared" in card
     with pytest.raises(PushError, match="declares no licence .*set card.license in the recipe"):
-        push(Path(shutil.copytree(folder, tmp_path / "copy")), "org/bench", dry_run=True,
+        push(Path(shutil.copytree(folder, tmp_path / "copy")), "org/bench",
              console=Console(file=open("/dev/null", "w")))  # noqa: SIM115
