@@ -40,14 +40,15 @@ def test_summary_prints_stage_warnings_and_large_removals(tmp_path):
                           queries_in=0, queries_out=0, queries_dropped=0)
     generated = StageRecord(stage="02_generate_queries", docs_in=36, docs_out=36, queries_in=0,
                             queries_added=10, queries_out=4, queries_dropped=6)
-    assert run_warnings([sampled, generated, fn]) == [
+    contrast = StageRecord(stage="05_span_contrast", docs_in=12, docs_out=12, docs_dropped=0, queries_in=34,
+                           queries_out=10, queries_dropped=24)
+    assert run_warnings([sampled, generated, fn, contrast]) == [
         "02_generate_queries removed 60% of the queries it had (6 of 10)",
-        "04_false_negatives: removed 79% of the documents",
-        "04_false_negatives removed 79% of the documents it had (46 of 58)",
-        "04_false_negatives removed 78% of the queries it had (124 of 158)",
+        "04_false_negatives: removed 79% of the documents",  # its own warning, at its own threshold
+        "05_span_contrast removed 71% of the queries it had (24 of 34)",
     ]
     console = Console(record=True, width=400)
-    print_run_summary(console, RunResult(Bench.of(), Path("out"), tmp_path, [sampled, generated, fn]))
+    print_run_summary(console, RunResult(Bench.of(), Path("out"), tmp_path, [sampled, generated, fn, contrast]))
     text = console.export_text()
-    assert "warning: 04_false_negatives removed 79% of the documents it had (46 of 58)" in text
+    assert "warning: 05_span_contrast removed 71% of the queries it had (24 of 34)" in text
     assert "0→4 (+10 new)" in text

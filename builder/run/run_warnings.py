@@ -22,12 +22,14 @@ def skew(kept: dict | None) -> float | None:
     return 100 * (max(shares) - min(shares)) if len(shares) > 1 else None
 
 
-def _removes_by_design(label: str) -> bool:
+def _checks_removals(label: str) -> bool:
+    """Whether the runner's large-removal check applies: not to sampling stages, nor to
+    stages that warn about their removals themselves."""
     from builder.publish.citations import stage_base_name
     from builder.stages import STAGES
 
     cls = STAGES.get(stage_base_name(label))
-    return bool(cls is not None and cls.removes_by_design)
+    return cls is None or not (cls.removes_by_design or cls.warns_on_removals)
 
 
 def stage_warnings(record: StageRecord) -> list[str]:
@@ -37,7 +39,7 @@ def stage_warnings(record: StageRecord) -> list[str]:
     if gap is not None and gap > SKEW_POINTS:
         out.append(f"{record.stage} kept position thirds unevenly ({gap:.0f} points apart): "
                    "check the scorers' max_length and beyond_window")
-    if not _removes_by_design(record.stage):
+    if _checks_removals(record.stage):
         for kind, got, added, dropped in (
                 ("documents", record.docs_in, record.docs_added, record.docs_dropped),
                 ("queries", record.queries_in, record.queries_added, record.queries_dropped)):

@@ -77,6 +77,7 @@ class FalseNegatives(QueryFilter):
     params: FalseNegativeParams
 
     prompt_variables = GRADE_VARIABLES
+    warns_on_removals = True  # above warn_above
 
     def problems(self, recipe: Any) -> list[tuple[str, str]]:
         p = self.params
