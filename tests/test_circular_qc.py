@@ -60,3 +60,17 @@ def test_only_retrievers_that_are_a_qc_scorer_are_named():
     notes = circular_notes(specs, scorers)
     assert sorted(notes) == ["flag:BAAI/bge-m3", "rerank:bm25+flag:BAAI/bge-reranker-v2-m3", "st:/models/BAAI/bge-m3"]
     assert "05_span_contrast judged with m3" in notes["rerank:bm25+flag:BAAI/bge-reranker-v2-m3"][0]
+
+
+def test_a_folder_below_the_build_finds_its_stage_records(tmp_path):
+    from builder.evaluation.circular import recorded_scorers
+
+    stages = [{"stage": "06_false_negatives", "qc_scorers": [{"name": "bm25", "backend": "bm25", "model": None}]}]
+    (tmp_path / "fra-Latn").mkdir()
+    (tmp_path / "fra-Latn" / "stats.json").write_text(json.dumps({"language": "fra-Latn", "stages": stages}))
+    (tmp_path / "posir" / "fra-Latn" / "general").mkdir(parents=True)
+    (tmp_path / "stats.json").write_text(json.dumps({"qc_scorers": [{"stage": "06_false_negatives", "name": "x",
+                                                                     "backend": "bm25", "model": None}]}))
+    assert recorded_scorers(tmp_path / "fra-Latn") == [
+        {"stage": "06_false_negatives", "name": "bm25", "backend": "bm25", "model": None}]
+    assert [s["name"] for s in recorded_scorers(tmp_path / "posir" / "fra-Latn" / "general")] == ["x"]

@@ -15,16 +15,27 @@ from typing import Any
 from builder.evaluation.retrievers import RetrieverSpec
 
 
+_LEVELS_UP = 3  # posir/<lang>/<domain>/ sits three levels below the build's stats.json
+
+
 def recorded_scorers(folder: Path) -> list[dict[str, Any]]:
-    """The QC scorers a build wrote into its stats.json; none for a folder without one."""
-    path = Path(folder) / "stats.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    if not isinstance(data, dict):
-        return []
-    return [s for s in data.get("qc_scorers") or [] if isinstance(s, dict)]
+    """The QC scorers a build recorded in the nearest stats.json at or above `folder`
+    (a per-language folder keeps the stage records; the build's root also lists them)."""
+    folder = Path(folder).resolve()
+    for place in [folder, *folder.parents][: _LEVELS_UP + 1]:
+        try:
+            data = json.loads((place / "stats.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict):
+            return []
+        if "qc_scorers" in data:
+            found = data["qc_scorers"] or []
+        else:
+            found = [{"stage": s.get("stage"), **q} for s in data.get("stages") or [] if isinstance(s, dict)
+                     for q in s.get("qc_scorers") or [] if isinstance(q, dict)]
+        return [s for s in found if isinstance(s, dict)]
+    return []
 
 
 def _model_key(model: str) -> str:

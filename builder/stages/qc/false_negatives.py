@@ -174,8 +174,8 @@ class FalseNegatives(QueryFilter):
     def _remove_documents(self, bench: Bench, flagged: list[dict[str, Any]], ctx: StageContext,
                           verdicts: Verdicts) -> None:
         _save(flagged, ctx, votes=None)
-        live = bench.queries["doc_id"].to_list()
-        docs = removed_documents(((r["positive"], r["doc_id"]) for r in flagged), live,
+        positives = bench.queries["doc_id"].to_list()
+        docs = removed_documents(((r["positive"], r["doc_id"]) for r in flagged), positives,
                                  bench.corpus["doc_id"].to_list())
         ctx.stats["false_negative_flagged_docs"] = len({r["doc_id"] for r in flagged})
         ctx.stats["false_negative_docs"] = len(docs)
