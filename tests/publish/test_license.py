@@ -6,8 +6,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+import typer
 from rich.console import Console
+from typer.testing import CliRunner
 
+from builder.publish.cli import push_command
 from builder.publish.hub import PushError, push
 from builder.publish.licenses import card_license
 from builder.recipe.model import parse_recipe
@@ -71,3 +74,8 @@ def test_push_of_a_card_without_a_licence_fails_clearly(tmp_path):
     with pytest.raises(PushError, match="declares no licence .*set card.license in the recipe"):
         push(Path(shutil.copytree(folder, tmp_path / "copy")), "org/bench",
              console=Console(file=open("/dev/null", "w")))  # noqa: SIM115
+    app = typer.Typer()
+    app.command()(push_command)
+    result = CliRunner().invoke(app, [str(folder), "--repo", "org/bench"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "declares no licence (license: unknown); set card.license" in " ".join(result.output.split())
