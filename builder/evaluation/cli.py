@@ -36,6 +36,7 @@ def eval_command(
         "--cache-dir", help="Retrieval runs, per dataset and retriever (default: DIR/.eval_cache).")] = None,
 ) -> None:
     """Score retrievers on a built benchmark: nDCG@10 and Recall@100 by position, PSI, length buckets."""
+    from builder.evaluation.circular import add_circular_notes
     from builder.evaluation.data import EvalError, load_eval_data
     from builder.evaluation.evaluate import evaluate
     from builder.evaluation.positions import DEFINITIONS
@@ -61,11 +62,17 @@ def eval_command(
     except EvalError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from None
+    notes = add_circular_notes(report, specs, folder)
     out_dir = out or folder / "eval"
     path = write_json(report, out_dir)
     picture = plot(report, out_dir)
     if json_out:
         typer.echo(json.dumps(report, indent=2))
-        return
-    print_report(console, report)
-    console.print(f"wrote {path}" + (f" and {picture}" if picture else ""))
+    else:
+        print_report(console, report)
+    shown = err if json_out else console  # stdout carries nothing but the JSON
+    for label, lines in notes.items():
+        for line in lines:
+            shown.print(f"[yellow]warning: {escape(label)}: {escape(line)}[/]", highlight=False)
+    if not json_out:
+        console.print(f"wrote {path}" + (f" and {picture}" if picture else ""))

@@ -46,6 +46,8 @@ def hub(monkeypatch):
 def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = write_beir(mini_bench(), tmp_path_factory.mktemp("hub") / "mini", stats=mini_run_stats())
     publish_outputs(mini_bench(), folder, mini_run_stats(), None)
+    card = folder / "README.md"
+    card.write_text(card.read_text(encoding="utf-8").replace("license: unknown", "license: mit", 1), encoding="utf-8")
     return folder
 
 
