@@ -26,6 +26,31 @@ def _f(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _fig(figure: dict | None, digits: int = 3) -> str:
+    """A figure with its interval: `0.812 [0.700, 0.901]`; a PSI on a small group gets `*`."""
+    if not figure or figure.get("value") is None:
+        return "-"
+    text = f"{figure['value']:.{digits}f}"
+    if figure.get("ci_low") is not None:
+        text += f" [{figure['ci_low']:.{digits}f}, {figure['ci_high']:.{digits}f}]"
+    return text + ("*" if figure.get("small") else "")
+
+
+def _n(group: dict) -> str:
+    return f"{group['n']}*" if group.get("small") and group["n"] else str(group["n"])
+
+
+def definitions_line(report: dict) -> str:
+    """The definitions every figure follows, printed under the tables."""
+    d = report["definitions"]
+    i = d["intervals"]
+    averaging = "mean of position-bin means (PosIR)" if d["length_averaging"] == "bins" else "mean over queries"
+    return (f"positions: {d['positions']} (anchor: span {d['anchor']}, {N_BINS} bins {d['bins']}); "
+            f"length buckets: {averaging}; [ ] {i['confidence']:.0%} {i['method']} ({i['resamples']} resamples, "
+            f"seed {i['seed']}); * fewer than {i['min_group']} queries (small), or a PSI whose min or max "
+            "group is small")
+
+
 def print_report(console: Console, report: dict) -> None:
     runs = report["retrievers"]
     groupings = report["dataset"]["groupings"]
@@ -37,6 +62,7 @@ def print_report(console: Console, report: dict) -> None:
     if any(r["length_buckets"] for r in runs.values()):
         console.print(_length_table(runs))
     console.print(_window_table(runs, groupings[0] if groupings else None))
+    console.print(definitions_line(report), highlight=False)
 
 
 def _summary(runs: dict, groupings: list[str]) -> Table:
@@ -45,8 +71,8 @@ def _summary(runs: dict, groupings: list[str]) -> Table:
                 "slope", "Spearman", "run"):
         table.add_column(col, justify="left" if col == "retriever" else "right")
     for label, r in runs.items():
-        psis = [f"{_f(r['groupings'][g]['psi'], 3)}" + _empties(r["groupings"][g]) for g in groupings]
-        table.add_row(label, str(r["overall"]["n"]), _f(r["overall"][NDCG]), _f(r["overall"][RECALL]), *psis,
+        psis = [_fig(r["groupings"][g]["psi"]) + _empties(r["groupings"][g]) for g in groupings]
+        table.add_row(label, str(r["overall"]["n"]), _fig(r["overall"][NDCG]), _fig(r["overall"][RECALL]), *psis,
                       _f(r["trend"]["slope"], 3), _f(r["trend"]["spearman"], 3),
                       "cached" if r["cached"] else f"{r['seconds']:.1f}s")
     return table
@@ -64,9 +90,9 @@ def _grouping_table(runs: dict, grouping: str) -> Table:
         table.add_column(label, justify="right")
     first = next(iter(runs.values()))["groupings"][grouping]["groups"]
     for i, group in enumerate(first):
-        cells = [_f(r["groupings"][grouping]["groups"][i][NDCG]) for r in runs.values()]
-        table.add_row(str(group["group"]), str(group["n"]), *cells)
-    table.add_row("PSI", "", *[_f(r["groupings"][grouping]["psi"], 3) for r in runs.values()], style="bold")
+        cells = [_fig(r["groupings"][grouping]["groups"][i][NDCG]) for r in runs.values()]
+        table.add_row(str(group["group"]), _n(group), *cells)
+    table.add_row("PSI", "", *[_fig(r["groupings"][grouping]["psi"]) for r in runs.values()], style="bold")
     return table
 
 
@@ -81,9 +107,9 @@ def _bins_table(runs: dict) -> Table:
     first = next(iter(runs.values()))["relative_bins"]["groups"]
     for i, group in enumerate(first):
         k = group["group"]
-        cells = [_f(r["relative_bins"]["groups"][i][NDCG]) for r in runs.values()]
-        table.add_row(f"{k / N_BINS:.2f}-{(k + 1) / N_BINS:.2f}", str(group["n"]), *cells)
-    table.add_row("PSI", "", *[_f(r["relative_bins"]["psi"], 3) for r in runs.values()], style="bold")
+        cells = [_fig(r["relative_bins"]["groups"][i][NDCG]) for r in runs.values()]
+        table.add_row(f"{k / N_BINS:.2f}-{(k + 1) / N_BINS:.2f}", _n(group), *cells)
+    table.add_row("PSI", "", *[_fig(r["relative_bins"]["psi"]) for r in runs.values()], style="bold")
     return table
 
 
@@ -95,9 +121,9 @@ def _length_table(runs: dict) -> Table:
         table.add_column(label, justify="right")
     buckets = next(iter(runs.values()))["length_buckets"]
     for bucket, stats in buckets.items():
-        cells = [f"{_f(r['length_buckets'][bucket][NDCG])} / {_f(r['length_buckets'][bucket]['psi_bins'], 3)}"
+        cells = [f"{_fig(r['length_buckets'][bucket][NDCG])} / {_fig(r['length_buckets'][bucket]['psi_bins'])}"
                  for r in runs.values()]
-        table.add_row(f"{bucket} ({stats['empty_bins']} empty bins)", str(stats["n"]), *cells)
+        table.add_row(f"{bucket} ({stats['empty_bins']} empty bins)", _n(stats), *cells)
     return table
 
 
@@ -111,10 +137,10 @@ def _window_table(runs: dict, grouping: str | None) -> Table:
     for label, r in runs.items():
         t = r["truncation"]
         q = t["queries"]
-        visible_psi = [_f(t.get("visible_only", r["groupings"])[grouping]["psi"], 3)] if grouping else []
+        visible_psi = [_fig(t.get("visible_only", r["groupings"])[grouping]["psi"])] if grouping else []
         table.add_row(label, str(t["max_length"] or "none"), f"{t['positive_docs_over_limit']}/{t['positive_docs']}",
-                      str(q["visible"]["n"]), _f(q["visible"][NDCG]), *visible_psi, str(q["beyond"]["n"]),
-                      _f(q["beyond"][NDCG]), str(q["unknown"]["n"]))
+                      str(q["visible"]["n"]), _fig(q["visible"].get(NDCG)), *visible_psi, str(q["beyond"]["n"]),
+                      _fig(q["beyond"].get(NDCG)), str(q["unknown"]["n"]))
     return table
 
 
@@ -132,11 +158,22 @@ def plot(report: dict, out_dir: Path) -> Path | None:
     if not runs or not (use_bins or groupings):
         return None
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for label, r in runs.items():
+    min_group = report["definitions"]["intervals"]["min_group"]
+    for shift, (label, r) in enumerate(runs.items()):
         groups = r["relative_bins"]["groups"] if use_bins else r["groupings"][groupings[0]]["groups"]
-        xs = [(g["group"] + 0.5) / N_BINS if use_bins else i for i, g in enumerate(groups)]
-        ys = [float("nan") if g[NDCG] is None else g[NDCG] for g in groups]
-        ax.plot(xs, ys, marker="o", label=label)
+        # Retrievers side by side within a group, so their intervals do not hide each other.
+        offset = (shift - (len(runs) - 1) / 2) * (0.006 if use_bins else 0.06)
+        xs = [((g["group"] + 0.5) / N_BINS if use_bins else i) + offset for i, g in enumerate(groups)]
+        ys, low, high = (_series(groups, key) for key in ("value", "ci_low", "ci_high"))
+        errors = [[max(y - lo, 0.0) for y, lo in zip(ys, low)], [max(hi - y, 0.0) for y, hi in zip(ys, high)]]
+        line = ax.errorbar(xs, ys, yerr=errors, marker="o", capsize=2, label=label)
+        small = [(x, y) for x, y, g in zip(xs, ys, groups) if g["small"] and g["n"]]
+        if small:
+            # Hollow markers: fewer queries than the minimum group size.
+            ax.plot(*zip(*small), linestyle="none", marker="o", markersize=9, markerfacecolor="white",
+                    markeredgecolor=line[0].get_color())
+    ax.set_title(f"nDCG@10, {report['definitions']['intervals']['confidence']:.0%} bootstrap intervals; "
+                 f"hollow: fewer than {min_group} queries", fontsize="small")
     if use_bins:
         ax.set_xlabel(f"relative position of the evidence ({N_BINS} bins)")
         ax.set_xlim(0, 1)
@@ -152,3 +189,8 @@ def plot(report: dict, out_dir: Path) -> Path | None:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def _series(groups: list[dict], key: str) -> list[float]:
+    values = [g[NDCG][key] for g in groups]
+    return [float("nan") if v is None else v for v in values]

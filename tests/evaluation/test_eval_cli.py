@@ -52,8 +52,9 @@ def test_bm25_writes_report_plot_and_cache(built: Path, tmp_path: Path):
     assert report["dataset"]["queries"] == 16 and report["dataset"]["docs"] == 16
     bm25 = report["retrievers"]["bm25"]
     # Every fact uses words found in no other document, so BM25 ranks each positive first.
-    assert bm25["overall"] == {"n": 16, "ndcg@10": 1.0, "recall@100": 1.0}
-    assert bm25["groupings"]["position_tag"]["psi"] == 0.0
+    perfect = {"value": 1.0, "n": 16, "ci_low": 1.0, "ci_high": 1.0}  # every query scores 1: no spread
+    assert bm25["overall"] == {"n": 16, "ndcg@10": perfect, "recall@100": perfect}
+    assert bm25["groupings"]["position_tag"]["psi"]["value"] == 0.0
     assert [g["n"] for g in bm25["groupings"]["char_bucket"]["groups"]] == [6, 3, 2, 2, 3]
     assert bm25["groupings"]["position_bin"]["empty_groups"] == 14
     assert list(bm25["length_buckets"]) == ["Q1", "Q2", "Q3", "Q4"]
@@ -72,7 +73,7 @@ def test_plain_beir_folder_gives_the_same_scores(built: Path, tmp_path: Path):
     result = _eval(str(plain), "-r", "bm25", "--json")
     report = json.loads(result.stdout)
     assert report["dataset"]["groupings"] == GROUPINGS
-    assert report["retrievers"]["bm25"]["overall"]["ndcg@10"] == 1.0
+    assert report["retrievers"]["bm25"]["overall"]["ndcg@10"]["value"] == 1.0
     assert (plain / "eval" / "eval.json").is_file() and (plain / ".eval_cache").is_dir()
 
 
@@ -140,6 +141,6 @@ def test_minilm_next_to_cached_bm25(built: Path, tmp_path: Path, monkeypatch: py
     # Evidence at the very start is always visible; the split keeps positions apart.
     assert "visible_only" in minilm["truncation"]
     for grouping in GROUPINGS:
-        assert minilm["groupings"][grouping]["psi"] is not None
-    assert 0.0 < minilm["overall"]["ndcg@10"] <= 1.0
+        assert minilm["groupings"][grouping]["psi"]["value"] is not None
+    assert 0.0 < minilm["overall"]["ndcg@10"]["value"] <= 1.0
     assert (out / "ndcg_by_position.png").stat().st_size > 1000
