@@ -16,8 +16,10 @@ from builder.evaluation.data import EvalData
 from builder.evaluation.figures import Averaging, Figures
 from builder.evaluation.intervals import BootstrapSettings
 from builder.evaluation.metrics import NDCG, per_query_scores, position_trend, with_relative_bins
+from builder.evaluation.probes import colder_report, probe_pairs
 from builder.evaluation.retrievers import RerankerFactory, Retrieval, RetrieverSpec, get_scorer, rerank
 from builder.evaluation.search import first_stage
+from builder.evaluation.significance import compare_retrievers
 
 TOP_K = 100
 Log = Callable[[str], None]
@@ -73,16 +75,37 @@ def evaluate(data: EvalData, specs: list[RetrieverSpec], cache_dir: Path, batch_
     """The whole report (the content of eval.json) for every retriever."""
     cache = RunCache(cache_dir, data.fingerprint)
     averaging = averaging or default_averaging(data)
-    report = {"dataset": _describe(data), "definitions": definitions(data, bootstrap, averaging), "retrievers": {}}
+    report: dict = {"dataset": _describe(data), "definitions": definitions(data, bootstrap, averaging),
+                    "retrievers": {}}
+    pairs = probe_pairs(data)
+    per_query = {}
     for spec in specs:
         started = time.perf_counter()
         log(f"retrieving with {spec.label}")
         retrieval, cached = retrieve(spec, data, cache, batch_size, rerankers)
-        section = analyze(data, retrieval, bootstrap, averaging)
+        per_query[spec.label] = scores_of(data, retrieval)
+        section = analyze(data, retrieval, bootstrap, averaging, per_query[spec.label])
+        if pairs is not None:
+            log(f"{spec.label}: scoring {pairs.height} ColDeR probe pairs")
+            section["probes"] = colder_report(spec, data, pairs, batch_size, rerankers)
+        # Notes about this retriever's figures (e.g. a quality-control stage that used it).
+        section["notes"] = []
         section.update(cached=cached, seconds=round(time.perf_counter() - started, 2))
         report["retrievers"][spec.label] = section
         log(f"{spec.label}: nDCG@10 {section['overall'][NDCG]['value']:.4f}" + (" (cached run)" if cached else ""))
+    if len(per_query) > 1:
+        report["comparisons"] = compare_retrievers(per_query, compared_partitions(data, per_query), bootstrap)
     return report
+
+
+def compared_partitions(data: EvalData, per_query: dict[str, pl.DataFrame]) -> list[str]:
+    """The position groups two retrievers are tested on: the dataset's groupings, and the
+    20 relative bins where the dataset has no bins of its own."""
+    groupings = data.groupings()
+    scores = next(iter(per_query.values()))
+    if "position_bin" not in groupings and scores["rel_bin"].null_count() < scores.height:
+        groupings.append("rel_bin")
+    return groupings
 
 
 def default_averaging(data: EvalData) -> Averaging:
@@ -117,8 +140,9 @@ def scores_of(data: EvalData, retrieval: Retrieval) -> pl.DataFrame:
 
 
 def analyze(data: EvalData, retrieval: Retrieval, bootstrap: BootstrapSettings = BootstrapSettings(),
-            averaging: Averaging | None = None) -> dict:
-    scores = scores_of(data, retrieval)
+            averaging: Averaging | None = None, scores: pl.DataFrame | None = None) -> dict:
+    """One retriever's figures; `scores` are its per-query scores where already computed."""
+    scores = scores_of(data, retrieval) if scores is None else scores
     figures = Figures(scores, data.groupings(), bootstrap)
     return {
         "overall": figures.overall(),

@@ -55,6 +55,9 @@ def print_report(console: Console, report: dict) -> None:
     runs = report["retrievers"]
     groupings = report["dataset"]["groupings"]
     console.print(_summary(runs, groupings))
+    for label, r in runs.items():
+        for note in r.get("notes", []):
+            console.print(f"note on {label}: {note}", highlight=False)
     for grouping in groupings:
         console.print(_grouping_table(runs, grouping))
     if "position_bin" not in groupings and all(r["relative_bins"] for r in runs.values()):
@@ -62,6 +65,10 @@ def print_report(console: Console, report: dict) -> None:
     if any(r["length_buckets"] for r in runs.values()):
         console.print(_length_table(runs))
     console.print(_window_table(runs, groupings[0] if groupings else None))
+    for comparison in report.get("comparisons", []):
+        console.print(_comparison_table(comparison))
+    if any(r.get("probes") for r in runs.values()):
+        console.print(_probes_table(runs))
     console.print(definitions_line(report), highlight=False)
 
 
@@ -141,6 +148,43 @@ def _window_table(runs: dict, grouping: str | None) -> Table:
         table.add_row(label, str(t["max_length"] or "none"), f"{t['positive_docs_over_limit']}/{t['positive_docs']}",
                       str(q["visible"]["n"]), _fig(q["visible"].get(NDCG)), *visible_psi, str(q["beyond"]["n"]),
                       _fig(q["beyond"].get(NDCG)), str(q["unknown"]["n"]))
+    return table
+
+
+def _p(value: float | None) -> str:
+    return "-" if value is None else (f"{value:.3f}" if value >= 0.001 else f"{value:.1e}")
+
+
+def _signed(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:+.{digits}f}"
+
+
+def _comparison_table(comparison: dict) -> Table:
+    """A paired test of two retrievers' nDCG@10, overall and in every position group."""
+    title = f"paired test: {comparison['a']} vs {comparison['b']}, nDCG@10 difference (A - B)"
+    table = Table(title=title, title_justify="left", caption=comparison["test"], caption_justify="left")
+    for col in ("grouping", "group", "queries", "A - B", "p"):
+        table.add_column(col, justify="left" if col in ("grouping", "group") else "right")
+    overall = comparison["overall"]
+    table.add_row("overall", "", str(overall["n"]), _signed(overall["mean_difference"]), _p(overall["p"]))
+    for grouping, rows in comparison["groupings"].items():
+        for row in rows:
+            table.add_row(_NAMES.get(grouping, grouping), str(row["group"]), _n(row), _signed(row["mean_difference"]),
+                          _p(row["p"]))
+    return table
+
+
+def _probes_table(runs: dict) -> Table:
+    """ColDeR's paired t-tests of retriever scores per probe, in the paper's direction."""
+    table = Table(title="ColDeR probes: paired t-test of retriever scores (scipy.stats.ttest_rel)",
+                  title_justify="left", caption="positive t: the first document of the difference scores higher",
+                  caption_justify="left")
+    for col in ("retriever", "probe", "difference", "pairs", "mean diff", "t", "p", "Cohen's d", "first higher"):
+        table.add_column(col, justify="left" if col in ("retriever", "probe", "difference") else "right")
+    for label, r in runs.items():
+        for row in r.get("probes", []):
+            table.add_row(label, row["setting"], row["difference"], str(row["n"]), _signed(row["mean_difference"]),
+                          _f(row["t"], 2), _p(row["p"]), _f(row["cohens_d"], 2), f"{row['share_first_higher']:.0%}")
     return table
 
 
