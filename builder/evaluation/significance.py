@@ -27,8 +27,9 @@ def paired_randomization(a: np.ndarray, b: np.ndarray, settings: BootstrapSettin
     if n == 0:
         return {"n": 0, "mean_difference": None, "p": None}
     difference = float(np.mean(a - b))
-    if np.all(a == b):
-        return {"n": n, "mean_difference": 0.0, "p": 1.0}  # every flip gives the same statistic
+    if n == 1 or np.all(a == b):
+        # One query: both signs are as extreme as the observed one; no differences: nothing to flip.
+        return {"n": n, "mean_difference": difference, "p": 1.0}
     result = stats.permutation_test(
         (a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples", vectorized=True,
         n_resamples=settings.resamples, alternative="two-sided", rng=np.random.default_rng(settings.seed))

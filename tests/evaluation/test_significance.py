@@ -27,6 +27,7 @@ def test_randomization_p_on_a_hand_case():
     assert result == {"n": 3, "mean_difference": 2.0, "p": pytest.approx(0.25)}
     assert paired_randomization(np.ones(4), np.ones(4), BootstrapSettings())["p"] == 1.0
     assert paired_randomization(np.array([]), np.array([]), BootstrapSettings())["p"] is None
+    assert paired_randomization(np.array([0.5]), np.array([0.0]), BootstrapSettings())["p"] == 1.0
 
 
 def test_compare_retrievers_per_group_pairs_queries_by_id():
