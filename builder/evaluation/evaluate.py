@@ -87,7 +87,8 @@ def evaluate(data: EvalData, specs: list[RetrieverSpec], cache_dir: Path, batch_
         section = analyze(data, retrieval, bootstrap, averaging, per_query[spec.label])
         if pairs is not None:
             log(f"{spec.label}: scoring {pairs.height} ColDeR probe pairs")
-            section["probes"] = colder_report(spec, data, pairs, batch_size, rerankers)
+            section["probes"] = colder_report(spec, data, pairs, batch_size, rerankers,
+                                              cache.path(spec).with_suffix(".probes.json"))
         # Notes about this retriever's figures (e.g. a quality-control stage that used it).
         section["notes"] = []
         section.update(cached=cached, seconds=round(time.perf_counter() - started, 2))

@@ -12,12 +12,15 @@ d for paired samples (mean difference / standard deviation of the differences).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 from scipy import stats
 
+from builder.atomic import write_text_atomic
 from builder.evaluation.data import EvalData, EvalError
 from builder.evaluation.retrievers import RerankerFactory, RetrieverSpec, document_inputs, get_scorer
 
@@ -77,8 +80,8 @@ def paired_t(first: np.ndarray, second: np.ndarray) -> dict:
     out: dict = {"n": n, "mean_difference": float(difference.mean()) if n else None,
                  "t": None, "p": None, "cohens_d": None}
     spread = float(difference.std(ddof=1)) if n > 1 else 0.0
-    if n < 2 or spread == 0.0:
-        return out  # no spread: t and d are undefined
+    if n < 2 or spread <= 1e-12 * max(1.0, float(np.abs(difference).max())):
+        return out  # no spread beyond rounding: t and d are undefined
     result = stats.ttest_rel(first, second)
     return {**out, "t": float(result.statistic), "p": float(result.pvalue),
             "cohens_d": float(difference.mean() / spread)}
@@ -106,9 +109,30 @@ def probe_tests(scored: pl.DataFrame, variants: Mapping[str, str]) -> list[dict]
 
 
 def colder_report(spec: RetrieverSpec, data: EvalData, pairs: pl.DataFrame, batch_size: int = 32,
-                  rerankers: Mapping[str, RerankerFactory] | None = None) -> list[dict]:
-    """The probe tests of one retriever on a ColDeR build."""
-    return probe_tests(probe_scores(pairs, data, pair_scorer(spec, data, batch_size, rerankers)), _variants(data))
+                  rerankers: Mapping[str, RerankerFactory] | None = None, cache_file: Path | None = None) -> list[dict]:
+    """The probe tests of one retriever on a ColDeR build; the pair scores are kept in
+    `cache_file` and reused while the pairs stay the same."""
+    scored = _cached(cache_file, pairs)
+    if scored is None:
+        scored = probe_scores(pairs, data, pair_scorer(spec, data, batch_size, rerankers))
+        if cache_file is not None:
+            keep = {"pairs": pairs.select("query_id", "doc_a", "doc_b").rows(),
+                    "score_a": scored["score_a"].to_list(), "score_b": scored["score_b"].to_list()}
+            write_text_atomic(cache_file, json.dumps(keep))
+    return probe_tests(scored, _variants(data))
+
+
+def _cached(cache_file: Path | None, pairs: pl.DataFrame) -> pl.DataFrame | None:
+    if cache_file is None or not cache_file.is_file():
+        return None
+    try:
+        kept = json.loads(cache_file.read_text(encoding="utf-8"))
+        if [tuple(p) for p in kept["pairs"]] != pairs.select("query_id", "doc_a", "doc_b").rows():
+            return None
+        return pairs.with_columns(pl.Series("score_a", kept["score_a"], dtype=pl.Float64),
+                                  pl.Series("score_b", kept["score_b"], dtype=pl.Float64))
+    except (ValueError, TypeError, KeyError):
+        return None  # a damaged cache file is recomputed, not trusted
 
 
 def _variants(data: EvalData) -> dict[str, str]:

@@ -97,6 +97,13 @@ def test_eval_runs_the_probe_tests_and_compares_retrievers(tmp_path: Path):
         if probe["n"] > 1 and np.any(first != second):
             assert probe["t"] == pytest.approx(stats.ttest_rel(first, second).statistic)
             assert probe["p"] == pytest.approx(stats.ttest_rel(first, second).pvalue)
+    # The pair scores are cached with the run: a second eval does not score again.
+    def refuse(name):
+        raise AssertionError("the probe pairs were scored again")
+
+    again = evaluate(data, specs, tmp_path / "cache", rerankers={"length": refuse},
+                     bootstrap=BootstrapSettings(resamples=100))
+    assert again["retrievers"]["rerank:bm25+length"]["probes"] == probes
     (comparison,) = report["comparisons"]
     assert (comparison["a"], comparison["b"]) == ("bm25", "rerank:bm25+length")
     assert list(comparison["groupings"]) == ["setting", "variant", "rel_bin"]
