@@ -144,3 +144,42 @@ def test_minilm_next_to_cached_bm25(built: Path, tmp_path: Path, monkeypatch: py
         assert minilm["groupings"][grouping]["psi"]["value"] is not None
     assert 0.0 < minilm["overall"]["ndcg@10"]["value"] <= 1.0
     assert (out / "ndcg_by_position.png").stat().st_size > 1000
+
+
+def _figures(node):
+    """Every figure (a dict with a `value`) anywhere in the report."""
+    if isinstance(node, dict):
+        if "value" in node:
+            yield node
+        for child in node.values():
+            yield from _figures(child)
+    elif isinstance(node, list):
+        for child in node:
+            yield from _figures(child)
+
+
+def test_json_figures_carry_n_and_interval_and_small_groups_are_marked(built: Path, tmp_path: Path):
+    result = _eval(str(built), "-r", "bm25", "--json", "--min-group", "3", "--resamples", "50", "--seed", "4",
+                   "--anchor", "midpoint", "--length-averaging", "bins", "--out", str(tmp_path / "o"))
+    report = json.loads(result.stdout)
+    figures = list(_figures(report["retrievers"]))
+    assert len(figures) > 50 and all({"n", "ci_low", "ci_high"} <= set(f) for f in figures)
+    buckets = report["retrievers"]["bm25"]["groupings"]["char_bucket"]["groups"]
+    assert [(g["n"], g["small"]) for g in buckets] == [(6, False), (3, False), (2, True), (2, True), (3, False)]
+    assert report["definitions"] == {
+        "positions": "native", "anchor": "midpoint", "bins": "left-closed", "length_averaging": "bins",
+        "intervals": {"method": "paired percentile bootstrap over queries", "resamples": 50, "seed": 4,
+                      "confidence": 0.95, "min_group": 3}}
+
+
+def test_definitions_are_printed_with_the_tables(built: Path, tmp_path: Path):
+    shown = " ".join(_eval(str(built), "-r", "bm25", "--out", str(tmp_path / "o")).stdout.split())
+    assert "positions: native (anchor: span start, 20 bins left-closed); length buckets: mean over queries" in shown
+    assert "[ ] 95% paired percentile bootstrap over queries (1000 resamples, seed 0)" in shown
+    assert "1.000 [1.000, 1.000]" in shown
+
+
+def test_unknown_anchor_or_averaging_exits_2(built: Path):
+    for option, value in (("--anchor", "end"), ("--length-averaging", "median")):
+        result = CliRunner().invoke(app, ["eval", str(built), "-r", "bm25", option, value])
+        assert result.exit_code == 2 and f"{option} '{value}': expected one of" in result.output

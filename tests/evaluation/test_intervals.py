@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 from scipy import stats
 
+from builder.bench import SPAN_DTYPE
 from builder.evaluation.data import load_eval_data
 from builder.evaluation.evaluate import analyze
 from builder.evaluation.figures import Figures
@@ -97,3 +98,17 @@ def test_anchor_moves_queries_between_bins(tmp_path):
         assert data.anchor == anchor
     assert occupied == {"midpoint": [0, 1, 10, 18], "start": [0, 1, 9, 17]}
     assert load_eval_data(folder).anchor == "midpoint"  # PosIR's own choice for its layout
+
+
+def test_native_anchor_recomputes_rel_pos_and_the_dataset_bins(tmp_path):
+    # One 100-character document, evidence at [0, 100) in it: start 0 -> bin 0; midpoint 50 -> 0.5 -> bin 10.
+    folder = tmp_path / "built"
+    folder.mkdir()
+    pl.DataFrame({"doc_id": ["d1"], "title": [""], "text": ["y" * 100]}).write_parquet(folder / "corpus.parquet")
+    spans = pl.Series("spans", [[{"start": 0, "end": 100, "method": "exact", "score": 1.0}]], dtype=SPAN_DTYPE)
+    pl.DataFrame({"query_id": ["q1"], "text": ["y"], "doc_id": ["d1"], "rel_pos": [0.0], "position_bin": [0]}) \
+        .with_columns(spans).write_parquet(folder / "queries.parquet")
+    pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "score": [1]}).write_parquet(folder / "qrels.parquet")
+    start, midpoint = load_eval_data(folder), load_eval_data(folder, anchor="midpoint")
+    assert (start.anchor, start.queries["rel_pos"][0], start.queries["position_bin"][0]) == ("start", 0.0, 0)
+    assert (midpoint.queries["rel_pos"][0], midpoint.queries["position_bin"][0]) == (0.5, 10)
