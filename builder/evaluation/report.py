@@ -210,12 +210,14 @@ def plot(report: dict, out_dir: Path) -> Path | None:
         xs = [((g["group"] + 0.5) / N_BINS if use_bins else i) + offset for i, g in enumerate(groups)]
         ys, low, high = (_series(groups, key) for key in ("value", "ci_low", "ci_high"))
         errors = [[max(y - lo, 0.0) for y, lo in zip(ys, low)], [max(hi - y, 0.0) for y, hi in zip(ys, high)]]
-        line = ax.errorbar(xs, ys, yerr=errors, marker="o", capsize=2, label=label)
-        small = [(x, y) for x, y, g in zip(xs, ys, groups) if g["small"] and g["n"]]
-        if small:
-            # Hollow markers: fewer queries than the minimum group size.
-            ax.plot(*zip(*small), linestyle="none", marker="o", markersize=9, markerfacecolor="white",
-                    markeredgecolor=line[0].get_color())
+        line = ax.errorbar(xs, ys, yerr=errors, capsize=2, label=label)
+        color = line[0].get_color()
+        for small, face in ((False, color), (True, "white")):
+            # Hollow markers: groups with fewer queries than the minimum group size.
+            points = [(x, y) for x, y, g in zip(xs, ys, groups) if g["n"] and g["small"] == small]
+            if points:
+                ax.plot(*zip(*points), linestyle="none", marker="o", markerfacecolor=face, markeredgecolor=color,
+                        zorder=3)
     ax.set_title(f"nDCG@10, {report['definitions']['intervals']['confidence']:.0%} bootstrap intervals; "
                  f"hollow: fewer than {min_group} queries", fontsize="small")
     if use_bins:
