@@ -80,4 +80,5 @@ def add_circular_notes(report: dict[str, Any], specs: list[RetrieverSpec], folde
     notes = circular_notes(specs, recorded_scorers(folder))
     for label, section in report["retrievers"].items():
         section["circular_qc"] = notes.get(label, [])
+        section.setdefault("notes", []).extend(section["circular_qc"])
     return notes

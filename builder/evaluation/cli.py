@@ -87,9 +87,9 @@ def eval_command(
         typer.echo(json.dumps(report, indent=2))
     else:
         print_report(console, report)
-    shown = err if json_out else console  # stdout carries nothing but the JSON
-    for label, lines in notes.items():
-        for line in lines:
-            shown.print(f"[yellow]warning: {escape(label)}: {escape(line)}[/]", highlight=False)
+    if json_out:  # the table prints each retriever's notes; beside JSON they go to stderr
+        for label, lines in notes.items():
+            for line in lines:
+                err.print(f"[yellow]warning: {escape(label)}: {escape(line)}[/]", highlight=False)
     if not json_out:
         console.print(f"wrote {path}" + (f" and {picture}" if picture else ""))

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from builder.evaluation.metrics import N_BINS, NDCG, RECALL
@@ -57,7 +58,7 @@ def print_report(console: Console, report: dict) -> None:
     console.print(_summary(runs, groupings))
     for label, r in runs.items():
         for note in r.get("notes", []):
-            console.print(f"note on {label}: {note}", highlight=False)
+            console.print(f"[yellow]warning: {escape(label)}: {escape(note)}[/]", highlight=False)
     for grouping in groupings:
         console.print(_grouping_table(runs, grouping))
     if "position_bin" not in groupings and all(r["relative_bins"] for r in runs.values()):
