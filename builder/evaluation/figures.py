@@ -118,7 +118,9 @@ class Figures:
                 entry["bins_with_queries"], entry["empty_bins"] = int((counts > 0).sum()), int((counts == 0).sum())
             else:
                 entry["psi_bins"], entry["bins_with_queries"], entry["empty_bins"] = None, 0, N_BINS
-            if averaging == "bins" and self.has("length_bin"):
+            # Without relative positions there are no bins to average: the bucket averages queries.
+            entry["averaging"] = averaging if self.has("length_bin") else "queries"
+            if entry["averaging"] == "bins":
                 entry.update({m: self.figure(_nanmean(point[:, j]), _nanmean(resampled[..., j], axis=-1), n)
                               for j, m in enumerate(METRICS)})
             else:
