@@ -42,8 +42,8 @@ class Figures:
             width = len(self.labels["rel_bin"])
             codes["length_bin"] = np.where((bins >= 0) & (buckets >= 0), buckets * width + bins, -1)
             self.labels["length_bin"] = list(range(len(self.labels["length_bucket"]) * width))
-        if "visibility" in codes:
-            visible = scores["visibility"].to_numpy() == "visible"
+        visible = scores["visibility"].to_numpy() == "visible" if "visibility" in codes else None
+        if visible is not None and not visible.all():  # the window table shows visible-only groups
             for column in groupings:
                 codes[f"visible/{column}"] = np.where(visible, codes[column], -1)
                 self.labels[f"visible/{column}"] = self.labels[column]
