@@ -42,8 +42,8 @@ class Figures:
             width = len(self.labels["rel_bin"])
             codes["length_bin"] = np.where((bins >= 0) & (buckets >= 0), buckets * width + bins, -1)
             self.labels["length_bin"] = list(range(len(self.labels["length_bucket"]) * width))
-        if "visibility" in codes:
-            visible = scores["visibility"].to_numpy() == "visible"
+        visible = scores["visibility"].to_numpy() == "visible" if "visibility" in codes else None
+        if visible is not None and not visible.all():  # the window table shows visible-only groups
             for column in groupings:
                 codes[f"visible/{column}"] = np.where(visible, codes[column], -1)
                 self.labels[f"visible/{column}"] = self.labels[column]
@@ -118,7 +118,9 @@ class Figures:
                 entry["bins_with_queries"], entry["empty_bins"] = int((counts > 0).sum()), int((counts == 0).sum())
             else:
                 entry["psi_bins"], entry["bins_with_queries"], entry["empty_bins"] = None, 0, N_BINS
-            if averaging == "bins" and self.has("length_bin"):
+            # Without relative positions there are no bins to average: the bucket averages queries.
+            entry["averaging"] = averaging if self.has("length_bin") else "queries"
+            if entry["averaging"] == "bins":
                 entry.update({m: self.figure(_nanmean(point[:, j]), _nanmean(resampled[..., j], axis=-1), n)
                               for j, m in enumerate(METRICS)})
             else:

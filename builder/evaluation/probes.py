@@ -87,11 +87,9 @@ def paired_t(first: np.ndarray, second: np.ndarray) -> dict:
             "cohens_d": float(difference.mean() / spread)}
 
 
-def probe_tests(scored: pl.DataFrame, variants: Mapping[str, str]) -> list[dict]:
-    """One t-test per probe (per position i for the moving-evidence probe), paper's direction."""
-    scored = scored.with_columns(
-        pl.col("doc_a").replace_strict(variants, default=None).alias("variant_a"),
-        pl.col("doc_b").replace_strict(variants, default=None).alias("variant_b"))
+def probe_tests(scored: pl.DataFrame) -> list[dict]:
+    """One t-test per probe (per position i for the moving-evidence probe), paper's direction;
+    `scored` names each pair's documents by their role in it (variant_a, variant_b)."""
     out = []
     keys = scored.select("setting", "variant_a", "variant_b").unique(maintain_order=True).sort(
         "setting", "variant_b", maintain_order=True)
@@ -119,7 +117,7 @@ def colder_report(spec: RetrieverSpec, data: EvalData, pairs: pl.DataFrame, batc
             keep = {"pairs": pairs.select("query_id", "doc_a", "doc_b").rows(),
                     "score_a": scored["score_a"].to_list(), "score_b": scored["score_b"].to_list()}
             write_text_atomic(cache_file, json.dumps(keep))
-    return probe_tests(scored, _variants(data))
+    return probe_tests(with_roles(scored, data))
 
 
 def _cached(cache_file: Path | None, pairs: pl.DataFrame) -> pl.DataFrame | None:
@@ -135,10 +133,27 @@ def _cached(cache_file: Path | None, pairs: pl.DataFrame) -> pl.DataFrame | None
         return None  # a damaged cache file is recomputed, not trusted
 
 
-def _variants(data: EvalData) -> dict[str, str]:
-    """Each document's variant name (pos01, evidence_first, ...), from the folder's corpus."""
+def with_roles(pairs: pl.DataFrame, data: EvalData) -> pl.DataFrame:
+    """`variant_a` and `variant_b`: the role of each document in its query's pair (pos01,
+    evidence_first, ...). A build names a probe document `<query id>-<variant>`; where two
+    documents had the same text one was kept for both and lists the other's id in
+    `same_text_ids`, so the role is read from the id made for this query, and from the
+    kept document's own variant where no id says more."""
     path = data.folder / "corpus.parquet"
     if not path.is_file():
         raise EvalError(f"{data.folder}: {PAIRS_FILE} needs corpus.parquet with a variant column")
-    corpus = pl.read_parquet(path, columns=["doc_id", "variant"])
-    return dict(zip(corpus["doc_id"].cast(pl.Utf8), corpus["variant"].cast(pl.Utf8)))
+    columns = [c for c in ("doc_id", "variant", "same_text_ids") if c in pl.read_parquet_schema(path)]
+    corpus = pl.read_parquet(path, columns=columns)
+    variant = dict(zip(corpus["doc_id"].cast(pl.Utf8), corpus["variant"].cast(pl.Utf8)))
+    aliases = dict(zip(corpus["doc_id"].to_list(), corpus["same_text_ids"].to_list())) \
+        if "same_text_ids" in columns else {}
+
+    def role(query: str, doc: str) -> str | None:
+        for original in [doc, *(aliases.get(doc) or [])]:
+            if original.startswith(f"{query}-"):
+                return original[len(query) + 1:]
+        return variant.get(doc)
+
+    rows = pairs.select("query_id", "doc_a", "doc_b").rows()
+    return pairs.with_columns(pl.Series("variant_a", [role(q, a) for q, a, _ in rows], dtype=pl.Utf8),
+                              pl.Series("variant_b", [role(q, b) for q, _, b in rows], dtype=pl.Utf8))

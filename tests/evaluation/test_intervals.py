@@ -84,6 +84,8 @@ def test_length_bucket_averaging_over_queries_or_bin_means():
     assert figures.length_buckets("queries")["Q1"]["ndcg@10"]["value"] == 0.75
     assert figures.length_buckets("bins")["Q1"]["ndcg@10"]["value"] == 0.5
     assert figures.length_buckets("bins")["Q1"]["n"] == 4
+    no_bins = Figures(_scores([1.0, 0.0], length_bucket=["Q1", "Q1"]), [], BootstrapSettings(resamples=10))
+    assert no_bins.length_buckets("bins")["Q1"]["averaging"] == "queries"  # nothing to average by bin
 
 
 def test_anchor_moves_queries_between_bins(tmp_path):

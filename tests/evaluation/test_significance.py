@@ -14,7 +14,8 @@ from scipy import stats
 from builder.evaluation.data import load_eval_data
 from builder.evaluation.evaluate import evaluate
 from builder.evaluation.intervals import BootstrapSettings
-from builder.evaluation.probes import paired_t, probe_tests
+from builder.evaluation.data import EvalData
+from builder.evaluation.probes import paired_t, probe_tests, with_roles
 from builder.evaluation.retrievers import parse_spec
 from builder.evaluation.significance import compare_retrievers, paired_randomization
 from tests.evaluation.test_every_kind_of_set import probe_like
@@ -59,13 +60,26 @@ def test_probe_direction_follows_the_paper():
     rows = {"query_id": ["q1", "q2", "q3"] * 2, "setting": ["position_i"] * 3 + ["brevity"] * 3,
             "doc_a": ["a1", "a2", "a3", "s1", "s2", "s3"], "doc_b": ["b1", "b2", "b3", "l1", "l2", "l3"],
             "score_a": [3.0, 4.0, 5.0] * 2, "score_b": [1.0, 3.0, 2.0] * 2}
-    variants = {**{f"a{i}": "pos01" for i in (1, 2, 3)}, **{f"b{i}": "pos04" for i in (1, 2, 3)},
-                **{f"s{i}": "evidence_only" for i in (1, 2, 3)}, **{f"l{i}": "evidence_and_rest" for i in (1, 2, 3)}}
-    brevity, moving = probe_tests(pl.DataFrame(rows), variants)
+    variants = {"variant_a": ["pos01"] * 3 + ["evidence_only"] * 3, "variant_b": ["pos04"] * 3 + ["evidence_and_rest"] * 3}
+    brevity, moving = probe_tests(pl.DataFrame({**rows, **variants}))
     assert moving["difference"] == "R(pos04) - R(pos01)"
     assert moving["t"] == pytest.approx(-2 * math.sqrt(3)) and moving["share_first_higher"] == 0.0
     assert brevity["difference"] == "R(evidence_only) - R(evidence_and_rest)"
     assert brevity["t"] == pytest.approx(2 * math.sqrt(3)) and brevity["cohens_d"] == 2.0
+
+
+def test_a_shared_document_takes_its_role_from_the_id_made_for_the_query(tmp_path: Path):
+    # q1's answer-present document had the same text as q1's evidence-first one of another
+    # setting; the build kept "q2-evidence_first" for both and lists q1's id under it.
+    pl.DataFrame({"doc_id": ["q2-evidence_first", "q1-answer_absent"],
+                  "variant": ["evidence_first", "answer_absent"],
+                  "same_text_ids": [["q1-answer_present"], []]}).write_parquet(tmp_path / "corpus.parquet")
+    data = EvalData(tmp_path, "f" * 64, pl.DataFrame(), pl.DataFrame(), {}, 0)
+    pairs = pl.DataFrame({"query_id": ["q1", "q2"], "doc_a": ["q2-evidence_first", "q2-evidence_first"],
+                          "doc_b": ["q1-answer_absent", "elsewhere"]})
+    roles = with_roles(pairs, data)
+    assert roles.select("variant_a", "variant_b").rows() == [("answer_present", "answer_absent"),
+                                                             ("evidence_first", None)]
 
 
 def test_eval_runs_the_probe_tests_and_compares_retrievers(tmp_path: Path):
