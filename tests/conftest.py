@@ -60,7 +60,13 @@ def require_recipe_extras(recipe: Path) -> None:
 
     from builder.backends.rerankers import RerankerConfig, missing_extra
 
-    declared = (yaml.safe_load(recipe.read_text(encoding="utf-8")) or {}).get("rerankers") or {}
+    from builder.recipe.preflight import model_problem
+
+    raw = yaml.safe_load(recipe.read_text(encoding="utf-8")) or {}
+    tokenizer = (raw.get("tokenizer") or {}).get("name") or ""
+    if tokenizer.startswith("pkg:") and (hint := model_problem(tokenizer, "tokenizer", network=False)):
+        pytest.skip(f"{recipe.name}: {hint}")
+    declared = raw.get("rerankers") or {}
     for name, entry in declared.items():
         hint = missing_extra(TypeAdapter(RerankerConfig).validate_python(entry))
         if hint:

@@ -65,6 +65,8 @@ def test_eval_figures_are_not_cut(built: tuple[Path, str], tmp_path: Path) -> No
     bm25 = json.loads((tmp_path / "eval" / "eval.json").read_text())["retrievers"]["bm25"]
     for figure in (bm25["trend"]["slope"], bm25["trend"]["spearman"]):
         assert f"{figure:.3f}" in done.stdout
+    overall = bm25["overall"]["ndcg@10"]
+    assert f"{overall['value']:.3f} [{overall['ci_low']:.3f}, {overall['ci_high']:.3f}]" in done.stdout
 
 
 @pytest.mark.parametrize("env", [NARROW, UNSET], ids=["COLUMNS=80", "COLUMNS unset"])

@@ -29,3 +29,26 @@ def test_summary_shows_kept_by_third_and_warns_on_skew(tmp_path):
     assert "beginning 3/3 (100%) · middle 2/3 (67%) · end 1/3 (33%)" in text
     assert "02_span_contrast kept position thirds unevenly (67 points apart)" in text
     assert "01_generate_queries kept" not in text
+
+
+def test_summary_prints_stage_warnings_and_large_removals(tmp_path):
+    from builder.run.run_warnings import run_warnings
+
+    fn = StageRecord(stage="04_false_negatives", docs_in=58, docs_out=12, docs_dropped=46, queries_in=158,
+                     queries_out=34, queries_dropped=124, warnings=["removed 79% of the documents"])
+    sampled = StageRecord(stage="01_sample_by_length", docs_in=79, docs_out=36, docs_dropped=43,
+                          queries_in=0, queries_out=0, queries_dropped=0)
+    generated = StageRecord(stage="02_generate_queries", docs_in=36, docs_out=36, queries_in=0,
+                            queries_added=10, queries_out=4, queries_dropped=6)
+    contrast = StageRecord(stage="05_span_contrast", docs_in=12, docs_out=12, docs_dropped=0, queries_in=34,
+                           queries_out=10, queries_dropped=24)
+    assert run_warnings([sampled, generated, fn, contrast]) == [
+        "02_generate_queries removed 60% of the queries it had (6 of 10)",
+        "04_false_negatives: removed 79% of the documents",  # its own warning, at its own threshold
+        "05_span_contrast removed 71% of the queries it had (24 of 34)",
+    ]
+    console = Console(record=True, width=400)
+    print_run_summary(console, RunResult(Bench.of(), Path("out"), tmp_path, [sampled, generated, fn, contrast]))
+    text = console.export_text()
+    assert "warning: 05_span_contrast removed 71% of the queries it had (24 of 34)" in text
+    assert "0→4 (+10 new)" in text

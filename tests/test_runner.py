@@ -93,3 +93,21 @@ def test_missing_local_file_is_one_clear_line(write_recipe):
     assert result.exit_code == 2
     assert f"{path}:2: sources.0.path: input not found: nowhere.jsonl" in result.output
     assert "Traceback" not in result.output
+
+
+def test_rows_made_and_dropped_at_once_are_counted_as_added():
+    # A generation stage: two queries made, a failed call's placeholder made and dropped.
+    before = Bench.of(pl.DataFrame({"doc_id": ["a"], "text": ["x"]}))
+    made = pl.DataFrame({"query_id": ["q1", "q2", "call-3"], "text": ["?", "?", None], "doc_id": ["a"] * 3})
+    grown = before.replace(queries=made, qrels=made.select("query_id", "doc_id", pl.lit(1).alias("score")))
+    after = grown.drop_queries({"call-3": "llm_call_failed"}, "02_generate_queries")
+    record = check_invariants(before, after, STAGE, "02_generate_queries")
+    assert (record.queries_in, record.queries_added, record.queries_out, record.queries_dropped) == (0, 3, 2, 1)
+    assert record.queries_in + record.queries_added == record.queries_out + record.queries_dropped
+
+
+def test_a_row_dropped_but_still_present_is_refused():
+    before = _bench()
+    drops = pl.DataFrame({"stage": ["01_x"], "kind": ["doc"], "id": ["a"], "reason": ["gone"]})
+    with pytest.raises(InvariantError, match="dropped and kept"):
+        check_invariants(before, before.replace(drops=drops), STAGE, "01_x")

@@ -34,11 +34,25 @@ def eval_command(
         "PosIR-layout folder, native otherwise.")] = None,
     cache_dir: Annotated[Path | None, typer.Option(
         "--cache-dir", help="Retrieval runs, per dataset and retriever (default: DIR/.eval_cache).")] = None,
+    anchor: Annotated[str | None, typer.Option(
+        "--anchor", help="The point of the evidence span that sets its position: start or midpoint "
+        "(default: midpoint under posir, start under native).")] = None,
+    length_averaging: Annotated[str | None, typer.Option(
+        "--length-averaging", help="A length bucket's figure: queries (mean over its queries) or bins (mean "
+        "of its position-bin means, PosIR's way; the default under posir).")] = None,
+    resamples: Annotated[int, typer.Option(
+        "--resamples", min=1, help="Bootstrap resamples for the 95% intervals and paired tests.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap and the permutation tests.")] = 0,
+    min_group: Annotated[int, typer.Option(
+        "--min-group", min=1, help="Groups with fewer queries are marked small.")] = 30,
 ) -> None:
     """Score retrievers on a built benchmark: nDCG@10 and Recall@100 by position, PSI, length buckets."""
+    from builder.evaluation.circular import add_circular_notes
     from builder.evaluation.data import EvalError, load_eval_data
     from builder.evaluation.evaluate import evaluate
-    from builder.evaluation.positions import DEFINITIONS
+    from builder.evaluation.figures import AVERAGINGS
+    from builder.evaluation.intervals import BootstrapSettings
+    from builder.evaluation.positions import ANCHORS, DEFINITIONS
     from builder.evaluation.report import plot, print_report, write_json
     from builder.evaluation.rerankers import reranker_factories
     from builder.evaluation.retrievers import parse_spec
@@ -48,24 +62,34 @@ def eval_command(
     err, console = console_for(stderr=True), console_for()
     set_console(err)
     defaults = {"max_length": max_length, "query_prefix": query_prefix, "doc_prefix": doc_prefix}
-    if positions is not None and positions not in DEFINITIONS:
-        err.print(f"[red]error:[/] --positions {escape(positions)!r}: expected one of {', '.join(DEFINITIONS)}",
-                  highlight=False)
-        raise typer.Exit(2)
+    for option, value, allowed in (("--positions", positions, DEFINITIONS), ("--anchor", anchor, ANCHORS),
+                                   ("--length-averaging", length_averaging, AVERAGINGS)):
+        if value is not None and value not in allowed:
+            err.print(f"[red]error:[/] {option} {escape(value)!r}: expected one of {', '.join(allowed)}",
+                      highlight=False)
+            raise typer.Exit(2)
+    bootstrap = BootstrapSettings(resamples=resamples, seed=seed, min_group=min_group)
     try:
         specs = [parse_spec(text, defaults) for text in retrievers]
-        data = load_eval_data(folder, positions)  # type: ignore[arg-type]
+        data = load_eval_data(folder, positions, anchor)  # type: ignore[arg-type]
         factories = reranker_factories(data, [s.reranker for s in specs if s.reranker])
         report = evaluate(data, specs, cache_dir or folder / ".eval_cache", batch_size,
-                          rerankers=factories, log=lambda line: err.print(line, highlight=False))
+                          rerankers=factories, log=lambda line: err.print(line, highlight=False),
+                          bootstrap=bootstrap, averaging=length_averaging)  # type: ignore[arg-type]
     except EvalError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from None
+    notes = add_circular_notes(report, specs, folder)
     out_dir = out or folder / "eval"
     path = write_json(report, out_dir)
     picture = plot(report, out_dir)
     if json_out:
         typer.echo(json.dumps(report, indent=2))
-        return
-    print_report(console, report)
-    console.print(f"wrote {path}" + (f" and {picture}" if picture else ""))
+    else:
+        print_report(console, report)
+    if json_out:  # the table prints each retriever's notes; beside JSON they go to stderr
+        for label, lines in notes.items():
+            for line in lines:
+                err.print(f"[yellow]warning: {escape(label)}: {escape(line)}[/]", highlight=False)
+    if not json_out:
+        console.print(f"wrote {path}" + (f" and {picture}" if picture else ""))

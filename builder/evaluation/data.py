@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
-from builder.evaluation.positions import Definition, apply_posir
+from builder.evaluation.positions import DEFAULT_ANCHOR, Anchor, Definition, apply_native, apply_posir
 
 # Position groupings a dataset may carry, in the order the report shows them.
 GROUPINGS = ("setting", "variant", "char_bucket", "position_tag", "position_bin")
@@ -41,14 +41,15 @@ class EvalData:
     qrels: dict[str, dict[str, int]]
     unjudged_queries: int  # queries with no relevant document, left out of every figure
     positions: Definition = "native"  # how rel_pos, bins and length buckets were defined
+    anchor: Anchor = "start"  # the point of a span that rel_pos places
 
     def groupings(self) -> list[str]:
         return [g for g in GROUPINGS if g in self.queries.columns and self.queries[g].null_count() < self.queries.height]
 
 
-def load_eval_data(folder: Path, positions: Definition | None = None) -> EvalData:
+def load_eval_data(folder: Path, positions: Definition | None = None, anchor: Anchor | None = None) -> EvalData:
     """`positions` picks the position definitions; by default PosIR's for a PosIR-layout
-    folder and the dataset's own otherwise."""
+    folder and the dataset's own otherwise. `anchor` defaults to that definition's."""
     folder = Path(folder)
     if not folder.is_dir():
         raise EvalError(f"{folder} is not a folder")
@@ -81,7 +82,7 @@ def load_eval_data(folder: Path, positions: Definition | None = None) -> EvalDat
     _check_ids(corpus, "doc_id", "corpus")
     _check_ids(queries, "query_id", "queries")
     judged = _judgements(qrels, corpus)
-    queries = _prepare_queries(queries, judged, corpus, definition, doc_tokens)
+    queries = _prepare_queries(queries, judged, corpus, definition, doc_tokens, anchor)
     if variants is not None:
         queries = _with_variant(queries, variants)
     kept = queries.filter(pl.col("query_id").is_in(list(judged)))
@@ -91,7 +92,7 @@ def load_eval_data(folder: Path, positions: Definition | None = None) -> EvalDat
     return EvalData(
         folder=folder, fingerprint=_fingerprint(files), corpus=corpus, queries=kept,
         qrels={q: judged[q] for q in kept["query_id"]}, unjudged_queries=queries.height - kept.height,
-        positions=definition,
+        positions=definition, anchor=anchor or DEFAULT_ANCHOR[definition],
     )
 
 
@@ -161,7 +162,8 @@ def _judgements(qrels: pl.DataFrame, corpus: pl.DataFrame) -> dict[str, dict[str
 
 
 def _prepare_queries(queries: pl.DataFrame, judged: dict[str, dict[str, int]], corpus: pl.DataFrame,
-                     definition: Definition = "native", doc_tokens: pl.DataFrame | None = None) -> pl.DataFrame:
+                     definition: Definition = "native", doc_tokens: pl.DataFrame | None = None,
+                     anchor: Anchor | None = None) -> pl.DataFrame:
     queries = queries.select([c for c in _KEEP if c in queries.columns])
     best = {q: max(docs, key=docs.__getitem__) for q, docs in judged.items()}
     fallback = pl.col("query_id").replace_strict(best, default=None, return_dtype=pl.Utf8)
@@ -176,18 +178,17 @@ def _prepare_queries(queries: pl.DataFrame, judged: dict[str, dict[str, int]], c
         first = (pl.col("rel_pos") * pl.col("_doc_chars")).floor()
     else:
         first = pl.lit(None)
-    derived = [first.cast(pl.Int64).alias("evidence_start")]
-    if "rel_pos" not in queries.columns and starts is not None:
-        derived.append((starts.list.mean() / pl.col("_doc_chars")).clip(0.0, 1.0).alias("rel_pos"))
-    queries = queries.with_columns(derived)
-    if definition == "posir":
+    queries = queries.with_columns(first.cast(pl.Int64).alias("evidence_start"))
+    if definition == "native":
+        queries = apply_native(queries, pl.col("_doc_chars"), anchor or DEFAULT_ANCHOR["native"], anchor is not None)
+    else:
         tokens = None
         if "pos_token_length" in queries.columns:
             tokens = pl.col("pos_token_length")
         if doc_tokens is not None:
             queries = queries.join(doc_tokens, on="doc_id", how="left")
             tokens = pl.col("_doc_tokens") if tokens is None else pl.coalesce(tokens, pl.col("_doc_tokens"))
-        queries = apply_posir(queries, pl.col("_doc_chars"), tokens)
+        queries = apply_posir(queries, pl.col("_doc_chars"), tokens, anchor or DEFAULT_ANCHOR["posir"])
     return queries.drop("_doc_chars", "_doc_tokens", "spans", "pos_char_span", "pos_token_length", strict=False)
 
 

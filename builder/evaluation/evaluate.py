@@ -13,20 +13,15 @@ import polars as pl
 
 from builder.atomic import write_text_atomic
 from builder.evaluation.data import EvalData
-from builder.evaluation.metrics import (
-    NDCG,
-    by_length_bucket,
-    grouped,
-    means,
-    per_query_scores,
-    position_trend,
-    with_relative_bins,
-)
+from builder.evaluation.figures import Averaging, Figures
+from builder.evaluation.intervals import BootstrapSettings
+from builder.evaluation.metrics import NDCG, per_query_scores, position_trend, with_relative_bins
+from builder.evaluation.probes import colder_report, probe_pairs
 from builder.evaluation.retrievers import RerankerFactory, Retrieval, RetrieverSpec, get_scorer, rerank
 from builder.evaluation.search import first_stage
+from builder.evaluation.significance import compare_retrievers
 
 TOP_K = 100
-VISIBILITY = ("visible", "beyond", "unknown")
 Log = Callable[[str], None]
 # Bumped whenever a retriever's output changes for the same settings, so older cached runs
 # are not reused; 2: BM25 and dense search through builder.backends.retrievers.
@@ -75,19 +70,57 @@ def retrieve(spec: RetrieverSpec, data: EvalData, cache: RunCache, batch_size: i
 
 
 def evaluate(data: EvalData, specs: list[RetrieverSpec], cache_dir: Path, batch_size: int = 32,
-             rerankers: Mapping[str, RerankerFactory] | None = None, log: Log = lambda _: None) -> dict:
+             rerankers: Mapping[str, RerankerFactory] | None = None, log: Log = lambda _: None,
+             bootstrap: BootstrapSettings = BootstrapSettings(), averaging: Averaging | None = None) -> dict:
     """The whole report (the content of eval.json) for every retriever."""
     cache = RunCache(cache_dir, data.fingerprint)
-    report = {"dataset": _describe(data), "retrievers": {}}
+    averaging = averaging or default_averaging(data)
+    report: dict = {"dataset": _describe(data), "definitions": definitions(data, bootstrap, averaging),
+                    "retrievers": {}}
+    pairs = probe_pairs(data)
+    per_query = {}
     for spec in specs:
         started = time.perf_counter()
         log(f"retrieving with {spec.label}")
         retrieval, cached = retrieve(spec, data, cache, batch_size, rerankers)
-        section = analyze(data, retrieval)
+        per_query[spec.label] = scores_of(data, retrieval)
+        section = analyze(data, retrieval, bootstrap, averaging, per_query[spec.label])
+        if pairs is not None:
+            log(f"{spec.label}: scoring {pairs.height} ColDeR probe pairs")
+            section["probes"] = colder_report(spec, data, pairs, batch_size, rerankers,
+                                              cache.path(spec).with_suffix(".probes.json"))
+        # Notes about this retriever's figures (e.g. a quality-control stage that used it).
+        section["notes"] = []
         section.update(cached=cached, seconds=round(time.perf_counter() - started, 2))
         report["retrievers"][spec.label] = section
-        log(f"{spec.label}: nDCG@10 {section['overall'][NDCG]:.4f}" + (" (cached run)" if cached else ""))
+        log(f"{spec.label}: nDCG@10 {section['overall'][NDCG]['value']:.4f}" + (" (cached run)" if cached else ""))
+    if len(per_query) > 1:
+        report["comparisons"] = compare_retrievers(per_query, compared_partitions(data, per_query), bootstrap)
     return report
+
+
+def compared_partitions(data: EvalData, per_query: dict[str, pl.DataFrame]) -> list[str]:
+    """The position groups two retrievers are tested on: the dataset's groupings, and the
+    20 relative bins where the dataset has no bins of its own."""
+    groupings = data.groupings()
+    scores = next(iter(per_query.values()))
+    if "position_bin" not in groupings and scores["rel_bin"].null_count() < scores.height:
+        groupings.append("rel_bin")
+    return groupings
+
+
+def default_averaging(data: EvalData) -> Averaging:
+    """PosIR averages a length bucket's bin means; build-bench's own figures average queries."""
+    return "bins" if data.positions == "posir" else "queries"
+
+
+def definitions(data: EvalData, bootstrap: BootstrapSettings, averaging: Averaging) -> dict:
+    """How every figure was defined, named next to the figures."""
+    return {
+        "positions": data.positions, "anchor": data.anchor,
+        "bins": "right-closed (PosIR)" if data.positions == "posir" else "left-closed",
+        "length_averaging": averaging, "intervals": bootstrap.describe(),
+    }
 
 
 def _describe(data: EvalData) -> dict:
@@ -101,17 +134,24 @@ def _describe(data: EvalData) -> dict:
     }
 
 
-def analyze(data: EvalData, retrieval: Retrieval) -> dict:
+def scores_of(data: EvalData, retrieval: Retrieval) -> pl.DataFrame:
+    """Per-query scores with the query's position groups, relative bin and visibility."""
     scores = per_query_scores(data.qrels, retrieval.run).join(data.queries, on="query_id", how="left")
-    scores = with_relative_bins(scores, data.positions).with_columns(visibility(data, retrieval).alias("visibility"))
-    has_bins = scores["rel_bin"].null_count() < scores.height
+    return with_relative_bins(scores, data.positions).with_columns(visibility(data, retrieval).alias("visibility"))
+
+
+def analyze(data: EvalData, retrieval: Retrieval, bootstrap: BootstrapSettings = BootstrapSettings(),
+            averaging: Averaging | None = None, scores: pl.DataFrame | None = None) -> dict:
+    """One retriever's figures; `scores` are its per-query scores where already computed."""
+    scores = scores_of(data, retrieval) if scores is None else scores
+    figures = Figures(scores, data.groupings(), bootstrap)
     return {
-        "overall": means(scores),
-        "groupings": {g: grouped(scores, g) for g in data.groupings()},
-        "relative_bins": grouped(scores.drop_nulls("rel_bin"), "rel_bin") if has_bins else None,
-        "length_buckets": by_length_bucket(scores),
+        "overall": figures.overall(),
+        "groupings": {g: figures.grouping(g) for g in data.groupings()},
+        "relative_bins": figures.grouping("rel_bin") if figures.has("rel_bin") else None,
+        "length_buckets": figures.length_buckets(averaging or default_averaging(data)),
         "trend": position_trend(scores),
-        "truncation": _truncation(data, retrieval, scores),
+        "truncation": _truncation(data, retrieval, figures),
     }
 
 
@@ -135,17 +175,16 @@ def visibility(data: EvalData, retrieval: Retrieval) -> pl.Series:
     return pl.Series("visibility", status, dtype=pl.Utf8)
 
 
-def _truncation(data: EvalData, retrieval: Retrieval, scores: pl.DataFrame) -> dict:
+def _truncation(data: EvalData, retrieval: Retrieval, figures: Figures) -> dict:
     limit = retrieval.max_length
     over = sum(1 for n in retrieval.doc_tokens.values() if limit is not None and n > limit)
     out = {
         "max_length": limit, "tokenizer": retrieval.tokenizer,
         "positive_docs": len({d for judged in data.qrels.values() for d in judged}),
         "positive_docs_over_limit": over,
-        "queries": {v: means(scores.filter(pl.col("visibility") == v)) for v in VISIBILITY},
+        "queries": figures.visibility(),
     }
     if out["queries"]["beyond"]["n"]:
         # Position effects among queries whose evidence the model did read.
-        visible = scores.filter(pl.col("visibility") == "visible")
-        out["visible_only"] = {g: grouped(visible, g) for g in data.groupings()}
+        out["visible_only"] = {g: figures.grouping(f"visible/{g}") for g in data.groupings()}
     return out

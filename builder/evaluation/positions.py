@@ -1,14 +1,18 @@
-"""Two definitions of where a query's evidence sits, selectable in `eval`.
+"""Two definitions of where a query's evidence sits, selectable in `eval`, and the anchor.
 
-- `native`: build-bench's own fields as the dataset carries them: `rel_pos` (mean span
-  start over document characters, unless the recipe chose midpoints), 20 bins closed on
-  the left (bin k holds k/20 <= r < (k+1)/20), the dataset's `length_bucket`.
-- `posir`: PosIR's analysis. The midpoint of the evidence span (`pos_char_span`, one
+- `native`: build-bench's own fields: `rel_pos` is the mean anchor of the query's spans
+  over the document's characters (the dataset's own `rel_pos` where a query has no
+  spans), 20 bins closed on the left (bin k holds k/20 <= r < (k+1)/20), the dataset's
+  `length_bucket`. Default anchor: the span start.
+- `posir`: PosIR's analysis. The anchor of the evidence span (`pos_char_span`, one
   `[start, end]` pair; the first span where a query has several) over the document's
   character length; 20 bins closed on the right, the first including 0 (bin 0 holds
   0 <= r <= 1/20, bin k holds k/20 < r <= (k+1)/20); length buckets by the document's
-  token count, [0, 512], (512, 1024], (1024, 1536], (1536, inf). PSI is taken over the
-  bins that hold queries, as in both definitions.
+  token count, [0, 512], (512, 1024], (1024, 1536], (1536, inf). Default anchor: the
+  span midpoint, as PosIR's script takes it. PSI is taken over the bins that hold
+  queries, as in both definitions.
+
+The anchor is `start` or `midpoint` of a span; `eval --anchor` overrides the default.
 """
 
 from __future__ import annotations
@@ -18,10 +22,12 @@ from typing import Literal
 
 import polars as pl
 
-from builder.textutil.positions import length_bucket, position_bin
+from builder.textutil.positions import Anchor, length_bucket, position_bin
 
 Definition = Literal["native", "posir"]
 DEFINITIONS: tuple[Definition, ...] = ("native", "posir")
+ANCHORS: tuple[Anchor, ...] = ("start", "midpoint")
+DEFAULT_ANCHOR: dict[Definition, Anchor] = {"native": "start", "posir": "midpoint"}
 POSIR_LENGTH_EDGES = (512, 1024, 1536)
 
 
@@ -58,14 +64,37 @@ def _first_pair(queries: pl.DataFrame) -> pl.Expr | None:
     return None
 
 
-def apply_posir(queries: pl.DataFrame, doc_chars: pl.Expr, doc_tokens: pl.Expr | None) -> pl.DataFrame:
+def _anchor_of(start: pl.Expr, end: pl.Expr, anchor: Anchor) -> pl.Expr:
+    return start.cast(pl.Float64) if anchor == "start" else (start + end) / 2
+
+
+def apply_native(queries: pl.DataFrame, doc_chars: pl.Expr, anchor: Anchor, rebin: bool) -> pl.DataFrame:
+    """`rel_pos` as the mean anchor of the query's spans; with `rebin`, also the dataset's
+    `position_bin` (20 left-closed bins) from it. Queries without spans keep their values."""
+    dtype = queries.schema.get("spans")
+    if not (isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct)) or \
+            not {"start", "end"} <= {f.name for f in dtype.inner.fields}:
+        return queries
+    point = _anchor_of(pl.element().struct.field("start"), pl.element().struct.field("end"), anchor)
+    rel = (pl.col("spans").list.eval(point).list.mean() / doc_chars).clip(0.0, 1.0)
+    if "rel_pos" in queries.columns:
+        rel = pl.coalesce(rel, pl.col("rel_pos"))
+    queries = queries.with_columns(rel.alias("rel_pos"))
+    if rebin and "position_bin" in queries.columns:
+        binned = pl.col("rel_pos").map_elements(lambda r: bin_of("native", r), return_dtype=pl.Int64)
+        queries = queries.with_columns(pl.coalesce(binned, pl.col("position_bin").cast(pl.Int64)).alias("position_bin"))
+    return queries
+
+
+def apply_posir(queries: pl.DataFrame, doc_chars: pl.Expr, doc_tokens: pl.Expr | None,
+                anchor: Anchor = "midpoint") -> pl.DataFrame:
     """`rel_pos`, `position_bin` and `length_bucket` under PosIR's definitions, where the
     query carries what they need; other queries keep the dataset's values."""
     pair = _first_pair(queries)
     derived = []
     if pair is not None:
-        midpoint = (pair.list.get(0, null_on_oob=True) + pair.list.get(1, null_on_oob=True)) / 2
-        rel = (midpoint / doc_chars).clip(0.0, 1.0)
+        point = _anchor_of(pair.list.get(0, null_on_oob=True), pair.list.get(1, null_on_oob=True), anchor)
+        rel = (point / doc_chars).clip(0.0, 1.0)
         if "rel_pos" in queries.columns:
             rel = pl.coalesce(rel, pl.col("rel_pos"))
         derived.append(rel.alias("rel_pos"))

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from builder.evaluation.metrics import N_BINS, NDCG, RECALL
@@ -26,10 +27,38 @@ def _f(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _fig(figure: dict | None, digits: int = 3) -> str:
+    """A figure with its interval: `0.812 [0.700, 0.901]`; a PSI on a small group gets `*`."""
+    if not figure or figure.get("value") is None:
+        return "-"
+    text = f"{figure['value']:.{digits}f}"
+    if figure.get("ci_low") is not None:
+        text += f" [{figure['ci_low']:.{digits}f}, {figure['ci_high']:.{digits}f}]"
+    return text + ("*" if figure.get("small") else "")
+
+
+def _n(group: dict) -> str:
+    return f"{group['n']}*" if group.get("small") and group["n"] else str(group["n"])
+
+
+def definitions_line(report: dict) -> str:
+    """The definitions every figure follows, printed under the tables."""
+    d = report["definitions"]
+    i = d["intervals"]
+    averaging = "mean of position-bin means (PosIR)" if d["length_averaging"] == "bins" else "mean over queries"
+    return (f"positions: {d['positions']} (anchor: span {d['anchor']}, {N_BINS} bins {d['bins']}); "
+            f"length buckets: {averaging}; [ ] {i['confidence']:.0%} {i['method']} ({i['resamples']} resamples, "
+            f"seed {i['seed']}); * fewer than {i['min_group']} queries (small), or a PSI whose min or max "
+            "group is small")
+
+
 def print_report(console: Console, report: dict) -> None:
     runs = report["retrievers"]
     groupings = report["dataset"]["groupings"]
     console.print(_summary(runs, groupings))
+    for label, r in runs.items():
+        for note in r.get("notes", []):
+            console.print(f"[yellow]warning: {escape(label)}: {escape(note)}[/]", highlight=False)
     for grouping in groupings:
         console.print(_grouping_table(runs, grouping))
     if "position_bin" not in groupings and all(r["relative_bins"] for r in runs.values()):
@@ -37,6 +66,11 @@ def print_report(console: Console, report: dict) -> None:
     if any(r["length_buckets"] for r in runs.values()):
         console.print(_length_table(runs))
     console.print(_window_table(runs, groupings[0] if groupings else None))
+    for comparison in report.get("comparisons", []):
+        console.print(_comparison_table(comparison))
+    if any(r.get("probes") for r in runs.values()):
+        console.print(_probes_table(runs))
+    console.print(definitions_line(report), highlight=False)
 
 
 def _summary(runs: dict, groupings: list[str]) -> Table:
@@ -45,8 +79,8 @@ def _summary(runs: dict, groupings: list[str]) -> Table:
                 "slope", "Spearman", "run"):
         table.add_column(col, justify="left" if col == "retriever" else "right")
     for label, r in runs.items():
-        psis = [f"{_f(r['groupings'][g]['psi'], 3)}" + _empties(r["groupings"][g]) for g in groupings]
-        table.add_row(label, str(r["overall"]["n"]), _f(r["overall"][NDCG]), _f(r["overall"][RECALL]), *psis,
+        psis = [_fig(r["groupings"][g]["psi"]) + _empties(r["groupings"][g]) for g in groupings]
+        table.add_row(label, str(r["overall"]["n"]), _fig(r["overall"][NDCG]), _fig(r["overall"][RECALL]), *psis,
                       _f(r["trend"]["slope"], 3), _f(r["trend"]["spearman"], 3),
                       "cached" if r["cached"] else f"{r['seconds']:.1f}s")
     return table
@@ -64,9 +98,9 @@ def _grouping_table(runs: dict, grouping: str) -> Table:
         table.add_column(label, justify="right")
     first = next(iter(runs.values()))["groupings"][grouping]["groups"]
     for i, group in enumerate(first):
-        cells = [_f(r["groupings"][grouping]["groups"][i][NDCG]) for r in runs.values()]
-        table.add_row(str(group["group"]), str(group["n"]), *cells)
-    table.add_row("PSI", "", *[_f(r["groupings"][grouping]["psi"], 3) for r in runs.values()], style="bold")
+        cells = [_fig(r["groupings"][grouping]["groups"][i][NDCG]) for r in runs.values()]
+        table.add_row(str(group["group"]), _n(group), *cells)
+    table.add_row("PSI", "", *[_fig(r["groupings"][grouping]["psi"]) for r in runs.values()], style="bold")
     return table
 
 
@@ -81,9 +115,9 @@ def _bins_table(runs: dict) -> Table:
     first = next(iter(runs.values()))["relative_bins"]["groups"]
     for i, group in enumerate(first):
         k = group["group"]
-        cells = [_f(r["relative_bins"]["groups"][i][NDCG]) for r in runs.values()]
-        table.add_row(f"{k / N_BINS:.2f}-{(k + 1) / N_BINS:.2f}", str(group["n"]), *cells)
-    table.add_row("PSI", "", *[_f(r["relative_bins"]["psi"], 3) for r in runs.values()], style="bold")
+        cells = [_fig(r["relative_bins"]["groups"][i][NDCG]) for r in runs.values()]
+        table.add_row(f"{k / N_BINS:.2f}-{(k + 1) / N_BINS:.2f}", _n(group), *cells)
+    table.add_row("PSI", "", *[_fig(r["relative_bins"]["psi"]) for r in runs.values()], style="bold")
     return table
 
 
@@ -95,9 +129,9 @@ def _length_table(runs: dict) -> Table:
         table.add_column(label, justify="right")
     buckets = next(iter(runs.values()))["length_buckets"]
     for bucket, stats in buckets.items():
-        cells = [f"{_f(r['length_buckets'][bucket][NDCG])} / {_f(r['length_buckets'][bucket]['psi_bins'], 3)}"
+        cells = [f"{_fig(r['length_buckets'][bucket][NDCG])} / {_fig(r['length_buckets'][bucket]['psi_bins'])}"
                  for r in runs.values()]
-        table.add_row(f"{bucket} ({stats['empty_bins']} empty bins)", str(stats["n"]), *cells)
+        table.add_row(f"{bucket} ({stats['empty_bins']} empty bins)", _n(stats), *cells)
     return table
 
 
@@ -111,10 +145,47 @@ def _window_table(runs: dict, grouping: str | None) -> Table:
     for label, r in runs.items():
         t = r["truncation"]
         q = t["queries"]
-        visible_psi = [_f(t.get("visible_only", r["groupings"])[grouping]["psi"], 3)] if grouping else []
+        visible_psi = [_fig(t.get("visible_only", r["groupings"])[grouping]["psi"])] if grouping else []
         table.add_row(label, str(t["max_length"] or "none"), f"{t['positive_docs_over_limit']}/{t['positive_docs']}",
-                      str(q["visible"]["n"]), _f(q["visible"][NDCG]), *visible_psi, str(q["beyond"]["n"]),
-                      _f(q["beyond"][NDCG]), str(q["unknown"]["n"]))
+                      str(q["visible"]["n"]), _fig(q["visible"].get(NDCG)), *visible_psi, str(q["beyond"]["n"]),
+                      _fig(q["beyond"].get(NDCG)), str(q["unknown"]["n"]))
+    return table
+
+
+def _p(value: float | None) -> str:
+    return "-" if value is None else (f"{value:.3f}" if value >= 0.001 else f"{value:.1e}")
+
+
+def _signed(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:+.{digits}f}"
+
+
+def _comparison_table(comparison: dict) -> Table:
+    """A paired test of two retrievers' nDCG@10, overall and in every position group."""
+    title = f"paired test: {comparison['a']} vs {comparison['b']}, nDCG@10 difference (A - B)"
+    table = Table(title=title, title_justify="left", caption=comparison["test"], caption_justify="left")
+    for col in ("grouping", "group", "queries", "A - B", "p"):
+        table.add_column(col, justify="left" if col in ("grouping", "group") else "right")
+    overall = comparison["overall"]
+    table.add_row("overall", "", str(overall["n"]), _signed(overall["mean_difference"]), _p(overall["p"]))
+    for grouping, rows in comparison["groupings"].items():
+        for row in rows:
+            table.add_row(_NAMES.get(grouping, grouping), str(row["group"]), _n(row), _signed(row["mean_difference"]),
+                          _p(row["p"]))
+    return table
+
+
+def _probes_table(runs: dict) -> Table:
+    """ColDeR's paired t-tests of retriever scores per probe, in the paper's direction."""
+    table = Table(title="ColDeR probes: paired t-test of retriever scores (scipy.stats.ttest_rel)",
+                  title_justify="left", caption="positive t: the first document of the difference scores higher",
+                  caption_justify="left")
+    for col in ("retriever", "probe", "difference", "pairs", "mean diff", "t", "p", "Cohen's d", "first higher"):
+        table.add_column(col, justify="left" if col in ("retriever", "probe", "difference") else "right")
+    for label, r in runs.items():
+        for row in r.get("probes", []):
+            table.add_row(label, row["setting"], row["difference"], str(row["n"]), _signed(row["mean_difference"]),
+                          _f(row["t"], 2), _p(row["p"]), _f(row["cohens_d"], 2), f"{row['share_first_higher']:.0%}")
     return table
 
 
@@ -132,11 +203,24 @@ def plot(report: dict, out_dir: Path) -> Path | None:
     if not runs or not (use_bins or groupings):
         return None
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    for label, r in runs.items():
+    min_group = report["definitions"]["intervals"]["min_group"]
+    for shift, (label, r) in enumerate(runs.items()):
         groups = r["relative_bins"]["groups"] if use_bins else r["groupings"][groupings[0]]["groups"]
-        xs = [(g["group"] + 0.5) / N_BINS if use_bins else i for i, g in enumerate(groups)]
-        ys = [float("nan") if g[NDCG] is None else g[NDCG] for g in groups]
-        ax.plot(xs, ys, marker="o", label=label)
+        # Retrievers side by side within a group, so their intervals do not hide each other.
+        offset = (shift - (len(runs) - 1) / 2) * (0.006 if use_bins else 0.06)
+        xs = [((g["group"] + 0.5) / N_BINS if use_bins else i) + offset for i, g in enumerate(groups)]
+        ys, low, high = (_series(groups, key) for key in ("value", "ci_low", "ci_high"))
+        errors = [[max(y - lo, 0.0) for y, lo in zip(ys, low)], [max(hi - y, 0.0) for y, hi in zip(ys, high)]]
+        line = ax.errorbar(xs, ys, yerr=errors, capsize=2, label=label)
+        color = line[0].get_color()
+        for small, face in ((False, color), (True, "white")):
+            # Hollow markers: groups with fewer queries than the minimum group size.
+            points = [(x, y) for x, y, g in zip(xs, ys, groups) if g["n"] and g["small"] == small]
+            if points:
+                ax.plot(*zip(*points), linestyle="none", marker="o", markerfacecolor=face, markeredgecolor=color,
+                        zorder=3)
+    ax.set_title(f"nDCG@10, {report['definitions']['intervals']['confidence']:.0%} bootstrap intervals; "
+                 f"hollow: fewer than {min_group} queries", fontsize="small")
     if use_bins:
         ax.set_xlabel(f"relative position of the evidence ({N_BINS} bins)")
         ax.set_xlim(0, 1)
@@ -152,3 +236,8 @@ def plot(report: dict, out_dir: Path) -> Path | None:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def _series(groups: list[dict], key: str) -> list[float]:
+    values = [g[NDCG][key] for g in groups]
+    return [float("nan") if v is None else v for v in values]

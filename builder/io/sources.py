@@ -14,6 +14,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from builder.io.jsonl import read_jsonl
+from builder.publish.config import license_field
 
 
 class FieldMap(BaseModel):
@@ -37,6 +38,7 @@ class _SourceBase(BaseModel):
     explode_text: bool = Field(
         default=False, description="a text field holding a list makes one document per item"
     )
+    license: str | None = license_field()
 
 
 class JsonlSource(_SourceBase):

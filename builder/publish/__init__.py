@@ -5,6 +5,6 @@ dependencies (matplotlib, huggingface_hub, datasets) load only inside the module
 that need them.
 """
 
-from builder.publish.config import PushConfig
+from builder.publish.config import CardConfig, PushConfig
 
-__all__ = ["PushConfig"]
+__all__ = ["CardConfig", "PushConfig"]

@@ -38,11 +38,11 @@ def size_category(n: int) -> str:
     return "100M<n<1B"
 
 
-def front_matter(stats: dict[str, Any], layout: HubLayout, name: str, license: str) -> dict[str, Any]:
+def front_matter(stats: dict[str, Any], layout: HubLayout, name: str, license: dict[str, Any]) -> dict[str, Any]:
     counts = stats["counts"]
     tags = sorted({str(row["lang"]) for row in stats["languages"]} - {"unknown", "und", "", "None"})
     codes = sorted({c for c in map(iso_639_1, tags) if c})
-    meta: dict[str, Any] = {"pretty_name": name, "license": license}
+    meta: dict[str, Any] = {"pretty_name": name, **license}
     if codes:
         # The Hub's `language` takes ISO 639 codes; the script-qualified tags the build
         # uses (and names its per-language configs by) are kept in `language_details`.
@@ -127,7 +127,7 @@ def _prompts(run_stages: list[StageRecord]) -> list[dict[str, str]]:
 
 
 def card_context(stats: dict[str, Any], run_stages: list[StageRecord], layout: HubLayout,
-                 plots: dict[str, Any], loaded: LoadedRecipe | None, license: str) -> dict[str, Any]:
+                 plots: dict[str, Any], loaded: LoadedRecipe | None, license: dict[str, Any]) -> dict[str, Any]:
     name = loaded.recipe.name if loaded else str(stats.get("recipe") or "benchmark")
     params = _stage_params(loaded)
     used = [(stage_base_name(s.stage), params.get(_index(s.stage), {})) for s in run_stages]
@@ -151,6 +151,7 @@ def card_context(stats: dict[str, Any], run_stages: list[StageRecord], layout: H
                          and not str(c["config_name"]).startswith(("beir_", "cross_", "setting_", "posir_", "pairs"))],
         "posir": any(str(c["config_name"]).startswith("posir_") for c in layout.configs),
         "papers": papers_for(used),
+        "license": {"license_name": None, "license_link": None, **license},
     }
 
 

@@ -1,12 +1,21 @@
-"""The optional `push:` section of a recipe: where and how a build is released."""
+"""The optional `push:` and `card:` sections of a recipe: where a build is released, and
+what its data card declares (the licence)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 REPO_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$"
 # Release tags are semantic versions so the previous release can be found by ordering.
 TAG_PATTERN = r"^v\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$"
+LICENSE_HELP = "a Hub licence id (e.g. cc-by-sa-4.0, mit, odc-by), or other with license_name"
+
+
+def license_field() -> Any:
+    """`license:` on a source or a stage that reads data: the licence that data comes under."""
+    return Field(default=None, min_length=1, description=f"licence of this data: {LICENSE_HELP}")
 
 
 class PushConfig(BaseModel):
@@ -16,4 +25,26 @@ class PushConfig(BaseModel):
     repo: str = Field(pattern=REPO_PATTERN, description="dataset repository, org/name")
     private: bool = Field(False, description="create the repository as private (ignored if it exists)")
     tag: str | None = Field(None, pattern=TAG_PATTERN, description="release tag, vX.Y.Z")
-    license: str = Field("unknown", description="license id for the data card front matter")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _license_moved(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "license" in data:
+            raise ValueError("the licence is set under card.license now, not push.license")
+        return data
+
+
+class CardConfig(BaseModel):
+    """What the data card declares beyond the figures."""
+
+    model_config = ConfigDict(extra="forbid")
+    license: str | list[str] | None = Field(
+        None, description=f"{LICENSE_HELP}; default: the license: of the sources, when every one declares it")
+    license_name: str | None = Field(None, description="with license: other, an id for the licence (e.g. psf-2.0)")
+    license_link: str | None = Field(None, description="with license: other, a URL to the licence text")
+
+    @model_validator(mode="after")
+    def _other_is_named(self) -> CardConfig:
+        if self.license == "other" and not self.license_name:
+            raise ValueError("license: other needs license_name (and preferably license_link)")
+        return self

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from builder.publish.hub_plan import PushError, PushPlan, RemoteState, make_plan, remote_state
+from builder.publish.licenses import UNKNOWN
 from builder.publish.outputs import CARD_FILE, built_with_mock, publish_folder, read_run_stats
 
 __all__ = ["PushError", "PushResult", "mock_refusal", "push"]
@@ -48,6 +50,24 @@ def _ready(folder: Path, console: Console) -> None:
         console.print(f"[yellow]{folder} has no data card or parquet configs yet: writing them "
                       "(without the recipe, which a folder does not keep)[/]")
         publish_folder(folder)
+
+
+def _license_problem(folder: Path) -> str | None:
+    """A release says under what terms the data may be used: the card must name a licence."""
+    import yaml
+
+    text = (folder / CARD_FILE).read_text(encoding="utf-8")
+    head = text[4:].partition("\n---\n")[0] if text.startswith("---\n") else ""
+    try:
+        meta = yaml.safe_load(head) or {}
+    except yaml.YAMLError:
+        meta = {}
+    found = meta.get("license") if isinstance(meta, dict) else None
+    if found and found != UNKNOWN:
+        return None
+    return (f"{folder / CARD_FILE} declares no licence (license: {found or 'missing'}); set card.license "
+            "in the recipe (a Hub licence id such as cc-by-sa-4.0) and build again, or edit the license: "
+            "line of the card's front matter")
 
 
 def _lookup(api: Any, repo_id: str, tag: str | None, dry_run: bool) -> RemoteState:
@@ -91,6 +111,11 @@ def push(folder: Path, repo_id: str, private: bool = False, tag: str | None = No
     if refusal:
         raise PushError(refusal)
     _ready(folder, console)
+    unlicensed = _license_problem(folder)
+    if unlicensed and not dry_run:
+        raise PushError(unlicensed)
+    if unlicensed:
+        console.print(f"[yellow]a real push would stop here: {escape(unlicensed)}[/]", highlight=False)
     api = _api()
     if not dry_run:
         _require_token()

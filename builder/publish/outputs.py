@@ -32,11 +32,6 @@ class Published:
     configs: list[str]
 
 
-def _license(loaded: LoadedRecipe | None) -> str:
-    push = getattr(loaded.recipe, "push", None) if loaded else None
-    return getattr(push, "license", None) or "unknown"
-
-
 def stats_document(bench: Bench, run_stats: RunStats, recipe_name: str | None) -> dict[str, Any]:
     """stats.json: the computed figures plus the run's per-stage records they came from."""
     records = [r.to_json() for r in stage_list(run_stats)]
@@ -64,6 +59,7 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats,
     """Write stats.json, plots/, the MTEB parquet configs and README.md into `out_dir`."""
     from builder.publish.card import card_context, render_card
     from builder.publish.layout import write_hub_layout
+    from builder.publish.licenses import card_license
     from builder.publish.subsets import subset_configs
 
     out_dir = Path(out_dir)
@@ -71,7 +67,8 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats,
     stats, plots = write_stats(bench, out_dir, run_stats, name)
     layout = write_hub_layout(bench, out_dir)
     layout.configs += subset_configs(out_dir)
-    context = card_context(stats, stage_list(run_stats), layout, plots, loaded_recipe, _license(loaded_recipe))
+    license = card_license(loaded_recipe.recipe if loaded_recipe else None)
+    context = card_context(stats, stage_list(run_stats), layout, plots, loaded_recipe, license)
     write_text_atomic(out_dir / CARD_FILE, render_card(context))
     return Published(stats=stats, plots=plots, configs=[c["config_name"] for c in layout.configs])
 

@@ -15,6 +15,8 @@ import polars as pl
 
 from builder.bench import Bench
 from builder.publish.qtypes import QUERY_TYPES, query_type
+from builder.run.qc_scorers import recorded_qc_scorers
+from builder.run.run_warnings import run_warnings
 from builder.run.stage_record import StageRecord
 from builder.textutil.positions import length_bucket, position_bin, rel_pos, third_of
 
@@ -56,6 +58,8 @@ def compute_stats(bench: Bench, run_stats: RunStats = None) -> dict[str, Any]:
         "stage_table": _stage_table(stages),
         "drop_table": _drop_table(bench.drops),
         "llm": _llm_usage(stages),
+        "warnings": run_warnings(stages),
+        "qc_scorers": recorded_qc_scorers(stages),
         "notes": notes,
     }
 

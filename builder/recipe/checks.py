@@ -10,6 +10,7 @@ from typing import Any
 from builder.backends.rerankers.config import BACKENDS, GRADE_VARIABLES, LLMJudgeConfig, missing_extra, reranker_configs
 from builder.executors.config import missing_ray
 from builder.prompt_templates import PromptError, PromptLibrary
+from builder.publish.licenses import license_problem
 from builder.recipe.suggest import did_you_mean
 from builder.recipe.yaml_text import Problem, line_of
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, refs_of
@@ -25,6 +26,9 @@ def cross_check(recipe: Any, text: str, base_dir: Path) -> list[Problem]:
     hint = missing_ray(recipe.executor)
     if hint:
         add(("executor", "kind"), hint)
+    unlicensed = license_problem(recipe)
+    if unlicensed:
+        add(("push",), unlicensed)
     for i, stage in enumerate(recipe.stage_objects()):
         here = ("stages", i, stage.name)
         for field, kind, name in refs_of(stage.params):

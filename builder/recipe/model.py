@@ -17,7 +17,7 @@ from builder.backends.rerankers.config import BACKENDS as RERANKER_BACKENDS
 from builder.backends.rerankers.config import RERANKER_TYPES, RerankerConfig
 from builder.backends.tokenizers import TokenizerConfig
 from builder.executors.config import ExecutorConfig
-from builder.publish import PushConfig
+from builder.publish import CardConfig, PushConfig
 from builder.publish.multilingual import MultilingualOutput
 from builder.io.sources import HFSource, JsonlSource, ParquetSource, PythonDocsSource, SourceSpec
 from builder.recipe.checks import cross_check
@@ -46,6 +46,7 @@ class RecipeBase(BaseModel):
     rerankers: dict[str, RerankerConfig] = {}
     output: OutputConfig = OutputConfig()
     push: PushConfig | None = None
+    card: CardConfig = CardConfig()
     executor: ExecutorConfig = ExecutorConfig()
 
     @field_validator("name")
@@ -230,7 +231,7 @@ def _known_keys(parent: tuple[Any, ...]) -> list[str]:
         return sorted({*OpenAIModelConfig.model_fields, *VLLMModelConfig.model_fields})
     if len(parent) == 2 and parent[0] == "sources":
         return sorted({f for s in _SOURCE_TYPES for f in s.model_fields})
-    top = {"tokenizer": TokenizerConfig, "output": OutputConfig, "push": PushConfig}
+    top = {"tokenizer": TokenizerConfig, "output": OutputConfig, "push": PushConfig, "card": CardConfig}
     if len(parent) == 1 and parent[0] in top:
         return list(top[parent[0]].model_fields)
     return []

@@ -14,13 +14,9 @@ if TYPE_CHECKING:
     from builder.run.stage_record import StageRecord
 
 
-SKEW_POINTS = 10  # kept shares of two thirds further apart than this get a warning
-
-
-def _skew(kept: dict | None) -> float | None:
-    """Largest gap, in percentage points, between the kept shares of the position thirds."""
-    shares = [row["share"] for row in (kept or {}).values() if row.get("share") is not None]
-    return 100 * (max(shares) - min(shares)) if len(shares) > 1 else None
+def _flow(got: int | None, out: int | None, added: int | None) -> str:
+    """`in→out`, with the rows the stage made when it made any: in + new = out + dropped."""
+    return f"{got}→{out}" + (f" (+{added} new)" if added else "")
 
 
 def _dropped(record: StageRecord) -> str:
@@ -29,6 +25,7 @@ def _dropped(record: StageRecord) -> str:
 
 
 def print_run_summary(console: Console, result: RunResult) -> None:
+    from builder.run.run_warnings import run_warnings
     from builder.stages.qc.windowing import format_kept_by_third
 
     table = Table(title=f"build finished: {result.out_dir}", title_justify="left")
@@ -39,19 +36,16 @@ def print_run_summary(console: Console, result: RunResult) -> None:
         llm = st.llm or {}
         table.add_row(
             st.stage + (" (resumed)" if st.resumed else ""),
-            f"{st.docs_in}→{st.docs_out}",
-            f"{st.queries_in}→{st.queries_out}",
+            _flow(st.docs_in, st.docs_out, st.docs_added),
+            _flow(st.queries_in, st.queries_out, st.queries_added),
             _dropped(st),
             format_kept_by_third(st.kept_by_third) or "-",
             str(llm.get("calls", 0)), str(llm.get("cache_hits", 0)), str(llm.get("retries", 0)),
             f"{st.seconds or 0:.1f}",
         )
     console.print(table)
-    for st in result.stage_stats:
-        gap = _skew(st.kept_by_third)
-        if gap is not None and gap > SKEW_POINTS:
-            console.print(f"[yellow]{st.stage} kept position thirds unevenly ({gap:.0f} points apart): "
-                          f"check the scorers' max_length and beyond_window[/]")
+    for text in run_warnings(result.stage_stats):
+        console.print(f"[yellow]warning: {escape(text)}[/]", highlight=False)
     counts = result.bench.counts()
     console.print(f"{counts['docs']} documents, {counts['queries']} queries, "
                   f"{counts['qrels']} qrels " + ("written to" if result.written else "already in") + f" {result.out_dir}")

@@ -39,6 +39,7 @@ from builder.run.outcome import check_result
 from builder.run.outdir import check_out_dir_contents, check_out_dir_place, output_is_current, write_marker
 from builder.run.progress import RichProgress
 from builder.run.stage_record import StageRecord
+from builder.run.qc_scorers import qc_scorers
 from builder.prompt_templates import PromptLibrary
 from builder.publish.hub import push
 from builder.publish.outputs import publish_outputs
@@ -260,7 +261,7 @@ class Runner:
         bench = Bench.of(corpus=corpus, drops=drops)
         record = StageRecord(
             stage=LOAD_LABEL, docs_in=corpus.height + bad.height, docs_out=corpus.height,
-            queries_in=0, queries_out=0, dropped=dict(Counter(bad["reason"].to_list())),
+            docs_dropped=bad.height, queries_in=0, queries_out=0, dropped=dict(Counter(bad["reason"].to_list())),
             seconds=round(time.perf_counter() - t0, 3), tokenizer=self.tokenizer.name,
         )
         self.console.print(f"{LOAD_LABEL}: {corpus.height} documents ({bad.height} rows dropped)")
@@ -289,9 +290,15 @@ class Runner:
         record.llm = usage.__dict__
         record.prompts = {n: self.prompts.get(n).sha256 for n in stage.prompts_used()}
         record.figures = dict(ctx.stats)
+        record.warnings = list(ctx.warnings)
+        scorers = qc_scorers(stage, self.recipe)
+        if scorers:
+            record.figures["qc_scorers"] = scorers
+        new = "".join(f", {n} new {kind}" for kind, n in (("docs", record.docs_added),
+                                                              ("queries", record.queries_added)) if n)
         self.console.print(
             f"{label}: docs {record.docs_in}→{record.docs_out}, "
-            f"queries {record.queries_in}→{record.queries_out}"
+            f"queries {record.queries_in}→{record.queries_out}{new}"
             + (f", dropped {record.n_dropped}" if record.dropped else "")
         )
         return out, record
@@ -305,7 +312,9 @@ class Runner:
 
 
 def check_invariants(before: Bench, after: Bench, stage: Stage, label: str) -> StageRecord:
-    """in == out + dropped, for documents and queries; unique ids; qrels point at live rows."""
+    """in + added == out + dropped, for documents and queries, where `added` counts every
+    row the stage made, those it dropped again included (a generation call that failed is
+    a query dropped at once); unique ids; qrels point at live rows."""
     counts: dict[str, int] = {}
     drops = after.drops.filter(pl.col("stage") == label)
     for kind, table, key in (("doc", "corpus", "doc_id"), ("query", "queries", "query_id")):
@@ -314,7 +323,11 @@ def check_invariants(before: Bench, after: Bench, stage: Stage, label: str) -> S
         if out_col.n_unique() != out_col.len():
             raise InvariantError(f"{label}: duplicate {key} values in the output")
         ids_out = set(out_col.to_list())
-        dropped = set(drops.filter(pl.col("kind") == kind)["id"].to_list())
+        rows = drops.filter(pl.col("kind") == kind)["id"].to_list()
+        dropped = set(rows)
+        if len(dropped) != len(rows) or dropped & ids_out:
+            twice = sorted(({r for r in dropped if rows.count(r) > 1} | (dropped & ids_out)))[:5]
+            raise InvariantError(f"{label}: {table} rows dropped twice, or dropped and kept (e.g. {twice})")
         gone = ids_in - ids_out
         if table not in stage.rebuilds and gone != dropped & ids_in:
             lost = sorted(gone - dropped)[:5]
@@ -325,7 +338,8 @@ def check_invariants(before: Bench, after: Bench, stage: Stage, label: str) -> S
         name = "docs" if kind == "doc" else "queries"
         counts[f"{name}_in"] = len(ids_in)
         counts[f"{name}_out"] = len(ids_out)
-        counts[f"{name}_added"] = len(ids_out - ids_in)
+        counts[f"{name}_added"] = len((ids_out | dropped) - ids_in)
+        counts[f"{name}_dropped"] = len(dropped)
     live_q = set(after.queries["query_id"].to_list())
     live_d = set(after.corpus["doc_id"].to_list())
     bad = after.qrels.filter(~pl.col("query_id").is_in(list(live_q)) | ~pl.col("doc_id").is_in(list(live_d)))

@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 # Serialised in this order; `figures` spreads between `prompts` and `llm_transport_failures`.
-_HEAD = ("stage", "docs_in", "docs_out", "docs_added", "queries_in", "queries_out", "queries_added",
-         "dropped", "seconds", "tokenizer", "llm", "prompts")
+_HEAD = ("stage", "docs_in", "docs_out", "docs_added", "docs_dropped", "queries_in", "queries_out",
+         "queries_added", "queries_dropped", "dropped", "seconds", "tokenizer", "llm", "prompts")
 _TAIL = ("llm_transport_failures",)
 
 
@@ -25,10 +25,12 @@ class StageRecord(BaseModel):
     stage: str  # the label, e.g. "02_generate_queries"; "00_load" for reading the sources
     docs_in: int | None = None
     docs_out: int | None = None
-    docs_added: int | None = None
+    docs_added: int | None = None  # rows the stage made, those it dropped again included
+    docs_dropped: int | None = None  # so that in + added = out + dropped
     queries_in: int | None = None
     queries_out: int | None = None
     queries_added: int | None = None
+    queries_dropped: int | None = None
     dropped: dict[str, int] = Field(default_factory=dict)  # rows removed, per reason
     seconds: float | None = None
     tokenizer: str | None = None  # the load step: what counted document tokens
@@ -37,6 +39,7 @@ class StageRecord(BaseModel):
     figures: dict[str, Any] = Field(default_factory=dict)  # extra figures the stage reports
     llm_transport_failures: int | None = None  # requests lost to an outage: the stage is unfinished
     resumed: bool = False  # loaded from a checkpoint instead of run
+    warnings: list[str] = Field(default_factory=list)  # what the stage itself warned about
 
     @property
     def n_dropped(self) -> int:
@@ -52,6 +55,8 @@ class StageRecord(BaseModel):
         out = {k: getattr(self, k) for k in _HEAD if getattr(self, k) is not None}
         out.update(self.figures)
         out.update({k: getattr(self, k) for k in _TAIL if getattr(self, k) is not None})
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         if self.resumed:
             out["resumed"] = True
         return out
@@ -61,7 +66,7 @@ class StageRecord(BaseModel):
         """Read a record as `to_json` (or an earlier version) wrote it."""
         if isinstance(data, StageRecord):
             return data
-        known = {*_HEAD, *_TAIL, "resumed"}
+        known = {*_HEAD, *_TAIL, "resumed", "warnings"}
         fields = {k: v for k, v in data.items() if k in known}
         fields["figures"] = {k: v for k, v in data.items() if k not in known}
         return cls.model_validate(fields)

@@ -55,6 +55,10 @@ class Stage(ABC):
     # Tables whose rows this stage rebuilds under new ids (e.g. assembled documents);
     # ids that vanish from them need no drop record.
     rebuilds: ClassVar[frozenset[str]] = frozenset()
+    # Stages that select a sample: removing most of their input is their job, not a warning;
+    # and stages that warn about their own removals, with a threshold of their own.
+    removes_by_design: ClassVar[bool] = False
+    warns_on_removals: ClassVar[bool] = False
 
     def __init__(self, params: StageParams) -> None:
         self.params = params

@@ -40,6 +40,7 @@ class StageContext:
     reranker_factory: Callable[[str], Reranker]
     executor_factory: Callable[[], Executor] | None = None  # none: everything runs in this process
     stats: dict[str, Any] = field(default_factory=dict)  # extra figures a stage reports
+    warnings: list[str] = field(default_factory=list)  # shown in the run summary, stats.json and the card
     base_dir: Path | None = None  # the recipe's folder, for relative input paths
     # (texts, stage name, failure kind): mark the cached LLM answers of that stage holding
     # those texts as unusable, so `--reask-failed` asks them again (LLMCache.mark_failed_containing)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from pydantic import Field, field_validator
 
+from builder.publish.config import license_field
 from builder.bench import SPAN_DTYPE
 from builder.io.sources import SourceError
 from builder.stages.base import Stage, StageParams, register_stage
@@ -36,6 +37,7 @@ class FromQAParams(StageParams):
     lang: str = "en"
     domain: str = "general"
     id_prefix: str = Field(default="", description="prepended to document and query ids")
+    license: str | None = license_field()
     buckets: list[int] = Field(
         default=[100, 200, 300, 400, 500],
         description="answer-start edges in characters: [0, e1), [e1, e2), ..., [last, max]",

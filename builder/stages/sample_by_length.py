@@ -67,6 +67,7 @@ class SampleByLength(Stage):
     """Sample documents per token-length bucket with fixed weights (uniform within a bucket)."""
 
     name = "sample_by_length"
+    removes_by_design = True
     Params = SampleParams
     params: SampleParams
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from builder.backends.llm import BackendUnavailable, ChatRequest, LLMCache, VLLMModelConfig, make_llm
+from builder.install_hint import install_command
 
 
 class FakeLLM:
@@ -62,7 +64,7 @@ def ask(text: str, **kwargs: Any) -> ChatRequest:
 
 def test_missing_vllm_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "vllm", None)
-    with pytest.raises(BackendUnavailable, match=r"build-bench\[gpu\]"):
+    with pytest.raises(BackendUnavailable, match=re.escape(install_command("gpu"))):
         make_llm("local", VLLMModelConfig(backend="vllm", model="m"), LLMCache.memory())
 
 

@@ -3,6 +3,7 @@ loading paths of the neural backends on a tiny randomly initialised BERT classif
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import json
 import math
@@ -106,8 +107,10 @@ def test_llm_judge_failure_is_nan(fake_openai):
 
 def test_missing_extra_gives_the_install_command(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "FlagEmbedding" else real(name, *a))
+    present = importlib.machinery.ModuleSpec("torch", None)
+    # torch reported present, FlagEmbedding absent, whatever this machine has installed
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (
+        None if name == "FlagEmbedding" else present if name == "torch" else real(name, *a)))
     message = missing_extra(FlagConfig(backend="flag", model="BAAI/bge-reranker-v2-m3"))
     assert message == ("backend 'flag' needs FlagEmbedding, which is not installed; "
                        f"install it with: {install_command('rerank')}")

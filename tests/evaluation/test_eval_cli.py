@@ -52,8 +52,9 @@ def test_bm25_writes_report_plot_and_cache(built: Path, tmp_path: Path):
     assert report["dataset"]["queries"] == 16 and report["dataset"]["docs"] == 16
     bm25 = report["retrievers"]["bm25"]
     # Every fact uses words found in no other document, so BM25 ranks each positive first.
-    assert bm25["overall"] == {"n": 16, "ndcg@10": 1.0, "recall@100": 1.0}
-    assert bm25["groupings"]["position_tag"]["psi"] == 0.0
+    perfect = {"value": 1.0, "n": 16, "ci_low": 1.0, "ci_high": 1.0}  # every query scores 1: no spread
+    assert bm25["overall"] == {"n": 16, "ndcg@10": perfect, "recall@100": perfect}
+    assert bm25["groupings"]["position_tag"]["psi"]["value"] == 0.0
     assert [g["n"] for g in bm25["groupings"]["char_bucket"]["groups"]] == [6, 3, 2, 2, 3]
     assert bm25["groupings"]["position_bin"]["empty_groups"] == 14
     assert list(bm25["length_buckets"]) == ["Q1", "Q2", "Q3", "Q4"]
@@ -72,7 +73,7 @@ def test_plain_beir_folder_gives_the_same_scores(built: Path, tmp_path: Path):
     result = _eval(str(plain), "-r", "bm25", "--json")
     report = json.loads(result.stdout)
     assert report["dataset"]["groupings"] == GROUPINGS
-    assert report["retrievers"]["bm25"]["overall"]["ndcg@10"] == 1.0
+    assert report["retrievers"]["bm25"]["overall"]["ndcg@10"]["value"] == 1.0
     assert (plain / "eval" / "eval.json").is_file() and (plain / ".eval_cache").is_dir()
 
 
@@ -140,6 +141,45 @@ def test_minilm_next_to_cached_bm25(built: Path, tmp_path: Path, monkeypatch: py
     # Evidence at the very start is always visible; the split keeps positions apart.
     assert "visible_only" in minilm["truncation"]
     for grouping in GROUPINGS:
-        assert minilm["groupings"][grouping]["psi"] is not None
-    assert 0.0 < minilm["overall"]["ndcg@10"] <= 1.0
+        assert minilm["groupings"][grouping]["psi"]["value"] is not None
+    assert 0.0 < minilm["overall"]["ndcg@10"]["value"] <= 1.0
     assert (out / "ndcg_by_position.png").stat().st_size > 1000
+
+
+def _figures(node):
+    """Every figure (a dict with a `value`) anywhere in the report."""
+    if isinstance(node, dict):
+        if "value" in node:
+            yield node
+        for child in node.values():
+            yield from _figures(child)
+    elif isinstance(node, list):
+        for child in node:
+            yield from _figures(child)
+
+
+def test_json_figures_carry_n_and_interval_and_small_groups_are_marked(built: Path, tmp_path: Path):
+    result = _eval(str(built), "-r", "bm25", "--json", "--min-group", "3", "--resamples", "50", "--seed", "4",
+                   "--anchor", "midpoint", "--length-averaging", "bins", "--out", str(tmp_path / "o"))
+    report = json.loads(result.stdout)
+    figures = list(_figures(report["retrievers"]))
+    assert len(figures) > 50 and all({"n", "ci_low", "ci_high"} <= set(f) for f in figures)
+    buckets = report["retrievers"]["bm25"]["groupings"]["char_bucket"]["groups"]
+    assert [(g["n"], g["small"]) for g in buckets] == [(6, False), (3, False), (2, True), (2, True), (3, False)]
+    assert report["definitions"] == {
+        "positions": "native", "anchor": "midpoint", "bins": "left-closed", "length_averaging": "bins",
+        "intervals": {"method": "paired percentile bootstrap over queries", "resamples": 50, "seed": 4,
+                      "confidence": 0.95, "min_group": 3}}
+
+
+def test_definitions_are_printed_with_the_tables(built: Path, tmp_path: Path):
+    shown = " ".join(_eval(str(built), "-r", "bm25", "--out", str(tmp_path / "o")).stdout.split())
+    assert "positions: native (anchor: span start, 20 bins left-closed); length buckets: mean over queries" in shown
+    assert "[ ] 95% paired percentile bootstrap over queries (1000 resamples, seed 0)" in shown
+    assert "1.000 [1.000, 1.000]" in shown
+
+
+def test_unknown_anchor_or_averaging_exits_2(built: Path):
+    for option, value in (("--anchor", "end"), ("--length-averaging", "median")):
+        result = CliRunner().invoke(app, ["eval", str(built), "-r", "bm25", option, value])
+        assert result.exit_code == 2 and f"{option} '{value}': expected one of" in result.output

@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
 from builder.evaluation.data import EvalData
 from builder.evaluation.evaluate import analyze, visibility
-from builder.evaluation.metrics import group_universe, per_query_scores, psi
+from builder.evaluation.intervals import psi_values
+from builder.evaluation.metrics import group_universe, per_query_scores
 from builder.evaluation.retrievers import Retrieval
 
 # Four queries, one relevant document each (relevance 1):
@@ -40,14 +42,12 @@ def test_query_missing_from_the_run_scores_zero():
     assert scores["ndcg@10"].to_list() == pytest.approx([1.0, 0.0, 0.0, 0.0])
 
 
-def test_psi_leaves_empty_groups_out_and_counts_them():
-    # 1 - 0.4 / 0.8 = 0.5 over the two groups with queries; the None group is counted as empty.
-    result = psi([0.8, None, 0.4])
-    assert result.value == pytest.approx(0.5)
-    assert (result.groups, result.empty) == (2, 1)
-    assert psi([0.7, 0.7]).value == 0.0
-    assert psi([0.0, 0.0]).value is None  # max must be positive
-    assert psi([None, None]).value is None and psi([None, None]).empty == 2
+def test_psi_leaves_empty_groups_out():
+    # 1 - 0.4 / 0.8 = 0.5 over the two groups with queries; the NaN (empty) group is left out.
+    values = psi_values(np.array([[0.8, np.nan, 0.4], [0.7, 0.7, np.nan], [0.0, 0.0, 0.0], [np.nan] * 3]))
+    assert values[:2].tolist() == pytest.approx([0.5, 0.0])
+    assert np.isnan(values[2])  # max must be positive
+    assert np.isnan(values[3])  # no group holds a query
 
 
 def test_group_universe_orders_char_buckets_and_completes_bins_and_tags():
@@ -73,25 +73,25 @@ def _data() -> EvalData:
 def test_analyze_groups_psi_length_buckets_and_trend():
     section = analyze(_data(), Retrieval(run=RUN))
     # Overall: (1 + 0.6309 + 0.5 + 0) / 4 = 0.5327324383928644.
-    assert section["overall"]["ndcg@10"] == pytest.approx(0.5327324383928644)
+    assert section["overall"]["ndcg@10"]["value"] == pytest.approx(0.5327324383928644)
     tags = section["groupings"]["position_tag"]
     # beginning = (1 + 0.6309) / 2 = 0.8154648767857288, middle = 0.5, end has no query
     # (q4 carries no tag). PSI = 1 - 0.5 / 0.8154648767857288 = 0.38685280723454163.
-    assert [g["ndcg@10"] for g in tags["groups"]] == pytest.approx([0.8154648767857288, 0.5, None])
-    assert tags["psi"] == pytest.approx(0.38685280723454163)
+    assert [g["ndcg@10"]["value"] for g in tags["groups"]] == pytest.approx([0.8154648767857288, 0.5, None])
+    assert tags["psi"]["value"] == pytest.approx(0.38685280723454163)
     assert (tags["groups_with_queries"], tags["empty_groups"]) == (2, 1)
     # PosIR parity: rel_pos 0.05 -> bin 1, 0.3 -> bin 6 (Q1); 0.6 -> bin 12, 0.9 -> bin 18 (Q2).
     # Q1 PSI = 1 - 0.6309 / 1.0 = 0.36907024642854247 with 18 empty bins; Q2 PSI = 1 - 0 / 0.5 = 1.
     q1, q2 = section["length_buckets"]["Q1"], section["length_buckets"]["Q2"]
-    assert q1["psi_bins"] == pytest.approx(0.36907024642854247)
+    assert q1["psi_bins"]["value"] == pytest.approx(0.36907024642854247)
     assert (q1["bins_with_queries"], q1["empty_bins"]) == (2, 18)
-    assert q2["psi_bins"] == pytest.approx(1.0) and q2["ndcg@10"] == pytest.approx(0.25)
+    assert q2["psi_bins"]["value"] == pytest.approx(1.0) and q2["ndcg@10"]["value"] == pytest.approx(0.25)
     # Slope: mean x = 0.4625, mean y = 0.53273; sum of (x - mx)(y - my) = -0.44627608,
     # sum of (x - mx)^2 = 0.406875, slope = -1.0968383040377556. nDCG falls at every step,
     # so the rank correlation is exactly -1.
     assert section["trend"]["slope"] == pytest.approx(-1.0968383040377556)
     assert section["trend"]["spearman"] == pytest.approx(-1.0)
-    assert section["relative_bins"]["groups"][1]["ndcg@10"] == 1.0
+    assert section["relative_bins"]["groups"][1]["ndcg@10"]["value"] == 1.0
 
 
 def test_visibility_separates_evidence_beyond_the_window():
@@ -103,8 +103,8 @@ def test_visibility_separates_evidence_beyond_the_window():
     trunc = analyze(data, retrieval)["truncation"]
     assert trunc["positive_docs_over_limit"] == 3
     assert trunc["queries"]["visible"]["n"] == 2
-    assert trunc["queries"]["visible"]["ndcg@10"] == pytest.approx(0.8154648767857288)
-    assert trunc["queries"]["beyond"]["ndcg@10"] == pytest.approx(0.5)
+    assert trunc["queries"]["visible"]["ndcg@10"]["value"] == pytest.approx(0.8154648767857288)
+    assert trunc["queries"]["beyond"]["ndcg@10"]["value"] == pytest.approx(0.5)
     # Among visible queries only the beginning tag is left: PSI over one group is 0.
-    assert trunc["visible_only"]["position_tag"]["psi"] == 0.0
+    assert trunc["visible_only"]["position_tag"]["psi"]["value"] == 0.0
     assert visibility(data, Retrieval(run=RUN)).to_list() == ["visible"] * 4  # no limit (bm25)

@@ -73,18 +73,18 @@ def test_posir_layout_folder_is_scored_with_posir_definitions(tmp_path):
     assert queries["position_bin"].to_list() == [0, 1, 1, 10, 18]
     assert queries["length_bucket"].to_list() == ["Q1", "Q1", "Q2", "Q2", "Q4"]
     section = analyze(data, Retrieval(run=run()))
-    bins = {g["group"]: g["ndcg@10"] for g in section["relative_bins"]["groups"] if g["n"]}
+    bins = {g["group"]: g["ndcg@10"]["value"] for g in section["relative_bins"]["groups"] if g["n"]}
     # bin 0: q1 = 1; bin 1: (q2 + q3) / 2 = (0.6309 + 0.5) / 2 = 0.5654648767857288;
     # bin 10: q4 = 1; bin 18: q5 = 0.6309. PSI over these four = 1 - 0.56546 / 1.
     assert bins == pytest.approx({0: 1.0, 1: 0.5654648767857288, 10: 1.0, 18: INV_LOG3})
-    assert section["relative_bins"]["psi"] == pytest.approx(0.4345351232142712)
+    assert section["relative_bins"]["psi"]["value"] == pytest.approx(0.4345351232142712)
     assert section["relative_bins"]["empty_groups"] == 16
     buckets = section["length_buckets"]
     assert sorted(buckets) == ["Q1", "Q2", "Q4"]
     # Q1: bins 0 (1) and 1 (0.6309) -> 1 - 0.6309; Q2: bins 1 (0.5) and 10 (1) -> 0.5; Q4: one bin -> 0.
-    assert buckets["Q1"]["psi_bins"] == pytest.approx(1 - INV_LOG3)
-    assert buckets["Q2"]["psi_bins"] == pytest.approx(0.5)
-    assert buckets["Q4"]["psi_bins"] == 0.0
+    assert buckets["Q1"]["psi_bins"]["value"] == pytest.approx(1 - INV_LOG3)
+    assert buckets["Q2"]["psi_bins"]["value"] == pytest.approx(0.5)
+    assert buckets["Q4"]["psi_bins"]["value"] == 0.0
 
 
 def test_native_definitions_stay_selectable(tmp_path):

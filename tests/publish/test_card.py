@@ -31,7 +31,7 @@ def test_quickstart_card_front_matter(quickstart_build):
     card = (quickstart_build["folder"] / "README.md").read_text(encoding="utf-8")
     meta = front_matter(card)
     assert meta["task_categories"] == ["text-retrieval"]
-    assert meta["license"] == "unknown" and meta["language"] == ["en"]
+    assert meta["license"] == "other" and meta["license_name"] == "psf-2.0" and meta["language"] == ["en"]
     assert meta["size_categories"] == ["n<1K"]
     names = [c["config_name"] for c in meta["configs"]]
     assert names == ["default", "corpus", "queries", "qrels", "positions", "documents", "drops"]
@@ -50,6 +50,7 @@ def test_quickstart_card_body(quickstart_build):
     assert "PosIR: Position-Aware Heterogeneous Information Retrieval Benchmark" in card
     assert "@misc{zeng2026posir," in card
     assert "name: quickstart" in card  # the recipe is embedded
+    assert "Licence: `other` (`psf-2.0`, https://docs.python.org/3/license.html)." in card
     assert "![position_histogram.png](plots/position_histogram.png)" in card
 
 

@@ -46,6 +46,8 @@ def hub(monkeypatch):
 def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = write_beir(mini_bench(), tmp_path_factory.mktemp("hub") / "mini", stats=mini_run_stats())
     publish_outputs(mini_bench(), folder, mini_run_stats(), None)
+    card = folder / "README.md"
+    card.write_text(card.read_text(encoding="utf-8").replace("license: unknown", "license: mit", 1), encoding="utf-8")
     return folder
 
 
@@ -150,7 +152,9 @@ def test_a_mock_built_folder_is_refused_unless_allowed(hub, tmp_path):
     mock_stats = {**mini_run_stats(), "mock_llm": True}
     folder = write_beir(mini_bench(), tmp_path / "mock", stats=mock_stats)
     publish_outputs(mini_bench(), folder, mock_stats, None)
-    assert "Built with the mock LLM" in (folder / "README.md").read_text(encoding="utf-8")
+    card = folder / "README.md"
+    assert "Built with the mock LLM" in card.read_text(encoding="utf-8")
+    card.write_text(card.read_text(encoding="utf-8").replace("license: unknown", "license: mit", 1), encoding="utf-8")
     with pytest.raises(PushError, match="mock LLM"):
         push(folder, REPO, console=quiet())
     app = typer.Typer()

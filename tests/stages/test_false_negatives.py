@@ -126,3 +126,59 @@ def test_beyond_window_drop_removes_queries_the_reranker_cannot_read(tmp_path):
     params = FalseNegativeParams(rerankers=["short"], beyond_window="drop")
     out = FalseNegatives(params).run(_late_evidence_bench(), ctx)
     assert out.drops.select("id", "reason").rows() == [("q", "span_beyond_window:short")]
+
+
+class Prefers:
+    """A stand-in reranker: scores 2 for the documents a query is scripted to prefer, 1 for
+    anything else (the positive included), so each preferred document beats the positive."""
+
+    normalized = False
+
+    def __init__(self, name: str, prefers: dict[str, set[str]]) -> None:
+        self.name, self.prefers = name, prefers
+
+    def fit(self, corpus_texts):
+        pass
+
+    def text_budget(self, query):
+        return None
+
+    def score_pairs(self, pairs):
+        return [2.0 if text in self.prefers.get(query, set()) else 1.0 for query, text in pairs]
+
+
+# Every text shares "river" with every query, so BM25 recalls the whole corpus.
+CHAIN_DOCS = {d: f"river {d} " + " ".join([d] * 3) for d in ("a", "b", "c", "d", "e", "f")}
+CHAIN_QUERIES = [("qa", "a"), ("qb", "b"), ("qc", "c"), ("qd", "d"), ("qe", "e"), ("qe2", "e")]
+# qa prefers b, qb prefers c: removing b and c at once would also lose qc, whose positive c
+# is flagged only by qb, which goes with b. qd and qe prefer each other's positive.
+CHAIN_PREFERS = {"qa": {"b"}, "qb": {"c"}, "qd": {"e"}, "qe": {"d"}}
+
+
+def test_posir_mode_removes_documents_only_for_queries_that_survive(tmp_path):
+    queries = [{"query_id": q, "text": f"river {q}", "doc_id": d} for q, d in CHAIN_QUERIES]
+    prefers = {f"river {q}": {CHAIN_DOCS[d] for d in docs} for q, docs in CHAIN_PREFERS.items()}
+    ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()}, rerankers={"script": Prefers("script", prefers)})
+    params = FalseNegativeParams(rerankers=["script"], warn_above=0.5)
+    out = FalseNegatives(params).run(bench_of(CHAIN_DOCS, queries), ctx)
+    # b goes for qa; c stays, its only flagger qb being gone; of the cycle d <-> e, e (the
+    # positive of two queries) stays and d goes.
+    assert sorted(out.corpus["doc_id"]) == ["a", "c", "e", "f"]
+    assert sorted(out.queries["query_id"]) == ["qa", "qc", "qe", "qe2"]
+    assert sorted(out.drops.select("kind", "id", "reason").rows()) == [
+        ("doc", "b", "false_negative"), ("doc", "d", "false_negative"),
+        ("query", "qb", "doc_removed:false_negative"), ("query", "qd", "doc_removed:false_negative")]
+    assert ctx.stats["false_negative_flagged_docs"] == 4 and ctx.stats["false_negative_docs"] == 2
+    assert ctx.stats["false_negative_removed_share_documents"] == round(2 / 6, 4)
+    assert ctx.stats["false_negative_removed_share_queries"] == round(2 / 6, 4)
+    assert ctx.warnings == []
+
+
+def test_a_large_removal_warns_above_the_threshold(tmp_path):
+    ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()})
+    FalseNegatives(FalseNegativeParams(warn_above=0.2)).run(_bench(), ctx)
+    assert ctx.warnings == ["false-negative removal took 25% of the documents (1 of 4; warn_above 20%)",
+                            "false-negative removal took 33% of the queries (1 of 3; warn_above 20%)"]
+    ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()})
+    FalseNegatives(FalseNegativeParams(warn_above=0.4)).run(_bench(), ctx)
+    assert ctx.warnings == []

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from pydantic import Field, field_validator
 
+from builder.publish.config import license_field
 from builder.bench import SPAN_DTYPE
 from builder.stages.base import Stage, StageParams, register_stage
 from builder.stages.refs import DataPath
@@ -35,6 +36,7 @@ class ProbeParams(StageParams):
     path: DataPath | list[DataPath] = Field(description="Re-DocRED file(s): release JSON, JSONL or parquet; "
                                                         "local paths, hf://datasets/<repo>@<rev>/<file> or URLs")
     templates: dict[str, str] = Field(description="relation id (e.g. P17) -> question with {head}")
+    license: str | None = license_field()
     settings: list[Setting] = Field(default=list(SETTINGS), min_length=1)
     queries_per_setting: int | None = Field(default=250, ge=1, description="seeded sample size")
     max_neutral: int | None = Field(default=None, ge=1, description=(

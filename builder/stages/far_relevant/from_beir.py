@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 from pydantic import Field
 
+from builder.publish.config import license_field
 from builder.io.beir_input import read_beir_input
 from builder.io.bench_rows import add_rows, input_path
 from builder.stages.base import Stage, StageParams, register_stage
@@ -26,6 +27,7 @@ class FromBEIRParams(StageParams):
     lang: str = "en"
     domain: str = "general"
     id_prefix: str = Field(default="", description="prepended to document and query ids")
+    license: str | None = license_field()
 
 
 @register_stage

@@ -27,6 +27,7 @@ class Balance(QueryFilter):
     params: BalanceParams
 
     reports_thirds = False  # it evens the categories out on purpose
+    removes_by_design = True
 
     def judge(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
         pick_per_category(bench, ctx, self.params.column, None, "balanced_out", verdicts)

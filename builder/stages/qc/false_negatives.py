@@ -5,6 +5,9 @@ or a bi_encoder entry for dense recall), and the rerankers score them with the p
 
 - `mode: posir` (PosIR §2.3): a candidate scoring above the positive under any reranker
   is removed from the corpus (`false_negative`); queries whose positive it was go with it.
+  Flags count only from queries that survive: the removals are decided to a fixpoint
+  (removal_fixpoint.py), so a document flagged only by queries that lose their own
+  positive stays.
 - `mode: fineweb_posq` (FineWeb-PosQ A.2, stage 2): a candidate that more than half of
   the rerankers score above `threshold` (normalized scores) is sent to the LLM judges;
   with at least `min_votes` grades of `min_grade` or more, the query is dropped
@@ -12,7 +15,8 @@ or a bi_encoder entry for dense recall), and the rerankers score them with the p
   names with different seeds.
 
 Every flagged (query, document) pair is written to `false_negatives.parquet` in the
-stage's work folder.
+stage's work folder. The stage reports the share of the corpus and of the queries it
+removed, and warns when either is above `warn_above`.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, RetrieverRef
 from builder.stages.qc.grading import grade
+from builder.stages.qc.removal_fixpoint import removed_documents
 from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, span_ends
 
 if TYPE_CHECKING:
@@ -50,6 +55,8 @@ class FalseNegativeParams(StageParams):
     prompt: PromptRef = "relevance_grade"
     questions_per_call: int = Field(default=8, ge=1)
     beyond_window: BeyondWindow = beyond_window_field()
+    warn_above: float = Field(default=0.3, ge=0, le=1, description="warn when the share of documents or "
+                              "queries removed is above this")
 
     @model_validator(mode="after")
     def _judges_fit_mode(self) -> FalseNegativeParams:
@@ -70,6 +77,7 @@ class FalseNegatives(QueryFilter):
     params: FalseNegativeParams
 
     prompt_variables = GRADE_VARIABLES
+    warns_on_removals = True  # above warn_above
 
     def problems(self, recipe: Any) -> list[tuple[str, str]]:
         p = self.params
@@ -83,14 +91,27 @@ class FalseNegatives(QueryFilter):
                     out.append(("rerankers", message))
         return out
 
+    def run(self, bench: Bench, ctx: StageContext) -> Bench:
+        out = super().run(bench, ctx)
+        for kind, table in (("documents", "corpus"), ("queries", "queries")):
+            got = getattr(bench, table).height
+            share = (got - getattr(out, table).height) / got if got else 0.0
+            ctx.stats[f"false_negative_removed_share_{kind}"] = round(share, 4)
+            if share > self.params.warn_above:
+                ctx.warnings.append(f"false-negative removal took {share:.0%} of the {kind} "
+                                    f"({got - getattr(out, table).height} of {got}; warn_above "
+                                    f"{self.params.warn_above:.0%})")
+        return out
+
     def judge(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
         if self.params.beyond_window == "drop":
             self._drop_unread(bench, ctx, verdicts)
-        flagged = self._flag(verdicts.apply(bench, ctx.label), ctx)
+        live = verdicts.apply(bench, ctx.label)
+        flagged = self._flag(live, ctx)
         if self.params.mode == "posir":
-            self._remove_documents(flagged, ctx, verdicts)
+            self._remove_documents(live, flagged, ctx, verdicts)
         else:
-            self._drop_queries(bench, flagged, ctx, verdicts)
+            self._drop_queries(live, flagged, ctx, verdicts)
 
     def _drop_unread(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
         """Queries whose span ends past what a reranker reads of their positive."""
@@ -150,9 +171,13 @@ class FalseNegatives(QueryFilter):
                                 "doc_id": doc_ids[row], "row": row, "rerankers": above})
         return out
 
-    def _remove_documents(self, flagged: list[dict[str, Any]], ctx: StageContext, verdicts: Verdicts) -> None:
+    def _remove_documents(self, bench: Bench, flagged: list[dict[str, Any]], ctx: StageContext,
+                          verdicts: Verdicts) -> None:
         _save(flagged, ctx, votes=None)
-        docs = dict.fromkeys(r["doc_id"] for r in flagged)
+        positives = bench.queries["doc_id"].to_list()
+        docs = removed_documents(((r["positive"], r["doc_id"]) for r in flagged), positives,
+                                 bench.corpus["doc_id"].to_list())
+        ctx.stats["false_negative_flagged_docs"] = len({r["doc_id"] for r in flagged})
         ctx.stats["false_negative_docs"] = len(docs)
         for doc_id in docs:
             verdicts.drop_doc(doc_id, "false_negative")

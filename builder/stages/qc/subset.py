@@ -28,6 +28,7 @@ class Subset(QueryFilter):
     params: SubsetParams
 
     reports_thirds = False  # it keeps the same number per category on purpose
+    removes_by_design = True
 
     def judge(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
         pick_per_category(bench, ctx, self.params.column, self.params.per_category, "not_in_subset", verdicts)

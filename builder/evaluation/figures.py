@@ -1,0 +1,146 @@
+"""Per-query scores -> the report's figures, each with its n and a bootstrap interval.
+
+A figure is `{"value", "n", "ci_low", "ci_high"}`. Groups (position groups, 20-bin
+relative positions, length buckets, the model-window split) carry `n` and `small`
+(fewer queries than the minimum group size). A PSI carries the interval of PSI itself
+and `small` when its min or max group is small: such a PSI says more about that group's
+few queries than about the retriever.
+
+Length buckets average either over queries (`queries`) or over the means of the
+bucket's position bins that hold queries (`bins`, PosIR's way); the choice is named in
+the report.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import polars as pl
+
+from builder.evaluation.intervals import BootstrapSettings, Partition, bootstrap_group_means, interval, psi_values
+from builder.evaluation.metrics import METRICS, N_BINS, group_universe, natural_key
+
+Averaging = Literal["queries", "bins"]
+AVERAGINGS: tuple[Averaging, ...] = ("queries", "bins")
+VISIBILITY = ("visible", "beyond", "unknown")
+
+
+class Figures:
+    """Every partition of one retriever's scores, resampled together."""
+
+    def __init__(self, scores: pl.DataFrame, groupings: list[str], settings: BootstrapSettings) -> None:
+        self.settings = settings
+        self.labels: dict[str, list[object]] = {}
+        codes: dict[str, np.ndarray] = {"overall": np.zeros(scores.height, dtype=np.int64)}
+        self.labels["overall"] = ["all"]
+        for column in [*groupings, "rel_bin", "length_bucket", "visibility"]:
+            if column in scores.columns and scores[column].null_count() < scores.height:
+                codes[column] = self._codes(scores, column)
+        if "length_bucket" in codes and "rel_bin" in codes:
+            bins, buckets = codes["rel_bin"], codes["length_bucket"]
+            width = len(self.labels["rel_bin"])
+            codes["length_bin"] = np.where((bins >= 0) & (buckets >= 0), buckets * width + bins, -1)
+            self.labels["length_bin"] = list(range(len(self.labels["length_bucket"]) * width))
+        visible = scores["visibility"].to_numpy() == "visible" if "visibility" in codes else None
+        if visible is not None and not visible.all():  # the window table shows visible-only groups
+            for column in groupings:
+                codes[f"visible/{column}"] = np.where(visible, codes[column], -1)
+                self.labels[f"visible/{column}"] = self.labels[column]
+        partitions = {k: Partition(v, len(self.labels[k])) for k, v in codes.items()}
+        self.counts = {k: np.bincount(v[v >= 0], minlength=partitions[k].size) for k, v in codes.items()}
+        values = scores.select(METRICS).fill_null(0.0).to_numpy().astype(float)
+        self.point, self.resampled = bootstrap_group_means(values, partitions, settings)
+
+    def _codes(self, scores: pl.DataFrame, column: str) -> np.ndarray:
+        values = scores[column].to_list()
+        if column == "visibility":
+            universe: list[object] = list(VISIBILITY)
+        elif column == "length_bucket":
+            universe = sorted({v for v in values if v is not None}, key=natural_key)
+        else:
+            universe = group_universe(column, values)
+        self.labels[column] = universe
+        index = {label: i for i, label in enumerate(universe)}
+        return np.array([-1 if v is None else index[v] for v in values], dtype=np.int64)
+
+    def has(self, partition: str) -> bool:
+        return partition in self.point
+
+    def figure(self, point: float, distribution: np.ndarray, n: int) -> dict:
+        low, high = interval(distribution, self.settings.confidence)
+        return {"value": None if not np.isfinite(point) else float(point), "n": int(n), "ci_low": low, "ci_high": high}
+
+    def group(self, partition: str, k: int) -> dict:
+        n = int(self.counts[partition][k])
+        return {"n": n, "small": n < self.settings.min_group,
+                **{m: self.figure(self.point[partition][k, j], self.resampled[partition][:, k, j], n)
+                   for j, m in enumerate(METRICS)}}
+
+    def overall(self) -> dict:
+        row = self.group("overall", 0)
+        return {"n": row["n"], **{m: row[m] for m in METRICS}}
+
+    def grouping(self, partition: str) -> dict:
+        """Each group's figures and the PSI over nDCG@10 of the groups that hold queries."""
+        groups = [{"group": label, **self.group(partition, k)} for k, label in enumerate(self.labels[partition])]
+        counts = self.counts[partition]
+        return {"groups": groups, "psi": self.psi(self.point[partition][:, 0], self.resampled[partition][..., 0],
+                                                  counts, self.labels[partition]),
+                "groups_with_queries": int((counts > 0).sum()), "empty_groups": int((counts == 0).sum()),
+                "small_groups": int(((counts > 0) & (counts < self.settings.min_group)).sum())}
+
+    def psi(self, means: np.ndarray, resampled: np.ndarray, counts: np.ndarray, labels: list[object]) -> dict:
+        present = counts > 0
+        out = self.figure(float(psi_values(means)), psi_values(resampled), int(counts.sum()))
+        if out["value"] is None:
+            return {**out, "small": False, "min_group": None, "max_group": None}
+        shown = np.where(present, means, np.nan)
+        low, high = int(np.nanargmin(shown)), int(np.nanargmax(shown))
+        small = bool(min(counts[low], counts[high]) < self.settings.min_group)
+        return {**out, "small": small, "min_group": labels[low], "max_group": labels[high]}
+
+    def length_buckets(self, averaging: Averaging) -> dict[str, dict]:
+        """Per bucket: its figures under `averaging` and the PSI over its position bins."""
+        if not self.has("length_bucket"):
+            return {}
+        out = {}
+        width = len(self.labels.get("rel_bin", [])) or N_BINS
+        for k, label in enumerate(self.labels["length_bucket"]):
+            n = int(self.counts["length_bucket"][k])
+            entry: dict = {"n": n, "small": n < self.settings.min_group}
+            if self.has("length_bin"):
+                cells = slice(k * width, (k + 1) * width)
+                point, resampled = self.point["length_bin"][cells], self.resampled["length_bin"][:, cells]
+                counts = self.counts["length_bin"][cells]
+                bins = list(range(width))
+                entry["psi_bins"] = self.psi(point[:, 0], resampled[..., 0], counts, bins)
+                entry["bins_with_queries"], entry["empty_bins"] = int((counts > 0).sum()), int((counts == 0).sum())
+            else:
+                entry["psi_bins"], entry["bins_with_queries"], entry["empty_bins"] = None, 0, N_BINS
+            # Without relative positions there are no bins to average: the bucket averages queries.
+            entry["averaging"] = averaging if self.has("length_bin") else "queries"
+            if entry["averaging"] == "bins":
+                entry.update({m: self.figure(_nanmean(point[:, j]), _nanmean(resampled[..., j], axis=-1), n)
+                              for j, m in enumerate(METRICS)})
+            else:
+                entry.update({m: self.figure(self.point["length_bucket"][k, j],
+                                             self.resampled["length_bucket"][:, k, j], n)
+                              for j, m in enumerate(METRICS)})
+            out[str(label)] = entry
+        return out
+
+    def visibility(self) -> dict[str, dict]:
+        if not self.has("visibility"):
+            return {v: {"n": 0} for v in VISIBILITY}
+        return {str(label): self.group("visibility", k) for k, label in enumerate(self.labels["visibility"])}
+
+
+def _nanmean(values: np.ndarray, axis: int | None = None) -> np.ndarray | float:
+    """Mean over the bins that hold queries; NaN where none does."""
+    finite = np.isfinite(values)
+    total = np.where(finite, values, 0.0).sum(axis=axis)
+    count = finite.sum(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total / count
+
