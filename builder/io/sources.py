@@ -17,7 +17,7 @@ from builder.io.jsonl import read_jsonl
 
 
 class FieldMap(BaseModel):
-    """Which input field holds each corpus column; `id: null` numbers rows instead."""
+    """Which input field holds each corpus column; `id: null` names each text by its hash."""
 
     model_config = ConfigDict(extra="forbid")
     id: str | None = "id"
