@@ -182,18 +182,19 @@ def stages() -> None:
 
 def _register_subcommands() -> None:
     from builder.evaluation.cli import eval_command
-    from builder.publish.cli import push_command, stats_command
+    from builder.publish.cli import diff_command, push_command, stats_command
     from builder.run.cache_cli import cache_command
 
     app.command("cache")(cache_command)
     app.command("eval")(eval_command)
     app.command("stats")(stats_command)
     app.command("push")(push_command)
+    app.command("diff")(diff_command)
 
 
 _register_subcommands()
 
-_COMMANDS = {"build", "validate", "plan", "stages", "stats", "eval", "push", "cache"}
+_COMMANDS = {"build", "validate", "plan", "stages", "stats", "eval", "push", "cache", "diff"}
 
 
 def main(argv: list[str] | None = None) -> None:
