@@ -15,6 +15,7 @@ from builder.publish.beir import write_beir
 LLM = {"calls": 4, "cache_hits": 1, "retries": 0, "failures": 1, "prompt_tokens": 100, "completion_tokens": 20}
 NO_LLM = dict.fromkeys(LLM, 0)
 PROMPT_SHA = "ab" * 32
+TOKEN = "hf_fakeTestToken0123456789abcdef"
 
 
 def mini_bench(positions: bool = True) -> Bench:
@@ -60,6 +61,21 @@ def mini_run_stats() -> dict[str, Any]:
 def mini_folder(tmp_path: Path) -> Path:
     """The mini bench written as a build writes it (BEIR files + parquet + stats.json)."""
     return write_beir(mini_bench(), tmp_path / "mini", stats=mini_run_stats())
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    """The local Hub-like server, with HF_ENDPOINT and a token pointing at it."""
+    import huggingface_hub.constants
+
+    from tests.publish.fake_hub import FakeHub
+
+    # Other tests may run with HF_HUB_OFFLINE=1, which huggingface_hub reads once at import.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    with FakeHub() as fake:
+        monkeypatch.setenv("HF_ENDPOINT", fake.url)
+        yield fake
 
 
 @pytest.fixture(scope="session")
