@@ -32,6 +32,8 @@ class Version:
     where: str
     docs: pl.DataFrame
     queries: pl.DataFrame
+    inputs: dict[str, Any] | None = None  # stats.json's pinned inputs
+    evaluation: dict[str, Any] | None = None  # eval/eval.json
 
 
 def _read(paths: list[Path], wanted: tuple[str, ...], rename: dict[str, str]) -> pl.DataFrame:
@@ -81,7 +83,17 @@ def read_version(folder: Path, where: str | None = None) -> Version:
     else:
         raise SourceError(f"{where} is not a built benchmark folder (no corpus.parquet and no corpus/ partitions)")
     docs = docs.with_columns(pl.col("lang").cast(pl.Utf8).fill_null("-"))
-    return Version(where, docs, _with_keys(queries, qrels))
+    stats, evaluation = _json(folder / "stats.json"), _json(folder / "eval" / "eval.json")
+    return Version(where, docs, _with_keys(queries, qrels), (stats or {}).get("inputs"), evaluation)
+
+
+def _json(path: Path) -> dict[str, Any] | None:
+    import json
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
 
 
 def fetch_version(ref: str) -> Version:
@@ -91,7 +103,7 @@ def fetch_version(ref: str) -> Version:
         if not folder.is_dir():
             raise SourceError(f"{ref}: no such folder")
         return read_version(folder)
-    return read_version(hub_snapshot(ref, [f"{t}/**" for t in _PARTS]), ref)
+    return read_version(hub_snapshot(ref, [*(f"{t}/**" for t in _PARTS), "stats.json", "eval/eval.json"]), ref)
 
 
 def hub_snapshot(ref: str, patterns: list[str]) -> Path:
@@ -154,8 +166,13 @@ def diff_versions(old: Version, new: Version) -> dict[str, Any]:
     q_cols = ("query_id", "text", "span", "label", "position_bin", "lang", "position_tag")
     queries = _side_by_side(old.queries.select(q_cols), new.queries.select(q_cols), "query_id", QUERY_FIELDS)
     group = ("lang", "position_tag")
+    from builder.publish.inputs import input_changes
+    from builder.publish.release_notes import eval_figures
+
     return {
         "old": old.where, "new": new.where,
+        "inputs": [{"input": k, "old": a, "new": b} for k, a, b in input_changes(old.inputs, new.inputs)],
+        "evaluation": {"old": eval_figures(old.evaluation), "new": eval_figures(new.evaluation)},
         "documents": {
             "old": old.docs.height, "new": new.docs.height, "unchanged": docs["unchanged"],
             **{kind: {"count": docs[kind].height, "by_language": _grouped(docs[kind], ("lang",)),

@@ -49,7 +49,17 @@ def print_diff(console: Console, result: dict[str, Any]) -> None:
     lines += [f"  changed document {d}" for d in result["documents"]["changed"]["examples"]]
     for f, v in queries["changed"]["by_field"].items():
         lines += [f"  changed {f} of {e['id']}: {e['old']!r} → {e['new']!r}" for e in v["examples"]]
+    for change in result["inputs"]:
+        lines.append(f"  input {change['input']}: {change['old']!r} → {change['new']!r}")
+    figures = result["evaluation"]
+    for name, new in figures["new"].items():
+        old = figures["old"].get(name, {})
+        lines += [f"  {name} {f}: {_num(old.get(f))} → {_num(v)}" for f, v in new.items() if name in figures["old"]]
     if lines:
-        console.print("examples:", markup=False)
+        console.print("details:", markup=False)
         for line in lines:
             console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"

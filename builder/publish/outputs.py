@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from builder.atomic import write_text_atomic
@@ -37,9 +38,12 @@ def _license(loaded: LoadedRecipe | None) -> str:
 
 
 def stats_document(bench: Bench, run_stats: RunStats, recipe_name: str | None) -> dict[str, Any]:
-    """stats.json: the computed figures plus the run's per-stage records they came from."""
+    """stats.json: the computed figures plus the run's per-stage records they came from,
+    and the pinned inputs when the run summary has them."""
     records = [r.to_json() for r in stage_list(run_stats)]
-    return {"recipe": recipe_name, **compute_stats(bench, run_stats), "stages": records}
+    inputs = run_stats.get("inputs") if isinstance(run_stats, Mapping) else None
+    return {"recipe": recipe_name, **compute_stats(bench, run_stats), "stages": records,
+            **({"inputs": inputs} if inputs else {})}
 
 
 def write_stats(bench: Bench, out_dir: Path, run_stats: RunStats, recipe_name: str | None
@@ -61,6 +65,11 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats,
 
     out_dir = Path(out_dir)
     name = loaded_recipe.recipe.name if loaded_recipe else _recipe_name(run_stats)
+    if loaded_recipe is not None:
+        from builder.publish.inputs import pinned_inputs
+
+        run_stats = {"recipe": name, "stages": [r.to_json() for r in stage_list(run_stats)],
+                     "inputs": pinned_inputs(loaded_recipe, stage_list(run_stats))}
     stats, plots = write_stats(bench, out_dir, run_stats, name)
     layout = write_hub_layout(bench, out_dir)
     layout.configs += subset_configs(out_dir)
@@ -79,7 +88,7 @@ def read_run_stats(folder: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
-    return {"recipe": data.get("recipe"), "stages": data.get("stages", [])}
+    return {"recipe": data.get("recipe"), "stages": data.get("stages", []), "inputs": data.get("inputs")}
 
 
 def refresh_stats(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -94,3 +94,20 @@ def test_cli_prints_tables_or_json_and_exits_0(tmp_path):
 def test_cli_on_a_folder_that_is_not_a_build_exits_2(tmp_path):
     result = CliRunner().invoke(app, [str(tmp_path), str(tmp_path)])
     assert result.exit_code == 2 and "not a built benchmark folder" in " ".join(result.output.split())
+
+
+def test_diff_compares_pinned_inputs_and_reference_figures_when_both_have_them(tmp_path):
+    old, new = write_beir(OLD, tmp_path / "v1"), write_beir(NEW, tmp_path / "v2")
+    for folder, model, ndcg in ((old, "m-small", 0.25), (new, "m-large", 0.5)):
+        stats = json.loads((folder / "stats.json").read_text()) if (folder / "stats.json").exists() else {}
+        stats["inputs"] = {"build_bench": "0.1.0", "models": {"gen": model}, "prompts": {}}
+        (folder / "stats.json").write_text(json.dumps(stats))
+        (folder / "eval").mkdir()
+        (folder / "eval" / "eval.json").write_text(json.dumps(
+            {"retrievers": {"bm25": {"overall": {"ndcg@10": ndcg}, "groupings": {}}}}))
+    result = diff_versions(read_version(old), read_version(new))
+    assert result["inputs"] == [{"input": "models.gen", "old": "m-small", "new": "m-large"}]
+    assert result["evaluation"] == {"old": {"bm25": {"nDCG@10": 0.25}}, "new": {"bm25": {"nDCG@10": 0.5}}}
+    shown = CliRunner().invoke(app, [str(old), str(new)], terminal_width=160)
+    assert "input models.gen: 'm-small' → 'm-large'" in shown.output
+    assert "bm25 nDCG@10: 0.2500 → 0.5000" in shown.output
