@@ -106,6 +106,9 @@ def build(
     allow_empty: Annotated[bool, typer.Option(
         "--allow-empty", help="Write the result even with 0 documents or 0 queries.")] = False,
     executor: ExecutorOpt = None,
+    from_ref: Annotated[Optional[str], typer.Option("--from", help=(
+        "An earlier release (a built folder or hf://datasets/org/name@rev): its LLM answers seed the "
+        "cache, so only new requests reach the model."))] = None,
 ) -> None:
     """Build the dataset a recipe describes."""
     from builder.run.report import print_run_summary
@@ -115,7 +118,7 @@ def build(
     loaded = _load(recipe, _with_executor(overrides, executor))
     _preflight(loaded, network=True)
     options = RunOptions(run_root=run_dir, out_dir=out_dir, limit=limit, fresh=fresh, reask_failed=reask_failed,
-                         overwrite=overwrite, wait=wait, allow_empty=allow_empty)
+                         overwrite=overwrite, wait=wait, allow_empty=allow_empty, from_ref=from_ref)
     with friendly_errors(err):
         result = Runner(loaded, options, err).run()
     print_run_summary(out, result)

@@ -11,6 +11,7 @@ import pytest
 
 from builder.bench import Bench
 from builder.publish.beir import write_beir
+from tests.publish.fake_hub import hub_fixture
 
 LLM = {"calls": 4, "cache_hits": 1, "retries": 0, "failures": 1, "prompt_tokens": 100, "completion_tokens": 20}
 NO_LLM = dict.fromkeys(LLM, 0)
@@ -63,19 +64,7 @@ def mini_folder(tmp_path: Path) -> Path:
     return write_beir(mini_bench(), tmp_path / "mini", stats=mini_run_stats())
 
 
-@pytest.fixture
-def hub(monkeypatch):
-    """The local Hub-like server, with HF_ENDPOINT and a token pointing at it."""
-    import huggingface_hub.constants
-
-    from tests.publish.fake_hub import FakeHub
-
-    # Other tests may run with HF_HUB_OFFLINE=1, which huggingface_hub reads once at import.
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
-    with FakeHub() as fake:
-        monkeypatch.setenv("HF_ENDPOINT", fake.url)
-        yield fake
+hub = hub_fixture(TOKEN)
 
 
 @pytest.fixture(scope="session")

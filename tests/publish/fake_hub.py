@@ -23,6 +23,7 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -275,3 +276,20 @@ def load_with_datasets(hub_url: str, repo: str, wanted: list[tuple[str, str]], h
     if done.returncode != 0:
         raise AssertionError(f"load_dataset({repo!r}, ...) failed:\n{done.stderr[-3000:]}")
     return dict(zip(wanted, json.loads(done.stdout.strip().splitlines()[-1])))
+
+
+def hub_fixture(token: str) -> Any:
+    """A pytest fixture: a FakeHub, with HF_ENDPOINT and HF_TOKEN pointing at it."""
+    import huggingface_hub.constants
+    import pytest
+
+    @pytest.fixture
+    def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
+        # Other tests may run with HF_HUB_OFFLINE=1, which huggingface_hub reads once at import.
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setenv("HF_TOKEN", token)
+        with FakeHub() as fake:
+            monkeypatch.setenv("HF_ENDPOINT", fake.url)
+            yield fake
+
+    return hub
