@@ -5,8 +5,8 @@ the parquet configs (`corpus/`, `queries/`, `qrels/`, `positions/`, `documents/`
 BEIR files, the drop log, per-language folders, `posir/`, `cross/`, ColDeR's `settings/`
 and `pairs.parquet`, and CHANGELOG.md. Three things stay local: the root
 `corpus.parquet`/`queries.parquet`/`qrels.parquet` (the configs hold the same columns),
-`eval/` (results of `build-bench eval`, not the benchmark) and hidden entries such as
-`.eval_cache/`.
+`eval/` (results of `build-bench eval`, not the benchmark; only its `eval.json` figures
+travel, for the next release's changelog) and hidden entries such as `.eval_cache/`.
 """
 
 from __future__ import annotations

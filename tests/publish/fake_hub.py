@@ -219,7 +219,9 @@ class FakeHub:
                 files[value["path"]] = base64.b64decode(value["content"])
             elif item["key"] == "deletedFile":
                 files.pop(value["path"], None)
-        oid = hashlib.sha1(f"{len(repo.commits)}{sorted(files)}".encode()).hexdigest()
+        # Named by content, as git names commits, so a Hub cache never mistakes one for another.
+        content = sorted((p, hashlib.sha1(b).hexdigest()) for p, b in files.items())
+        oid = hashlib.sha1(f"{len(repo.commits)}{content}".encode()).hexdigest()
         repo.commits.append({"oid": oid, "message": lines[0]["value"]["summary"], "files": files})
         return 200, {"commitUrl": f"{self.url}/datasets/{m['repo']}/commit/{oid}", "commitOid": oid,
                      "pullRequestUrl": None}
@@ -279,14 +281,16 @@ def load_with_datasets(hub_url: str, repo: str, wanted: list[tuple[str, str]], h
 
 
 def hub_fixture(token: str) -> Any:
-    """A pytest fixture: a FakeHub, with HF_ENDPOINT and HF_TOKEN pointing at it."""
+    """A pytest fixture: a FakeHub, with HF_ENDPOINT and HF_TOKEN pointing at it and a Hub
+    cache of the test's own."""
     import huggingface_hub.constants
     import pytest
 
     @pytest.fixture
-    def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
+    def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeHub]:
         # Other tests may run with HF_HUB_OFFLINE=1, which huggingface_hub reads once at import.
         monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub_cache"))
         monkeypatch.setenv("HF_TOKEN", token)
         with FakeHub() as fake:
             monkeypatch.setenv("HF_ENDPOINT", fake.url)

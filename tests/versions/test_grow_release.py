@@ -93,6 +93,12 @@ def test_v1_grows_to_v2_with_new_documents_and_a_language_then_both_publish(hub,
     assert "| recipe.stages.3.translate.languages" in changelog
     from_hub = diff_versions(fetch_version(f"hf://datasets/{REPO}@v1.0.0"), fetch_version(str(v2)))
     assert from_hub["queries"] == result["queries"] and from_hub["documents"] == result["documents"]
+    # Grown from the Hub revision instead of the folder: the same release, the same requests.
+    with FakeOpenAIServer(responder=translator(tatoeba)) as srv:
+        again = _build(srv, data, tmp_path / "v2_from_hub", 20, ["fra-Latn", "deu-Latn"],
+                       from_ref=f"hf://datasets/{REPO}@v1.0.0")
+        assert sorted(map(str, _asked(srv))) == sorted(map(str, asked))
+    assert pl.read_parquet(again / "queries.parquet").equals(pl.read_parquet(v2 / "queries.parquet"))
     loaded = load_with_datasets(hub.url, REPO, [("queries", "v1.0.0"), ("queries", "v1.1.0")], tmp_path / "hf")
     assert sorted(r["_id"] for r in loaded["queries", "v1.0.0"]) == sorted(before["query_id"])
     assert sorted(r["_id"] for r in loaded["queries", "v1.1.0"]) == sorted(after["query_id"])
