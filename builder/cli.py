@@ -117,6 +117,10 @@ def build(
 
     loaded = _load(recipe, _with_executor(overrides, executor))
     _preflight(loaded, network=True)
+    if from_ref and not from_ref.startswith("hf://") and not Path(from_ref).is_dir():
+        err.print(f"--from {from_ref}: no such folder (a built folder or hf://datasets/org/name@rev)",
+                  markup=False, highlight=False)
+        raise typer.Exit(2)
     options = RunOptions(run_root=run_dir, out_dir=out_dir, limit=limit, fresh=fresh, reask_failed=reask_failed,
                          overwrite=overwrite, wait=wait, allow_empty=allow_empty, from_ref=from_ref)
     with friendly_errors(err):

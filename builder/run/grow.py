@@ -51,8 +51,8 @@ def seed_from(ref: str, backends: Backends, console: Console) -> None:
         raise SourceError(f"--from {ref}: no such folder")
     answers = read_answers(folder)
     if answers is None:
-        console.print(f"[yellow]--from {ref}: it ships no LLM answers ({ANSWERS_FILE}); every request "
-                      "is sent to the model[/]", highlight=False)
+        console.print(f"[yellow]--from {ref}: it ships no LLM answers ({ANSWERS_FILE}), so any LLM request "
+                      "goes to the model[/]", highlight=False)
         return
     added = backends.seed_answers(answers, ref)
     console.print(f"--from {ref}: {answers.height} answers, {added} new to this cache", highlight=False)

@@ -111,3 +111,4 @@ def test_diff_compares_pinned_inputs_and_reference_figures_when_both_have_them(t
     shown = CliRunner().invoke(app, [str(old), str(new)], terminal_width=160)
     assert "input models.gen: 'm-small' → 'm-large'" in shown.output
     assert "bm25 nDCG@10: 0.2500 → 0.5000" in shown.output
+

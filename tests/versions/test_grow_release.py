@@ -5,6 +5,8 @@ and each revision loaded back with `datasets`."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -102,3 +104,12 @@ def test_v1_grows_to_v2_with_new_documents_and_a_language_then_both_publish(hub,
     loaded = load_with_datasets(hub.url, REPO, [("queries", "v1.0.0"), ("queries", "v1.1.0")], tmp_path / "hf")
     assert sorted(r["_id"] for r in loaded["queries", "v1.0.0"]) == sorted(before["query_id"])
     assert sorted(r["_id"] for r in loaded["queries", "v1.1.0"]) == sorted(after["query_id"])
+
+
+def test_build_from_a_folder_that_is_not_there_exits_2_before_building(tmp_path):
+    done = subprocess.run([sys.executable, "-c", "from builder.cli import main; main()", "quickstart",
+                           "--out", str(tmp_path / "out"), "--run-dir", str(tmp_path / "runs"),
+                           "--from", str(tmp_path / "v0")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert f"--from {tmp_path / 'v0'}: no such folder" in done.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "runs").exists()
