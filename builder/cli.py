@@ -109,6 +109,9 @@ def build(
     mock_llm: Annotated[bool, typer.Option("--mock-llm", help=(
         "Answer every LLM of the recipe with an offline, in-process mock (grounded in the documents), "
         "to try a recipe without a server; the output is marked as mock-built and push refuses it."))] = False,
+    from_ref: Annotated[Optional[str], typer.Option("--from", help=(
+        "An earlier release (a built folder or hf://datasets/org/name@rev): its LLM answers seed the "
+        "cache, so only new requests reach the model."))] = None,
 ) -> None:
     """Build the dataset a recipe describes."""
     from builder.run.report import print_run_summary
@@ -117,8 +120,13 @@ def build(
 
     loaded = _load(recipe, _with_executor(overrides, executor))
     _preflight(loaded, network=True, llm_models=not mock_llm)
+    if from_ref and not from_ref.startswith("hf://") and not Path(from_ref).is_dir():
+        err.print(f"--from {from_ref}: no such folder (a built folder or hf://datasets/org/name@rev)",
+                  markup=False, highlight=False)
+        raise typer.Exit(2)
     options = RunOptions(run_root=run_dir, out_dir=out_dir, limit=limit, fresh=fresh, reask_failed=reask_failed,
-                         overwrite=overwrite, wait=wait, allow_empty=allow_empty, mock_llm=mock_llm)
+                         overwrite=overwrite, wait=wait, allow_empty=allow_empty, mock_llm=mock_llm,
+                         from_ref=from_ref)
     with friendly_errors(err):
         result = Runner(loaded, options, err).run()
     print_run_summary(out, result)
@@ -185,18 +193,19 @@ def stages() -> None:
 
 def _register_subcommands() -> None:
     from builder.evaluation.cli import eval_command
-    from builder.publish.cli import push_command, stats_command
+    from builder.publish.cli import diff_command, push_command, stats_command
     from builder.run.cache_cli import cache_command
 
     app.command("cache")(cache_command)
     app.command("eval")(eval_command)
     app.command("stats")(stats_command)
     app.command("push")(push_command)
+    app.command("diff")(diff_command)
 
 
 _register_subcommands()
 
-_COMMANDS = {"build", "validate", "plan", "stages", "stats", "eval", "push", "cache"}
+_COMMANDS = {"build", "validate", "plan", "stages", "stats", "eval", "push", "cache", "diff"}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,7 +7,6 @@ any size. `load_sources` collects it into tables for corpora that fit in memory.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
+from builder.ids import content_id, text_digest
 from builder.io.jsonl import has_lone_surrogate, id_problem
 from builder.io.sources import JsonlSource, Located, SourceError, _SourceBase, iter_rows, source_name
 
@@ -49,10 +49,6 @@ class _Fields:
     columns: set[str] = field(default_factory=set)
 
 
-def _text_digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
-
-
 def _mapping(spec: _SourceBase) -> dict[str, str]:
     return {k: v for k, v in spec.fields.model_dump().items() if v is not None}
 
@@ -71,10 +67,19 @@ def _check_fields(spec: _SourceBase, fields: _Fields) -> None:
     )
 
 
-def _text_items(spec: _SourceBase, raw: Any, row_id: str) -> list[tuple[str, Any]]:
-    if spec.explode_text and isinstance(raw, list):
-        return [(f"{row_id}-{k}", item) for k, item in enumerate(raw)]
-    return [(row_id, raw)]
+def _text_items(spec: _SourceBase, raw: Any, row_id: str | None, where: str) -> list[tuple[str, Any]]:
+    """(doc id, text) per document of a row; without a source id, a text names itself by its
+    hash (a text that cannot be hashed is named by its place, for its drop)."""
+    texts = list(enumerate(raw)) if spec.explode_text and isinstance(raw, list) else [(-1, raw)]
+    out = []
+    for k, text in texts:
+        if row_id is not None:
+            out.append((row_id if k < 0 else f"{row_id}-{k}", text))
+        elif _check_text(text) is None:
+            out.append((f"{spec.id_prefix}{content_id(text_digest(text))}", text))
+        else:
+            out.append((f"{spec.id_prefix}{where}" if k < 0 else f"{spec.id_prefix}{where}-{k}", text))
+    return out
 
 
 def _check_text(text: Any) -> str | None:
@@ -98,22 +103,25 @@ def _meta(spec: _SourceBase, row: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _row_docs(spec: _SourceBase, row: dict[str, Any], n: int, where: str, seen: _Seen
+def _row_docs(spec: _SourceBase, row: dict[str, Any], where: str, seen: _Seen
               ) -> Iterator[Doc | Dropped]:
     f = spec.fields
-    raw_id = row.get(f.id) if f.id else str(n)
-    bad_id = id_problem(raw_id)
-    if bad_id is not None:
-        # The id itself is unusable as a drop id; say where the row is instead.
-        yield Dropped(f"{spec.id_prefix}{where}", bad_id)
-        return
+    row_id = None
+    if f.id:
+        raw_id = row.get(f.id)
+        bad_id = id_problem(raw_id)
+        if bad_id is not None:
+            # The id itself is unusable as a drop id; say where the row is instead.
+            yield Dropped(f"{spec.id_prefix}{where}", bad_id)
+            return
+        row_id = f"{spec.id_prefix}{raw_id}"
     meta = _meta(spec, row)
     bad_meta = "invalid_unicode" if any(map(has_lone_surrogate, meta.values())) else None
-    for doc_id, text in _text_items(spec, row.get(f.text), f"{spec.id_prefix}{raw_id}"):
+    for doc_id, text in _text_items(spec, row.get(f.text), row_id, where):
         reason = bad_meta or _check_text(text)
         if reason is None and doc_id in seen.ids:
             reason = "duplicate_id"
-        digest = _text_digest(text) if reason is None else b""
+        digest = text_digest(text) if reason is None else b""
         if reason is None and digest in seen.texts:
             reason = "duplicate_text"
         if reason is not None:
@@ -130,7 +138,7 @@ def _source_docs(spec: _SourceBase, rows: Iterable[Located], cap: int | None, se
     same_columns = not isinstance(spec, JsonlSource)
     fields = _Fields(unseen=set(_mapping(spec).values()))
     objects = kept = 0
-    for n, (where, row) in enumerate(rows):
+    for where, row in rows:
         if cap is not None and kept >= cap:
             return
         if isinstance(row, str):
@@ -142,7 +150,7 @@ def _source_docs(spec: _SourceBase, rows: Iterable[Located], cap: int | None, se
             fields.columns.update(row)
             if same_columns:
                 _check_fields(spec, fields)
-        for item in _row_docs(spec, row, n, where, seen):
+        for item in _row_docs(spec, row, where, seen):
             kept += isinstance(item, Doc)
             yield item
     if objects:

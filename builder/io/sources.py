@@ -18,7 +18,7 @@ from builder.publish.config import license_field
 
 
 class FieldMap(BaseModel):
-    """Which input field holds each corpus column; `id: null` numbers rows instead."""
+    """Which input field holds each corpus column; `id: null` names each text by its hash."""
 
     model_config = ConfigDict(extra="forbid")
     id: str | None = "id"

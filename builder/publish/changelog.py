@@ -59,8 +59,9 @@ def _change(old: Any, new: Any) -> str:
 
 
 def entry(new_stats: dict[str, Any], old_stats: dict[str, Any] | None, version: str,
-          previous: str | None, date: str) -> str:
-    """One markdown entry; counts are always listed, other figures only where they moved."""
+          previous: str | None, date: str, changes: list[str] | None = None) -> str:
+    """One markdown entry; `changes` (what changed in the data and the inputs) come first,
+    then the statistics: counts always, other figures only where they moved."""
     new = _figures(new_stats)
     lines = [f"## {version} ({date})", ""]
     if old_stats is None:
@@ -70,7 +71,8 @@ def entry(new_stats: dict[str, Any], old_stats: dict[str, Any] | None, version: 
                      f"{counts.get('queries', 0)} queries, {counts.get('qrels', 0)} qrels.")
         return "\n".join(lines) + "\n"
     old = _figures(old_stats)
-    lines += [f"Compared with {previous}:", "", f"| figure | {previous} | {version} | change |",
+    lines += [f"Compared with {previous}:", "", *(changes or []), "Statistics:", "",
+              f"| figure | {previous} | {version} | change |",
               "| --- | ---: | ---: | --- |"]
     for key in [*new, *(k for k in old if k not in new)]:
         before, after = old.get(key), new.get(key)

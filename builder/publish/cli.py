@@ -84,3 +84,29 @@ def push_command(
 
 def _expected(option: str) -> str:
     return {"repo": "org/name", "tag": "a version like v1.2.0"}.get(option, "a valid value")
+
+
+def diff_command(
+    old: Annotated[str, typer.Argument(help="The earlier version: a built folder or hf://datasets/org/name@rev.")],
+    new: Annotated[str, typer.Argument(help="The later version: a built folder or hf://datasets/org/name@rev.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+) -> None:
+    """Documents and queries added, removed and changed between two versions."""
+    import json
+
+    from rich.markup import escape
+
+    from builder.io.sources import SourceError
+    from builder.publish.diff import diff_versions, fetch_version
+    from builder.publish.diff_report import print_diff
+
+    out, err = console_for(), console_for(stderr=True)
+    try:
+        result = diff_versions(fetch_version(old), fetch_version(new))
+    except SourceError as exc:
+        err.print(f"[red]{escape(str(exc))}[/]", highlight=False)
+        raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps(result, indent=1, ensure_ascii=False))
+    else:
+        print_diff(out, result)

@@ -5,8 +5,8 @@ the parquet configs (`corpus/`, `queries/`, `qrels/`, `positions/`, `documents/`
 BEIR files, the drop log, per-language folders, `posir/`, `cross/`, ColDeR's `settings/`
 and `pairs.parquet`, and CHANGELOG.md. Three things stay local: the root
 `corpus.parquet`/`queries.parquet`/`qrels.parquet` (the configs hold the same columns),
-`eval/` (results of `build-bench eval`, not the benchmark) and hidden entries such as
-`.eval_cache/`.
+`eval/` (results of `build-bench eval`, not the benchmark; only its `eval.json` figures
+travel, for the next release's changelog) and hidden entries such as `.eval_cache/`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from typing import Any
 from builder.publish.changelog import changelog, entry, previous_tag
 
 LOCAL_ONLY = ("corpus.parquet", "queries.parquet", "qrels.parquet", "eval")
+# The figures of `build-bench eval` travel, so the next release's changelog can compare them.
+EVAL_FILE = "eval/eval.json"
+_TABLES = ["corpus/**", "documents/**", "queries/**", "positions/**", "qrels/**"]
 # Remote files under these folders (and under every folder the release has) that the new
 # release lacks are deleted in the same commit.
 MANAGED_DIRS = ("plots/", "corpus/", "queries/", "qrels/", "positions/", "documents/", "posir/", "cross/",
@@ -40,6 +43,8 @@ class RemoteState:
     previous: str | None = None
     previous_stats: dict[str, Any] | None = None
     previous_changelog: str | None = None
+    previous_eval: dict[str, Any] | None = None
+    previous_tables: Path | None = None  # a local copy of the previous release's tables
     problem: str | None = None
 
 
@@ -66,7 +71,8 @@ def local_files(folder: Path) -> list[tuple[str, Path]]:
     found = []
     for path in folder.rglob("*"):
         rel = path.relative_to(folder)
-        if not path.is_file() or rel.parts[0] in LOCAL_ONLY or any(p.startswith(".") for p in rel.parts):
+        if rel.as_posix() != EVAL_FILE and (
+                not path.is_file() or rel.parts[0] in LOCAL_ONLY or any(p.startswith(".") for p in rel.parts)):
             continue
         found.append((rel.as_posix(), path))
     return sorted(found)
@@ -98,16 +104,58 @@ def remote_state(api: Any, repo_id: str, tag: str | None) -> RemoteState:
     if state.previous:
         state.previous_stats = _download_json(api, repo_id, "stats.json", state.previous)
         state.previous_changelog = _download_json(api, repo_id, CHANGELOG_FILE, state.previous)
+        state.previous_eval = _download_json(api, repo_id, EVAL_FILE, state.previous)
+        state.previous_tables = _download_tables(api, repo_id, state.previous)
     return state
+
+
+def _download_tables(api: Any, repo_id: str, revision: str) -> Path | None:
+    """The previous release's parquet tables (into the Hub cache), or None if unreadable."""
+    try:
+        return Path(api.snapshot_download(repo_id, repo_type="dataset", revision=revision, allow_patterns=_TABLES))
+    except Exception:  # noqa: BLE001 - the changelog then says the rows could not be compared
+        return None
+
+
+def _changes(folder: Path, version: str, stats: dict[str, Any], remote: RemoteState) -> list[str]:
+    from builder.io.sources import SourceError
+    from builder.publish.diff import diff_versions, read_version
+    from builder.publish.release_notes import release_sections
+
+    diff = None
+    if remote.previous_tables is not None:
+        try:
+            diff = diff_versions(read_version(remote.previous_tables, remote.previous),
+                                 read_version(folder, version))
+        except SourceError:
+            diff = None
+    new_eval = json.loads((folder / EVAL_FILE).read_text(encoding="utf-8")) if (folder / EVAL_FILE).is_file() else None
+    return release_sections(diff, (remote.previous_stats or {}).get("inputs"), stats.get("inputs"),
+                            remote.previous_eval, new_eval)
+
+
+def _card(folder: Path, repo_id: str, remote: RemoteState) -> bytes:
+    """The data card as uploaded: with a link to the release before this one."""
+    import os
+
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    if remote.previous:
+        hub = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+        text = (text.rstrip("\n") + f"\n\n## Previous release\n\n[{remote.previous}]({hub}/datasets/{repo_id}/tree/"
+                f"{remote.previous}): what changed since is in `CHANGELOG.md`.\n")
+    return text.encode("utf-8")
 
 
 def make_plan(folder: Path, repo_id: str, tag: str | None, remote: RemoteState) -> PushPlan:
     files = local_files(folder)
     stats = json.loads((folder / "stats.json").read_text(encoding="utf-8"))
     version = tag or "unreleased"
-    text = changelog(entry(stats, remote.previous_stats, version, remote.previous, date.today().isoformat()),
+    changes = _changes(folder, version, stats, remote) if remote.previous_stats is not None else None
+    text = changelog(entry(stats, remote.previous_stats, version, remote.previous, date.today().isoformat(), changes),
                      remote.previous_changelog)
-    uploads: list[tuple[str, Path | bytes]] = [*files, (CHANGELOG_FILE, text.encode("utf-8"))]
+    uploads: list[tuple[str, Path | bytes]] = [(p, _card(folder, repo_id, remote) if p == "README.md" else src)
+                                                for p, src in files]
+    uploads.append((CHANGELOG_FILE, text.encode("utf-8")))
     uploads.sort(key=lambda u: u[0])
     wanted = {path for path, _ in uploads}
     managed = MANAGED_DIRS + tuple(sorted({p.split("/")[0] + "/" for p in wanted if "/" in p}))

@@ -33,10 +33,13 @@ class Published:
 
 
 def stats_document(bench: Bench, run_stats: RunStats, recipe_name: str | None) -> dict[str, Any]:
-    """stats.json: the computed figures plus the run's per-stage records they came from."""
+    """stats.json: the computed figures plus the run's per-stage records they came from,
+    and the pinned inputs when the run summary has them."""
     records = [r.to_json() for r in stage_list(run_stats)]
     mock = {"mock_llm": True} if built_with_mock(run_stats) else {}
-    return {"recipe": recipe_name, **mock, **compute_stats(bench, run_stats), "stages": records}
+    inputs = run_stats.get("inputs") if isinstance(run_stats, Mapping) else None
+    return {"recipe": recipe_name, **mock, **compute_stats(bench, run_stats), "stages": records,
+            **({"inputs": inputs} if inputs else {})}
 
 
 def built_with_mock(run_stats: RunStats) -> bool:
@@ -64,6 +67,11 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats,
 
     out_dir = Path(out_dir)
     name = loaded_recipe.recipe.name if loaded_recipe else _recipe_name(run_stats)
+    if loaded_recipe is not None:
+        from builder.publish.inputs import pinned_inputs
+
+        run_stats = {"recipe": name, "stages": [r.to_json() for r in stage_list(run_stats)],
+                     "inputs": pinned_inputs(loaded_recipe, stage_list(run_stats))}
     stats, plots = write_stats(bench, out_dir, run_stats, name)
     layout = write_hub_layout(bench, out_dir)
     layout.configs += subset_configs(out_dir)
@@ -84,7 +92,7 @@ def read_run_stats(folder: Path) -> dict[str, Any]:
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
     mock = {"mock_llm": True} if data.get("mock_llm") is True else {}
-    return {"recipe": data.get("recipe"), **mock, "stages": data.get("stages", [])}
+    return {"recipe": data.get("recipe"), **mock, "stages": data.get("stages", []), "inputs": data.get("inputs")}
 
 
 def refresh_stats(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -16,6 +16,8 @@ from builder.executors import Executor, make_executor
 from builder.prompt_templates import PromptLibrary
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from builder.backends.rerankers.pooled import ModelPool
 
 
@@ -76,6 +78,20 @@ class Backends:
             return
         if self._cache is not None or self.cache_path.is_file():
             self._open_cache().mark_failed_containing(texts, stage, kind)
+
+    def used_keys(self, label: str) -> set[str]:
+        """Keys of the cached answers the stage `label` was served or stored in this process."""
+        return set(self._cache.used.get(label, ())) if self._cache is not None else set()
+
+    def export_answers(self, keys: set[str]) -> pl.DataFrame | None:
+        from builder.backends.llm.cache_transfer import export_answers
+
+        return export_answers(self._open_cache(), keys) if keys else None
+
+    def seed_answers(self, answers: pl.DataFrame, where: str) -> int:
+        from builder.backends.llm.cache_transfer import seed_answers
+
+        return seed_answers(self._open_cache(), answers, f"from:{where}")
 
     def failed_stages(self) -> set[str | None]:
         """Labels of the stages whose cached answers are marked unusable (see LLMCache)."""

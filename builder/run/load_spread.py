@@ -22,11 +22,12 @@ import polars as pl
 
 from builder.backends.tokenizers import TokenizerConfig
 from builder.executors import Executor, blocks_of
+from builder.ids import content_id
 from builder.io.corpus_loader import Doc, Dropped, _check_fields, _Fields, _mapping, _Seen, _source_docs
 from builder.io.shards import Shard, jsonl_shards, parquet_shards, read_back
 from builder.io.sources import JsonlSource, ParquetSource, SourceError, _SourceBase, iter_rows, resolve_path
 from builder.run.load_meter import LoadMeter
-from builder.run.load_tasks import ScannedRow, ShardScan, count_block, scan_shard
+from builder.run.load_tasks import ScannedDoc, ScannedRow, ShardScan, count_block, scan_shard
 from builder.stages.sample_by_length import WORDS
 from builder.stages.sample_picker import StreamingPicker
 
@@ -92,7 +93,7 @@ class _Load:
         shards = self.shards.setdefault(index, [])
         planned = jsonl_shards(path) if jsonl else iter(parquet_shards(path))
         fields = _Fields(unseen=set(_mapping(spec).values()))
-        state = {"objects": 0, "kept": 0, "n": 0, "lines": 0}
+        state = {"objects": 0, "kept": 0, "lines": 0}
 
         def blocks() -> Iterator[list[Shard]]:
             for shard in planned:
@@ -105,7 +106,6 @@ class _Load:
                     return
                 where = f"line:{state['lines'] + row.at}" if jsonl else f"row:{row.at}"
                 yield from self._row(index, spec, row, where, scan, fields, state, same_columns=not jsonl)
-                state["n"] += 1
             if scan.error is not None:
                 raise SourceError(scan.error)
             state["lines"] += scan.lines
@@ -126,9 +126,8 @@ class _Load:
         if row.bad_id is not None:
             self.drop(Dropped(f"{spec.id_prefix}{where}", row.bad_id))
             return
-        row_id = row.row_id if row.row_id is not None else f"{spec.id_prefix}{state['n']}"
         for d in row.docs:
-            doc_id = row_id if d.item < 0 else f"{row_id}-{d.item}"
+            doc_id = _doc_id(spec, row.row_id, where, d)
             reason = d.reason
             if reason is None and doc_id in self.seen.ids:
                 reason = "duplicate_id"
@@ -180,3 +179,12 @@ def stream_spread(specs: list[_SourceBase], base_dir: Path | None, limit: int | 
     corpus = reduced.with_columns(
         pl.Series("text", [texts.get(d, "") for d in reduced["doc_id"].to_list()], dtype=pl.Utf8))
     return corpus, load.drops
+
+
+def _doc_id(spec: _SourceBase, row_id: str | None, where: str, doc: ScannedDoc) -> str:
+    """As the local load names it: the source id, else the text's hash, else its place."""
+    if row_id is None and doc.reason is None:
+        return f"{spec.id_prefix}{content_id(doc.digest)}"
+    if row_id is None:
+        row_id = f"{spec.id_prefix}{where}"
+    return row_id if doc.item < 0 else f"{row_id}-{doc.item}"

@@ -14,7 +14,8 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from builder.backends.tokenizers import TokenCounter, TokenizerConfig, make_counter
-from builder.io.corpus_loader import _check_text, _mapping, _meta, _text_digest
+from builder.ids import text_digest
+from builder.io.corpus_loader import _check_text, _mapping, _meta
 from builder.io.jsonl import has_lone_surrogate, id_problem
 from builder.io.shards import Shard, read_shard
 from builder.io.sources import SourceError, _SourceBase
@@ -114,5 +115,5 @@ def _scan_row(spec: _SourceBase, row: dict[str, Any], where: tuple[int, int, tup
         if reason is None:
             todo.append((docs, len(docs), text))
         docs.append(ScannedDoc(k, reason, meta["title"], meta["lang"], meta["domain"],
-                               b"" if reason is not None else _text_digest(text), 0, 0))
+                               b"" if reason is not None else text_digest(text), 0, 0))
     return ScannedRow(where[0], where[1], None, None, row_id, where[2], docs)

@@ -34,6 +34,7 @@ from builder.publish.multilingual import write_multilingual
 from builder.run.backends import Backends
 from builder.run.load import LOAD_LABEL, load_corpus, load_key
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
+from builder.run.grow import record_keys, seed_from, ship_answers
 from builder.run.locks import FileLock, out_lock_path
 from builder.run.outcome import check_result
 from builder.run.outdir import check_out_dir_contents, check_out_dir_place, output_is_current, write_marker
@@ -65,6 +66,7 @@ class RunOptions:
     wait: bool = False  # wait for another build holding the locks instead of exiting
     allow_empty: bool = False  # write a result with no documents or queries
     mock_llm: bool = False  # answer every LLM with the in-process mock (the output says so)
+    from_ref: str | None = None  # an earlier release whose LLM answers seed the cache
 
 
 @dataclass
@@ -128,6 +130,8 @@ class Runner:
                 self._notice(note)
             check_out_dir_contents(out_dir, self.options.overwrite)
             try:
+                if self.options.from_ref:
+                    seed_from(self.options.from_ref, self.backends, self.console)
                 bench, stats, bench_fp = self._stages()
                 if not self.options.allow_empty:
                     check_result(bench, stats, self.backends.usage())
@@ -232,6 +236,7 @@ class Runner:
             if o.per_language or o.posir_layout or o.cross_lingual:
                 write_multilingual(bench, staging, o, stats=summary)
             publish_outputs(bench, staging, summary, self.loaded)
+            ship_answers(self.run_dir, [st.stage for st in stats], self.backends, staging)
             write_marker(staging, self.recipe.name, out_fp)
             replace_dir(staging, out_dir)
         finally:
@@ -251,7 +256,9 @@ class Runner:
             self._notice(f"{label}: {lost} LLM requests failed to get through (last: "
                          f"{self.backends.usage().last_transport_error}); the stage is not checkpointed, "
                          "run again to retry them")
-        return bench, record, save_checkpoint(stage_dir, bench, record, None if lost else fp)
+        digest = save_checkpoint(stage_dir, bench, record, None if lost else fp)
+        record_keys(stage_dir, self.backends, label)
+        return bench, record, digest
 
     def _load(self) -> tuple[Bench, StageRecord]:
         t0 = time.perf_counter()

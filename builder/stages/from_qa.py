@@ -19,6 +19,7 @@ from pydantic import Field, field_validator
 
 from builder.publish.config import license_field
 from builder.bench import SPAN_DTYPE
+from builder.ids import content_id, text_digest
 from builder.io.sources import SourceError
 from builder.stages.base import Stage, StageParams, register_stage
 from builder.stages.refs import DataPath
@@ -63,11 +64,12 @@ class QARecord:
 
 
 def _squad_records(data: dict[str, Any]) -> Iterator[QARecord | Rejected]:
-    for a, article in enumerate(data.get("data") or []):
+    for article in data.get("data") or []:
         title = str(article.get("title") or "")
-        for p, para in enumerate(article.get("paragraphs") or []):
-            for k, qa in enumerate(para.get("qas") or []):
-                qid = qa.get("id") or f"{a}-{p}-{k}"
+        for para in article.get("paragraphs") or []:
+            for qa in para.get("qas") or []:
+                # A question without an id is named by what it asks about what.
+                qid = qa.get("id") or content_id(text_digest(f"{para.get('context')}\0{qa.get('question')}"))
                 answers = [] if qa.get("is_impossible") else [
                     (ans.get("text"), ans.get("answer_start")) for ans in qa.get("answers") or []
                 ]
@@ -130,8 +132,6 @@ def _first_answer(rec: QARecord) -> tuple[str, int] | str:
 class _Build:
     p: FromQAParams
     docs: dict[str, dict[str, Any]] = field(default_factory=dict)  # context -> corpus row
-    articles: dict[str, int] = field(default_factory=dict)
-    per_article: Counter[str] = field(default_factory=Counter)
     queries: list[dict[str, Any]] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
@@ -140,11 +140,10 @@ class _Build:
     def doc_id(self, rec: QARecord) -> str:
         row = self.docs.get(rec.context)
         if row is None:
-            a = self.articles.setdefault(rec.title, len(self.articles))
-            row = {"doc_id": f"{self.p.id_prefix}{a}-{self.per_article[rec.title]}",
+            # Named by its text, so a new article or paragraph never renames the others.
+            row = {"doc_id": f"{self.p.id_prefix}{content_id(text_digest(rec.context))}",
                    "title": rec.title.replace("_", " ") if self.p.use_title else "",
                    "text": rec.context, "lang": self.p.lang, "domain": self.p.domain}
-            self.per_article[rec.title] += 1
             self.docs[rec.context] = row
         return row["doc_id"]
 

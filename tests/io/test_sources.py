@@ -3,6 +3,7 @@ import json
 import polars as pl
 import pytest
 
+from builder.ids import content_id, text_digest
 from builder.io.corpus_loader import load_sources
 from builder.io.sources import JsonlSource, ParquetSource, PythonDocsSource, SourceError
 
@@ -41,7 +42,7 @@ def test_limit_prefix_and_explode(tmp_path):
     spec = JsonlSource(type="jsonl", path=str(path), id_prefix="zh-", lang="zh", explode_text=True,
                        fields={"id": None, "text": "pos"})
     corpus, drops = load_sources([spec], None)
-    assert corpus["doc_id"].to_list() == ["zh-0-0", "zh-0-1", "zh-1-0"]
+    assert corpus["doc_id"].to_list() == ["zh-" + content_id(text_digest(t)) for t in ("p1", "p2", "p3")]
     assert set(corpus["lang"]) == {"zh"}
     corpus, _ = load_sources([spec], None, limit=2)
     assert corpus.height == 2
@@ -119,3 +120,14 @@ def test_duplicate_text_is_found_across_sources_without_keeping_texts(tmp_path):
     items = list(iter_documents([JsonlSource(type="jsonl", path=str(a)), JsonlSource(type="jsonl", path=str(b))], None))
     assert items == [Doc("a", "", "same words", "en", "general"), Dropped("b", "duplicate_text"),
                      Doc("c", "", "other", "en", "general")]
+
+
+def test_a_source_without_ids_names_each_text_by_its_hash_whatever_comes_before(tmp_path):
+    spec = JsonlSource(type="jsonl", path="d.jsonl", fields={"id": None})
+    (tmp_path / "d.jsonl").write_text('{"text": "alpha"}\n{"text": ""}\n{"text": "beta"}\n')
+    first, drops = load_sources([spec], tmp_path)
+    assert first["doc_id"].to_list() == ["b52f7e54cd313e69", "3fbcb3213a60fe28"]
+    assert drops.rows() == [("line:2", "empty_text")]
+    (tmp_path / "d.jsonl").write_text('{"text": "new"}\n{"text": "alpha"}\n{"text": "beta"}\n')
+    grown, _ = load_sources([spec], tmp_path)
+    assert grown["doc_id"].to_list()[1:] == first["doc_id"].to_list()

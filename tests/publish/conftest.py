@@ -11,10 +11,12 @@ import pytest
 
 from builder.bench import Bench
 from builder.publish.beir import write_beir
+from tests.publish.fake_hub import hub_fixture
 
 LLM = {"calls": 4, "cache_hits": 1, "retries": 0, "failures": 1, "prompt_tokens": 100, "completion_tokens": 20}
 NO_LLM = dict.fromkeys(LLM, 0)
 PROMPT_SHA = "ab" * 32
+TOKEN = "hf_fakeTestToken0123456789abcdef"
 
 
 def mini_bench(positions: bool = True) -> Bench:
@@ -60,6 +62,9 @@ def mini_run_stats() -> dict[str, Any]:
 def mini_folder(tmp_path: Path) -> Path:
     """The mini bench written as a build writes it (BEIR files + parquet + stats.json)."""
     return write_beir(mini_bench(), tmp_path / "mini", stats=mini_run_stats())
+
+
+hub = hub_fixture(TOKEN)
 
 
 @pytest.fixture(scope="session")

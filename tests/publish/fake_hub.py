@@ -1,10 +1,13 @@
-"""A tiny in-memory Hugging Face Hub on 127.0.0.1, enough for `build-bench push`.
+"""A tiny in-memory Hugging Face Hub on 127.0.0.1, enough for `build-bench push` and for
+`datasets.load_dataset(repo, revision=tag)` pointed at it by `HF_ENDPOINT`.
 
 It answers the endpoints huggingface_hub's HfApi calls for create_repo, list_repo_refs,
 list_repo_files, create_commit (validate-yaml, preupload, NDJSON commit), create_tag
-and hf_hub_download. The preupload answer is `uploadMode: regular` for every file, so
-contents travel base64-encoded inside the commit itself and no LFS or Xet storage
-server is needed.
+and hf_hub_download, and those `datasets` reads a revision through (its HfFileSystem):
+the revision's info (commit sha and files), tree listings of a folder (recursive or
+not), paths-info, and resolve URLs by branch, tag or commit. The preupload answer is
+`uploadMode: regular` for every file, so contents travel base64-encoded inside the
+commit itself and no LFS or Xet storage server is needed.
 """
 
 from __future__ import annotations
@@ -12,12 +15,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 _REPO = r"(?P<kind>datasets|models|spaces)/(?P<repo>[^/]+/[^/]+)"
 
@@ -28,10 +36,15 @@ class FakeRepo:
     commits: list[dict[str, Any]] = field(default_factory=list)  # {"oid", "message", "files"}
     tags: dict[str, str] = field(default_factory=dict)
 
-    def files_at(self, rev: str) -> dict[str, bytes] | None:
+    def oid_of(self, rev: str) -> str | None:
+        """The commit a branch, tag or commit id names; None when it names none."""
+        if rev == "main":
+            return self.head()
         oid = self.tags.get(rev, rev)
-        if rev == "main" and self.commits:
-            oid = self.commits[-1]["oid"]
+        return oid if any(c["oid"] == oid for c in self.commits) else None
+
+    def files_at(self, rev: str) -> dict[str, bytes] | None:
+        oid = self.oid_of(rev)
         for commit in self.commits:
             if commit["oid"] == oid:
                 return commit["files"]
@@ -82,7 +95,9 @@ class FakeHub:
     # -- plumbing ---------------------------------------------------------------
 
     def _route(self, req: BaseHTTPRequestHandler, method: str) -> None:
-        path = unquote(urlparse(req.path).path)
+        url = urlparse(req.path)
+        path = unquote(url.path)
+        self.query = parse_qs(url.query)
         self.requests.append((method, path))
         self.auth_headers.append(req.headers.get("authorization", ""))
         length = int(req.headers.get("content-length") or 0)
@@ -91,7 +106,9 @@ class FakeHub:
             ("POST", r"/api/repos/create", self._create),
             ("POST", r"/api/validate-yaml", lambda *_: (200, {"errors": [], "warnings": []})),
             ("GET", rf"/api/{_REPO}/refs", self._refs),
-            ("GET", rf"/api/{_REPO}/tree/(?P<rev>[^/]+)", self._tree),
+            ("GET", rf"/api/{_REPO}/tree/(?P<rev>[^/]+)(?:/(?P<folder>.+))?", self._tree),
+            ("GET", rf"/api/{_REPO}/revision/(?P<rev>[^/]+)", self._info),
+            ("POST", rf"/api/{_REPO}/paths-info/(?P<rev>[^/]+)", self._paths_info),
             ("POST", rf"/api/{_REPO}/preupload/(?P<rev>[^/]+)", self._preupload),
             ("POST", rf"/api/{_REPO}/commit/(?P<rev>[^/]+)", self._commit),
             ("POST", rf"/api/{_REPO}/tag/(?P<rev>[^/]+)", self._tag),
@@ -144,9 +161,41 @@ class FakeHub:
         repo = self._repo(m)
         if repo is None:
             return self._missing()
-        files = repo.files_at(m["rev"]) or {}
-        return 200, [{"type": "file", "path": p, "size": len(b), "oid": hashlib.sha1(b).hexdigest()}
-                     for p, b in sorted(files.items())]
+        files = repo.files_at(m["rev"])
+        if files is None:
+            return 404, {"error": "Invalid rev id"}, {"X-Error-Code": "RevisionNotFound"}
+        folder = (m["folder"] or "").strip("/")
+        prefix = f"{folder}/" if folder else ""
+        inside = sorted(p for p in files if p.startswith(prefix))
+        if folder and not inside:
+            return 404, {"error": "not found"}, {"X-Error-Code": "EntryNotFound"}
+        if self.query.get("recursive", ["false"])[0].lower() == "true":
+            paths = sorted({*inside, *(d for p in inside for d in _parents(p) if d.startswith(prefix))})
+        else:
+            paths = sorted({prefix + p[len(prefix):].split("/")[0] for p in inside})
+        return 200, [_entry(p, files) for p in paths]
+
+    def _info(self, m: re.Match, _body: bytes) -> tuple[int, Any] | tuple[int, Any, dict[str, str]]:
+        repo = self._repo(m)
+        if repo is None:
+            return self._missing()
+        oid = repo.oid_of(m["rev"])
+        if oid is None:
+            return 404, {"error": "Invalid rev id"}, {"X-Error-Code": "RevisionNotFound"}
+        files = repo.files_at(oid) or {}
+        return 200, {"id": m["repo"], "sha": oid, "private": repo.private, "disabled": False, "gated": False,
+                     "tags": [], "siblings": [{"rfilename": p} for p in sorted(files)]}
+
+    def _paths_info(self, m: re.Match, body: bytes) -> tuple[int, Any] | tuple[int, Any, dict[str, str]]:
+        repo = self._repo(m)
+        if repo is None:
+            return self._missing()
+        files = repo.files_at(m["rev"])
+        if files is None:
+            return 404, {"error": "Invalid rev id"}, {"X-Error-Code": "RevisionNotFound"}
+        asked = [p.strip("/") for p in parse_qs(body.decode()).get("paths", [])]
+        folders = {d for p in files for d in _parents(p)}
+        return 200, [_entry(p, files) for p in asked if p in files or p in folders]
 
     def _preupload(self, m: re.Match, body: bytes) -> tuple[int, Any] | tuple[int, Any, dict[str, str]]:
         if self._repo(m) is None:
@@ -170,7 +219,9 @@ class FakeHub:
                 files[value["path"]] = base64.b64decode(value["content"])
             elif item["key"] == "deletedFile":
                 files.pop(value["path"], None)
-        oid = hashlib.sha1(f"{len(repo.commits)}{sorted(files)}".encode()).hexdigest()
+        # Named by content, as git names commits, so a Hub cache never mistakes one for another.
+        content = sorted((p, hashlib.sha1(b).hexdigest()) for p, b in files.items())
+        oid = hashlib.sha1(f"{len(repo.commits)}{content}".encode()).hexdigest()
         repo.commits.append({"oid": oid, "message": lines[0]["value"]["summary"], "files": files})
         return 200, {"commitUrl": f"{self.url}/datasets/{m['repo']}/commit/{oid}", "commitOid": oid,
                      "pullRequestUrl": None}
@@ -195,7 +246,54 @@ class FakeHub:
         req.send_response(200)
         req.send_header("Content-Length", str(len(data)))
         req.send_header("ETag", f'"{hashlib.sha1(data).hexdigest()}"')
-        req.send_header("X-Repo-Commit", repo.tags.get(m["rev"], repo.head()))
+        req.send_header("X-Repo-Commit", repo.oid_of(m["rev"]) or repo.head())
         req.end_headers()
         if method == "GET":
             req.wfile.write(data)
+
+
+def _parents(path: str) -> list[str]:
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[: k + 1]) for k in range(len(parts))]
+
+
+def _entry(path: str, files: dict[str, bytes]) -> dict[str, Any]:
+    if path in files:
+        return {"type": "file", "path": path, "size": len(files[path]), "oid": hashlib.sha1(files[path]).hexdigest()}
+    return {"type": "directory", "path": path, "oid": hashlib.sha1(path.encode()).hexdigest()}
+
+
+def load_with_datasets(hub_url: str, repo: str, wanted: list[tuple[str, str]], home: Path
+                       ) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """`datasets.load_dataset(repo, config, revision=revision)` for each (config, revision),
+    as a user runs it: a fresh process whose only way to the Hub is `HF_ENDPOINT`."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE") and not k.startswith("HF_")}
+    env.update(HF_ENDPOINT=hub_url, HF_HOME=str(home), HF_HUB_DISABLE_TELEMETRY="1")
+    code = ("import datasets, json, sys\n"
+            "repo, wanted = sys.argv[1], json.loads(sys.argv[2])\n"
+            "rows = [datasets.load_dataset(repo, c, revision=r, split='test').to_list() for c, r in wanted]\n"
+            "print(json.dumps(rows, default=str))\n")
+    done = subprocess.run([sys.executable, "-c", code, repo, json.dumps(wanted)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    if done.returncode != 0:
+        raise AssertionError(f"load_dataset({repo!r}, ...) failed:\n{done.stderr[-3000:]}")
+    return dict(zip(wanted, json.loads(done.stdout.strip().splitlines()[-1])))
+
+
+def hub_fixture(token: str) -> Any:
+    """A pytest fixture: a FakeHub, with HF_ENDPOINT and HF_TOKEN pointing at it and a Hub
+    cache of the test's own."""
+    import huggingface_hub.constants
+    import pytest
+
+    @pytest.fixture
+    def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeHub]:
+        # Other tests may run with HF_HUB_OFFLINE=1, which huggingface_hub reads once at import.
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub_cache"))
+        monkeypatch.setenv("HF_TOKEN", token)
+        with FakeHub() as fake:
+            monkeypatch.setenv("HF_ENDPOINT", fake.url)
+            yield fake
+
+    return hub

@@ -16,10 +16,8 @@ from builder.publish.beir import write_beir
 from builder.publish.cli import push_command
 from builder.publish.hub import PushError, push
 from builder.publish.outputs import publish_outputs
-from tests.publish.conftest import mini_bench, mini_run_stats
-from tests.publish.fake_hub import FakeHub
+from tests.publish.conftest import TOKEN, mini_bench, mini_run_stats
 
-TOKEN = "hf_fakeTestToken0123456789abcdef"
 REPO = "org/bench"
 EXPECTED = [
     "CHANGELOG.md", "README.md", "corpus.jsonl", "corpus/en/law.parquet", "corpus/en/web.parquet",
@@ -30,16 +28,6 @@ EXPECTED = [
     "qrels/en/web.parquet", "qrels/test.tsv", "qrels/zh/web.parquet", "queries.jsonl",
     "queries/en/law.parquet", "queries/en/web.parquet", "queries/zh/web.parquet", "stats.json",
 ]
-
-
-@pytest.fixture
-def hub(monkeypatch):
-    # Other tests may run with HF_HUB_OFFLINE=1, which huggingface_hub reads once at import.
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
-    with FakeHub() as fake:
-        monkeypatch.setenv("HF_ENDPOINT", fake.url)
-        yield fake
 
 
 @pytest.fixture(scope="module")

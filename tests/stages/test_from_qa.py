@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from builder.bench import Bench
+from builder.ids import content_id, text_digest
 from builder.io.sources import SourceError
 from builder.run.runner import check_invariants
 from builder.stages.from_qa import FromQA
@@ -31,15 +32,17 @@ def _run(tmp_path, path, **params):
 
 def test_tiny_squad_exact(tmp_path):
     bench, ctx = _run(tmp_path, TINY)
-    assert bench.corpus["doc_id"].to_list() == ["0-0", "0-1", "1-0"]  # q8 reuses context 0-0
+    contexts = [p["context"] for a in json.loads(TINY.read_text())["data"] for p in a["paragraphs"]]
+    d00, d01, d10 = (content_id(text_digest(c)) for c in contexts[:3])  # named by their text
+    assert bench.corpus["doc_id"].to_list() == [d00, d01, d10]  # q8 reuses context 0-0
     assert bench.corpus["n_tokens"].to_list() == [10, 4, 6]  # whitespace words
     q = bench.queries
     assert q["query_id"].to_list() == ["q1", "q2", "q5", "q8"]
-    assert q["doc_id"].to_list() == ["0-0", "0-0", "1-0", "0-0"]
+    assert q["doc_id"].to_list() == [d00, d00, d10, d00]
     assert q["answer"].to_list() == ["on the mat", "at night", "Paris", "The cat"]
     assert q["char_bucket"].to_list() == ["0-100", "0-100", "100-200", "0-100"]  # 100 counted once
     assert [s[0]["start"] for s in q["spans"].to_list()] == [12, 34, 100, 0]
-    assert bench.qrels.rows() == [("q1", "0-0", 1), ("q2", "0-0", 1), ("q5", "1-0", 1), ("q8", "0-0", 1)]
+    assert bench.qrels.rows() == [("q1", d00, 1), ("q2", d00, 1), ("q5", d10, 1), ("q8", d00, 1)]
     drops = dict(zip(bench.drops["id"], bench.drops["reason"]))
     assert drops == {"q6": "answer_offset_mismatch", "q5#dup": "duplicate_id", "q7": "empty_question"}
     assert set(bench.drops["stage"]) == {"01_from_qa"}
@@ -74,7 +77,8 @@ def test_malformed_hf_rows_are_counted_drops(tmp_path):
 
 def test_prefix_title_and_custom_buckets(tmp_path):
     bench, _ = _run(tmp_path, TINY, id_prefix="sq-", use_title=True, buckets=[50])
-    assert bench.corpus["doc_id"].to_list() == ["sq-0-0", "sq-0-1", "sq-1-0"]
+    squad, _ = _run(tmp_path, TINY)
+    assert bench.corpus["doc_id"].to_list() == ["sq-" + d for d in squad.corpus["doc_id"]]
     assert bench.corpus["title"].to_list() == ["First article", "First article", "Second article"]
     assert bench.queries["char_bucket"].to_list() == ["0-50", "0-50", "50+", "0-50"]
 

@@ -7,6 +7,7 @@ import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.bench import Bench
+from builder.ids import query_id
 from builder.testing.openai_server import Reply
 from builder.stages.generate.checks import BackgroundDetector
 from builder.stages.generate.extractive import sentences
@@ -71,8 +72,9 @@ def test_whole_document_mode_over_http(tmp_path, fake_openai):
     params = GenerateParams(llm="gen", calls_per_doc=2, questions_per_call=1)
     out = GenerateQueries(params).run(_bench(DOC, "broken doc", "garbage doc"), ctx)
     assert out.corpus["doc_id"].to_list() == ["d0", "d2"]
-    assert out.queries["query_id"].to_list() == ["d0/g0-0", "d0/g1-0"]
-    assert all(t == f"Q about {r}?" for t, r in out.queries.select("text", "requested_position").rows())
+    rows = out.queries.select("query_id", "text", "requested_position").rows()
+    assert len(rows) == 2 and all(t == f"Q about {r}?" for _, t, r in rows)
+    assert [qid for qid, *_ in rows] == [query_id("d0", f"generate_queries:whole_document:{r}", t) for _, t, r in rows]
     assert sorted(out.drops.select("kind", "id", "reason").rows()) == [
         ("doc", "d1", "doc_unusable"),
         ("query", "d2/g0", "llm_unparseable"), ("query", "d2/g1", "llm_unparseable"),
@@ -163,7 +165,9 @@ def test_chunked_mode_takes_the_models_list_up_to_the_cap(tmp_path, fake_openai)
     doc = " ".join(f"w{i}" for i in range(60))  # two chunks of 30 words
     params = GenerateParams(mode="chunked", llm="gen", chunk_size=30, questions_per_call=3)
     out = GenerateQueries(params).run(_bench(doc), ctx)
-    assert out.queries["query_id"].to_list() == ["d0/c0-0", "d0/c0-1", "d0/c0-2", "d0/c1-0", "d0/c1-1", "d0/c1-2"]
+    rows = out.queries.select("query_id", "text", "chunk_start", "chunk_end").rows()
+    assert [qid for qid, *_ in rows] == [query_id("d0", f"generate_queries:chunk:{s}-{e}", t) for _, t, s, e in rows]
+    assert len({qid for qid, *_ in rows}) == 6
     assert ctx.stats["questions_over_cap"] == 4
     prompt = srv.requests[0]["messages"][-1]["content"]
     assert "as many" in prompt and "at most 3" in prompt
@@ -204,9 +208,13 @@ def test_calls_on_one_document_are_distinct_requests_and_repeated_questions_drop
     out = GenerateQueries(params).run(_bench(DOC), ctx)
     prompts = [r["messages"][-1]["content"] for r in srv.requests]
     assert len(prompts) == 2 and prompts[0] != prompts[1]
-    assert out.queries["query_id"].to_list() == ["d0/g0-0"]
-    assert sorted(out.drops.select("id", "reason").rows()) == [
-        ("d0/g0-1", "duplicate_query"), ("d0/g1-0", "duplicate_query"), ("d0/g1-1", "duplicate_query")]
+    # The second call asks for the same third and gets the same questions: their ids repeat,
+    # and the repeats are told apart by a suffix before they drop.
+    first = query_id("d0", "generate_queries:whole_document:first", "Who studied alpha particles?")
+    second = query_id("d0", "generate_queries:whole_document:first", "who studied  ALPHA particles?")
+    assert out.queries["query_id"].to_list() == [first]
+    assert sorted(out.drops.select("id", "reason").rows()) == sorted([
+        (second, "duplicate_query"), (f"{first}-2", "duplicate_query"), (f"{second}-2", "duplicate_query")])
 
 
 def test_questions_in_another_language_than_their_document_drop(tmp_path, fake_openai):
@@ -218,8 +226,10 @@ def test_questions_in_another_language_than_their_document_drop(tmp_path, fake_o
     out = GenerateQueries(GenerateParams(llm="gen", questions_per_call=4)).run(_bench(DOC), ctx)
     # Too short to tell ("Wer denn?") is not judged, so it stays.
     assert out.queries["text"].to_list() == [questions["en"], questions["short"]]
-    assert sorted(out.drops.select("id", "reason").rows()) == [
-        ("d0/g0-1", "query_wrong_language"), ("d0/g0-2", "query_wrong_language")]
+    (region,) = set(out.queries["requested_position"])
+    assert sorted(out.drops.select("id", "reason").rows()) == sorted(
+        (query_id("d0", f"generate_queries:whole_document:{region}", questions[lang]), "query_wrong_language")
+        for lang in ("de", "zh"))
     assert ctx.stats["query_language"] == {"checked": 3, "too_short": 1, "wrong": 2}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import polars as pl
@@ -12,10 +13,12 @@ from builder.bench import Bench
 from builder.io.sources import SourceError
 from builder.run.runner import check_invariants
 from builder.stages.colder.position_probes import PositionProbes
+from builder.stages.colder.redocred import document_key
 from tests.conftest import FIXTURES, REPO
 from tests.helpers import make_ctx
 
 TINY = FIXTURES / "redocred" / "tiny_redocred.json"
+ALPHA = document_key(json.loads(TINY.read_text())[0])  # the first document's probes are named by it
 TEMPLATES = {"P17": "Which country is {head} in?", "P131": "Where is {head}?",
              "P206": "Which lake is near {head}?", "P361": "What is {head} part of?"}
 EV = "Alpha Town is a town in Betaland ."
@@ -48,19 +51,19 @@ def test_identical_documents_are_written_once_and_judged_under_the_kept_id(tmp_p
     # evidence_and_rest and answer_importance's answer_present: one document, four ids.
     bench, _ = _run(tmp_path, TINY, templates=TEMPLATES)
     assert bench.corpus["text"].n_unique() == bench.corpus.height
-    kept = "position_i-0.0-0-pos01"
+    kept = f"position_i-{ALPHA}-0-pos01"
     row = bench.corpus.filter(pl.col("doc_id") == kept).row(0, named=True)
-    assert row["same_text_ids"] == ["first_vs_last-0.0-0-evidence_first", "brevity-0.0-0-evidence_and_rest",
-                                    "answer_importance-0.0-0-answer_present"]
+    assert row["same_text_ids"] == [f"first_vs_last-{ALPHA}-0-evidence_first", f"brevity-{ALPHA}-0-evidence_and_rest",
+                                    f"answer_importance-{ALPHA}-0-answer_present"]
     # [*NEUTRAL, EV] is both pos04 and evidence_last.
-    folded = [*row["same_text_ids"], "first_vs_last-0.0-0-evidence_last"]
+    folded = [*row["same_text_ids"], f"first_vs_last-{ALPHA}-0-evidence_last"]
     assert sorted(bench.drops.select("id", "reason").rows()) == sorted((i, "duplicate_text") for i in folded)
     qrels = set(bench.qrels.select("query_id", "doc_id", "score").iter_rows())
-    for qid in ("position_i-0.0-0", "first_vs_last-0.0-0", "brevity-0.0-0", "answer_importance-0.0-0"):
+    for qid in (f"position_i-{ALPHA}-0", f"first_vs_last-{ALPHA}-0", f"brevity-{ALPHA}-0", f"answer_importance-{ALPHA}-0"):
         assert (qid, kept, 1) in qrels
     first_vs_last = bench.queries.filter(pl.col("setting") == "first_vs_last").row(0, named=True)
     assert first_vs_last["doc_id"] == kept
-    assert first_vs_last["pairs"] == [{"doc_a": kept, "doc_b": "position_i-0.0-0-pos04"}]
+    assert first_vs_last["pairs"] == [{"doc_a": kept, "doc_b": f"position_i-{ALPHA}-0-pos04"}]
     assert set(bench.qrels["doc_id"]) == set(bench.corpus["doc_id"])
 
 
@@ -72,30 +75,30 @@ def test_tiny_fact_filter(tmp_path):
                        "ambiguous_answer": 1}}
     q = bench.queries.filter(pl.col("setting") == "brevity").row(0, named=True)
     assert (q["query_id"], q["text"], q["answer"], q["relation"]) == (
-        "brevity-0.0-0", "Which country is Alpha Town in?", "Betaland", "P17")
+        f"brevity-{ALPHA}-0", "Which country is Alpha Town in?", "Betaland", "P17")
     assert bench.queries["setting"].to_list() == [
         "position_i", "first_vs_last", "brevity", "repetition", "answer_importance", "foil"]
 
 
 def test_tiny_documents_per_setting(tmp_path):
     bench, _ = _run(tmp_path, TINY, templates=TEMPLATES)
-    assert _docs(bench, "position_i-0.0-0") == {
+    assert _docs(bench, f"position_i-{ALPHA}-0") == {
         "pos01": [EV, *NEUTRAL], "pos02": [NEUTRAL[0], EV, *NEUTRAL[1:]],
         "pos03": [*NEUTRAL[:2], EV, NEUTRAL[2]], "pos04": [*NEUTRAL, EV]}
-    assert _docs(bench, "first_vs_last-0.0-0") == {"evidence_first": [EV, *NEUTRAL],
+    assert _docs(bench, f"first_vs_last-{ALPHA}-0") == {"evidence_first": [EV, *NEUTRAL],
                                                    "evidence_last": [*NEUTRAL, EV]}
-    assert _docs(bench, "brevity-0.0-0") == {"evidence_only": [EV], "evidence_and_rest": [EV, *NEUTRAL]}
-    assert _docs(bench, "repetition-0.0-0") == {"more_heads": [EV, *HEAD_ONLY[:2]],
+    assert _docs(bench, f"brevity-{ALPHA}-0") == {"evidence_only": [EV], "evidence_and_rest": [EV, *NEUTRAL]}
+    assert _docs(bench, f"repetition-{ALPHA}-0") == {"more_heads": [EV, *HEAD_ONLY[:2]],
                                                 "fewer_heads": [EV, *NEUTRAL[:2]]}
-    assert _docs(bench, "answer_importance-0.0-0") == {"answer_present": [EV, *NEUTRAL],
+    assert _docs(bench, f"answer_importance-{ALPHA}-0") == {"answer_present": [EV, *NEUTRAL],
                                                        "answer_absent": [HEAD_ONLY[0], *NEUTRAL]}
-    assert _docs(bench, "foil-0.0-0") == {"foil": ['"Alpha Town" "Alpha Town"', HEAD_ONLY[0]],
+    assert _docs(bench, f"foil-{ALPHA}-0") == {"foil": ['"Alpha Town" "Alpha Town"', HEAD_ONLY[0]],
                                           "evidence_buried": [*OMEGA, EV, *OMEGA]}
     foil = bench.queries.filter(pl.col("setting") == "foil").row(0, named=True)
-    assert foil["doc_id"] == "foil-0.0-0-evidence_buried"
-    assert foil["pairs"] == [{"doc_a": "foil-0.0-0-foil", "doc_b": "foil-0.0-0-evidence_buried"}]
+    assert foil["doc_id"] == f"foil-{ALPHA}-0-evidence_buried"
+    assert foil["pairs"] == [{"doc_a": f"foil-{ALPHA}-0-foil", "doc_b": f"foil-{ALPHA}-0-evidence_buried"}]
     scores = dict(bench.qrels.select("doc_id", "score").iter_rows())
-    assert scores["foil-0.0-0-foil"] == 0 and scores["answer_importance-0.0-0-answer_absent"] == 0
+    assert scores[f"foil-{ALPHA}-0-foil"] == 0 and scores[f"answer_importance-{ALPHA}-0-answer_absent"] == 0
     assert sum(scores.values()) == len(scores) - 2
 
 

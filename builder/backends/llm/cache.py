@@ -110,6 +110,8 @@ class LLMCache:
         self.path = path
         self.reask_failed = reask_failed
         self.stage: str | None = None
+        # stage label -> keys of the answers it was served or stored (what a release ships)
+        self.used: dict[str | None, set[str]] = {}
         self._notify = notify
         self._lock = threading.Lock()
         if path is not None:
@@ -192,6 +194,7 @@ class LLMCache:
                 )
                 for key, text, pt, ct, reasoning in rows:
                     found[key] = CachedAnswer(text, pt, ct, reasoning)
+            self.used.setdefault(self.stage, set()).update(found)
             return found
 
         return self._guarded(read)
@@ -214,6 +217,8 @@ class LLMCache:
                            origin.model, origin.stage, origin.base_url))
 
         def write(db: sqlite3.Connection) -> None:
+            for v in values:
+                self.used.setdefault(v[7] or self.stage, set()).add(v[0])
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.executemany(
@@ -228,6 +233,10 @@ class LLMCache:
             db.execute("COMMIT")
 
         self._guarded(write)
+
+    def guarded(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work` on the cache's connection, under its lock (see `_guarded`)."""
+        return self._guarded(work)
 
     def mark_failed(self, keys: Iterable[str], kind: str) -> None:
         """Record that the answers under `keys` were unusable, and how (a drop reason)."""

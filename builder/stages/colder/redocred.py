@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from builder.ids import content_id, text_digest, unique
 from builder.io.sources import SourceError
 
 
@@ -39,7 +40,7 @@ class Fact:
 
 @dataclass(frozen=True)
 class Document:
-    key: str  # unique across every file read: "<file index>.<document index>"
+    key: str  # unique across every file read: a hash of the title and sentences (see document_key)
     title: str
     tokens: tuple[tuple[str, ...], ...]
     entities: tuple[tuple[Mention, ...], ...]
@@ -123,11 +124,20 @@ def load_documents(paths: list[Path]) -> tuple[list[Document], int]:
     """Every well-formed document of every file, and how many were malformed."""
     docs: list[Document] = []
     bad = 0
-    for f, path in enumerate(paths):
-        for d, raw in enumerate(read_raw(path)):
-            doc = parse_document(raw, f"{f}.{d}") if isinstance(raw, dict) else None
+    keys = []
+    for path in paths:
+        for raw in read_raw(path):
+            doc = parse_document(raw, document_key(raw)) if isinstance(raw, dict) else None
             if doc is None:
                 bad += 1
             else:
                 docs.append(doc)
-    return docs, bad
+                keys.append(doc.key)
+    return [replace(d, key=k) for d, k in zip(docs, unique(keys))], bad
+
+
+def document_key(raw: dict[str, Any]) -> str:
+    """12 hex digits of the document's title and sentences: the same document keeps its
+    probes' ids whichever files are read and in whatever order."""
+    text = json.dumps([raw.get("title"), raw.get("sents")], ensure_ascii=False, sort_keys=True, default=str)
+    return content_id(text_digest(text))[:12]

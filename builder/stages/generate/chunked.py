@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
+from builder.ids import query_id
 from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items
 from builder.textutil.positions import requested_of_region, tag_chunk
 
@@ -98,10 +99,11 @@ def generate_chunked(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
             outcome.failed[call_id] = (doc_id, answer.error)
             continue
         outcome.notes["questions_over_cap"] += max(0, len(answer.value) - p.questions_per_call)
-        for j, item in enumerate(answer.value[: p.questions_per_call]):
+        for item in answer.value[: p.questions_per_call]:
             qtype = str(item.get("type") or "").lower()
+            text = item["question"].strip()
             outcome.drafts.append(QueryDraft(
-                query_id=f"{call_id}-{j}", doc_id=doc_id, text=item["question"].strip(),
+                query_id=query_id(doc_id, f"generate_queries:chunk:{start}-{end}", text), doc_id=doc_id, text=text,
                 answer=item["answer"].strip(),
                 qtype=qtype if qtype in ("simple", "complicated") else "complicated",
                 requested_position=requested_of_region(tag),

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from builder.ids import query_id
 from builder.stages.generate.records import GenerationOutcome, QueryDraft
 from builder.stages.generate.whole_document import pick_region
 
@@ -62,7 +63,7 @@ def _keyword(sentence: str) -> re.Match[str] | None:
     return max(words, key=lambda m: len(m.group()), default=None)
 
 
-def _draft(doc_id: str, text: str, k: int, region: str, rng: random.Random,
+def _draft(doc_id: str, text: str, region: str, rng: random.Random,
            taken: set[tuple[int, int]]) -> QueryDraft | None:
     third = len(text) / 3
     lo, hi = _THIRDS[region] * third, (_THIRDS[region] + 1) * third
@@ -78,9 +79,10 @@ def _draft(doc_id: str, text: str, k: int, region: str, rng: random.Random,
             continue
         taken.add((s, e))
         masked = piece[: key.start()] + "____" + piece[key.end():]
+        question = rng.choice(_TEMPLATES).format(masked=" ".join(masked.split()))
         return QueryDraft(
-            query_id=f"{doc_id}/x{k}", doc_id=doc_id,
-            text=rng.choice(_TEMPLATES).format(masked=" ".join(masked.split())),
+            query_id=query_id(doc_id, f"generate_queries:cloze:{region}", question), doc_id=doc_id,
+            text=question,
             answer=key.group(), qtype="cloze", requested_position=region,
             reference_texts=(piece,),
         )
@@ -95,7 +97,7 @@ def generate_extractive(corpus: pl.DataFrame, ctx: StageContext, p: GeneratePara
         for k in range(p.questions_per_call * p.calls_per_doc):
             key = f"{doc['doc_id']}/x{k}"
             region = pick_region(ctx, key, p.region_weights)
-            draft = _draft(doc["doc_id"], doc["text"], k, region, ctx.item_rng(key), taken)
+            draft = _draft(doc["doc_id"], doc["text"], region, ctx.item_rng(key), taken)
             if draft is None:
                 outcome.notes["no_sentence_in_region"] += 1
             else:

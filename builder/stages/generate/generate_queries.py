@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from builder.ids import unique
 from builder.stages.generate.chunked import generate_chunked
 from builder.stages.generate.checks import BackgroundDetector, repeated_questions, wrong_language
 from builder.stages.generate.extractive import generate_extractive
@@ -89,12 +90,15 @@ def _ignore(texts: list[str]) -> None:
 def _apply(bench: Bench, outcome: GenerationOutcome, ctx: StageContext, p: GenerateParams,
            detector: BackgroundDetector | None) -> Bench:
     langs = dict(bench.corpus.select("doc_id", "lang").iter_rows())
+    # The same question asked twice by one request keeps a distinct id (and is then dropped
+    # as a repeat); ids already in the bench are never reused.
+    ids = unique((d.query_id for d in outcome.drafts), bench.queries["query_id"].to_list())
     rows = [
-        {"query_id": d.query_id, "text": d.text, "doc_id": d.doc_id, "lang": langs[d.doc_id],
+        {"query_id": qid, "text": d.text, "doc_id": d.doc_id, "lang": langs[d.doc_id],
          "answer": d.answer, "qtype": d.qtype, "requested_position": d.requested_position,
          "reference_texts": list(d.reference_texts) or None, "chunk_start": d.chunk_start,
          "chunk_end": d.chunk_end, "chunk_tag": d.chunk_tag}
-        for d in outcome.drafts
+        for qid, d in zip(ids, outcome.drafts)
     ]
     # A failed call becomes a placeholder query that is dropped at once, so the loss shows.
     rows += [

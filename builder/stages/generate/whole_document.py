@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
+from builder.ids import query_id
 from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items
 
 if TYPE_CHECKING:
@@ -91,9 +92,11 @@ def generate_whole_document(corpus: pl.DataFrame, ctx: StageContext, p: Generate
         elif not answer.value["usable"]:
             outcome.unusable_docs.add(doc_id)
         else:
-            for j, item in enumerate(answer.value["questions"][: p.questions_per_call]):
+            for item in answer.value["questions"][: p.questions_per_call]:
+                text = item["question"].strip()
                 outcome.drafts.append(QueryDraft(
-                    query_id=f"{call_id}-{j}", doc_id=doc_id, text=item["question"].strip(),
+                    query_id=query_id(doc_id, f"generate_queries:whole_document:{region}", text),
+                    doc_id=doc_id, text=text,
                     answer=item["answer"].strip(), qtype=str(item.get("type") or ""),
                     requested_position=region,
                 ))

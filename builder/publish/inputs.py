@@ -1,0 +1,84 @@
+"""Every input a build depended on, pinned: the recipe as it ran, each source with its
+revision (a Hub revision, or the SHA-256 of a local file), the models and tokenizer by
+name, and the prompts by hash. Kept in stats.json under `inputs`, shown on the card, and
+compared between releases by the changelog.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from builder.publish.masking import mask_mapping, mask_string
+
+if TYPE_CHECKING:
+    from builder.recipe.model import LoadedRecipe
+    from builder.run.stage_record import StageRecord
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _source(spec: Any, base_dir: Path) -> dict[str, Any]:
+    from builder.io.sources import resolve_path
+
+    out: dict[str, Any] = {"type": spec.type}
+    if spec.type == "python_docs":
+        import sys
+
+        out["revision"] = f"CPython {sys.version.split()[0]}"
+    elif spec.type == "hf":
+        out.update(path=spec.path, revision=spec.revision or "unpinned (the default branch when built)")
+    else:
+        path = resolve_path(spec.path, base_dir)
+        out.update(path=mask_string(spec.path),
+                   sha256=_file_sha256(path) if path.is_file() else "not found at publishing time")
+    return out
+
+
+def pinned_inputs(loaded: LoadedRecipe, stages: list[StageRecord]) -> dict[str, Any]:
+    from importlib.metadata import version
+
+    recipe = loaded.recipe
+    return {
+        "build_bench": version("build-bench"),
+        "recipe": mask_mapping(loaded.data),
+        "sources": [_source(s, loaded.base_dir) for s in recipe.sources],
+        "tokenizer": recipe.tokenizer.name or recipe.tokenizer.kind,
+        "models": {name: m.model for name, m in sorted(recipe.models.items())},
+        "rerankers": {name: getattr(r, "model", None) or r.backend for name, r in sorted(recipe.rerankers.items())},
+        "prompts": {st.stage: dict(sorted(st.prompts.items())) for st in stages if st.prompts},
+    }
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(value, list) and any(isinstance(v, dict) for v in value):
+        out = {}
+        for k, v in enumerate(value):
+            out.update(_flat(v, f"{prefix}.{k}"))
+        return out
+    return {prefix: value}
+
+
+def input_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[tuple[str, Any, Any]]:
+    """(key, old value, new value) for every pinned input that differs, recipe keys dotted."""
+    if not old or not new:
+        return []
+    before, after = _flat({k: v for k, v in old.items() if k != "build_bench"}), _flat(
+        {k: v for k, v in new.items() if k != "build_bench"})
+    keys = [*before, *(k for k in after if k not in before)]
+    changes = [(k, before.get(k), after.get(k)) for k in keys if before.get(k) != after.get(k)]
+    if old.get("build_bench") != new.get("build_bench"):
+        changes.append(("build_bench", old.get("build_bench"), new.get("build_bench")))
+    return changes
