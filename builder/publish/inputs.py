@@ -48,7 +48,8 @@ def pinned_inputs(loaded: LoadedRecipe, stages: list[StageRecord]) -> dict[str, 
     recipe = loaded.recipe
     return {
         "build_bench": version("build-bench"),
-        "recipe": mask_mapping(loaded.data),
+        # Where row-parallel work ran does not change the data (local and Ray builds agree).
+        "recipe": mask_mapping({k: v for k, v in loaded.data.items() if k != "executor"}),
         "sources": [_source(s, loaded.base_dir) for s in recipe.sources],
         "tokenizer": recipe.tokenizer.name or recipe.tokenizer.kind,
         "models": {name: m.model for name, m in sorted(recipe.models.items())},
