@@ -31,7 +31,7 @@ def _build(srv: FakeOpenAIServer, data: Path, root: Path, n_docs: int, languages
            from_ref: str | None = None) -> Path:
     source = data / "fineweb_sample" / "fineweb_10bt_docs_1000.jsonl"
     overrides = [
-        f"sources=[{{type: jsonl, path: '{source}', lang: en, domain: general, id_prefix: 'en-', limit: {n_docs}}}]",
+        f"sources=[{{type: jsonl, path: '{source}', lang: en, domain: general, id_prefix: 'en-', limit: {n_docs}, license: odc-by}}]",
         "tokenizer={kind: words}", "stages.sample_by_length.n_docs=100",
         f"stages.translate.languages=[{', '.join(languages)}]", "stages.translate.max_chunk_tokens=600",
         "stages.iqr_filter.min_stratum_size=4", "output={per_language: false}",
