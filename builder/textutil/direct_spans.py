@@ -11,8 +11,9 @@ a document that only a few references point into is searched directly:
   finds exactly the occurrences the normalized view holds. Text it cannot judge word
   by word (a word folding to nothing or to several words, no usable anchor, too many
   hits) falls back to the full view;
-- fuzzy: rapidfuzz alignment on the case-folded original text (when case folding
-  keeps its length; else on the normalized view).
+- fuzzy: rapidfuzz alignment on the original text with ASCII letters lowered (one
+  character for one, so offsets need no map), only around the places where one of
+  the quote's longest words occurs verbatim, unless it has none.
 
 :func:`matcher_for` chooses this or the up-front index by the number of references.
 """
@@ -28,7 +29,19 @@ from typing import NamedTuple
 import numpy as np
 
 from builder.textutil.normalize import OffsetMap, fold_word, normalize_with_map, simple_fold
-from builder.textutil.spans import DocumentIndex, Span, SpanFailure, _fuzzy_in
+from rapidfuzz import fuzz, process
+from rapidfuzz.distance import LCSseq
+
+from builder.textutil.spans import (
+    _AMBIGUITY_MARGIN,
+    DocumentIndex,
+    Span,
+    SpanFailure,
+    _coarse_cutoff,
+    _EXTENT_CHAR_COST,
+    _fuzzy_in,
+    _trim_spaces,
+)
 
 __all__ = ["INDEX_FROM_REFERENCES", "DirectMatcher", "matcher_for"]
 
@@ -40,7 +53,18 @@ INDEX_FROM_REFERENCES = 8
 _MIN_ANCHOR = 3
 _MAX_CANDIDATES = 16
 
+# Fuzzy search looks around the quote's few longest words (of at least so many
+# characters); past so many places it aligns the whole text instead.
+_FUZZY_ANCHORS = 3
+_MIN_FUZZY_ANCHOR = 4
+_MAX_PLACES = 24
+# How far below the coarse cutoff a place's plain ratio may fall and still be aligned:
+# a quote that dropped words sits a little off where its later words put it.
+_QUICK_SLACK = 10.0
+
 _ASCII_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
+_UPPER_A = np.uint32(ord("A"))  # code points below it wrap around to large numbers
+_TO_LOWER = np.uint32(32)
 _NEXT_WORD = re.compile(r"\s+(\S+)")
 _WORD_REST = re.compile(r"\S*")
 
@@ -85,9 +109,9 @@ class DirectMatcher(DocumentIndex):
     def __init__(self, text: str) -> None:
         self.text = text
         self._lazy_view: tuple[str, OffsetMap] | None = None
-        self._lowered: bytes | None = None
+        self._codes: np.ndarray | None = None
+        self._lowered: str | None = None
         self._opaque: list[tuple[_Word, bool]] | None = None
-        self._casefolded: str | None = None
 
     def _normalized(self) -> tuple[str, OffsetMap]:
         if self._lazy_view is None:
@@ -103,18 +127,14 @@ class DirectMatcher(DocumentIndex):
         return super()._find_normalized(needle, whole_end)
 
     def _locate_fuzzy(self, needle: str, quote: str, min_score: float) -> Span | SpanFailure:
-        if self._casefolded is None:
-            self._casefolded = self.text.casefold()
-        if len(self._casefolded) != len(self.text):  # a character folded to several
-            return super()._locate_fuzzy(needle, quote, min_score)
-        found = _fuzzy_in(" ".join(quote.casefold().split()), self._casefolded, min_score)
+        found = _fuzzy_near_words(_lower(" ".join(quote.split())), self.text, self._lowered_text(), min_score)
         return found if isinstance(found, SpanFailure) else Span(found[0], found[1], "fuzzy", found[2])
 
     # --- normalized search, word by word -------------------------------------------
 
     def _walk_find(self, needle: str, whole_end: bool) -> tuple[int, int] | SpanFailure:
         words = needle.split(" ")
-        plain = [len(w) if w.isascii() and w.isalnum() else 0 for w in words]
+        plain = [len(w) * (w.isascii() and w.isalnum()) for w in words]
         anchor = plain.index(max(plain))
         if "" in words or plain[anchor] < _MIN_ANCHOR:
             raise _Unjudgeable
@@ -137,21 +157,15 @@ class DirectMatcher(DocumentIndex):
                     raise _Unjudgeable
                 hits.append((word, at))
         starts = [word.start for word, _ in opaque]
-        lowered = self._lowered_text()
-        pattern = anchor.encode("utf-32-le")
-        at = lowered.find(pattern)
-        while at >= 0:
-            if at % 4 == 0:
-                start = at // 4
-                inside = bisect_right(starts, start) - 1
-                if inside < 0 or opaque[inside][0].end <= start:
-                    word = self._word_around(start)
-                    if word.starts is not None or not word.folded.startswith(anchor, start - word.start):
-                        raise _Unjudgeable  # a word _inert let through after all
-                    hits.append((word, start - word.start))
-                    if len(hits) > _MAX_CANDIDATES:
-                        raise _Unjudgeable
-            at = lowered.find(pattern, (at // 4 + 1) * 4)
+        for start in _occurrences(self._lowered_text(), anchor):
+            inside = bisect_right(starts, start) - 1
+            if inside < 0 or opaque[inside][0].end <= start:
+                word = self._word_around(start)
+                if word.starts is not None or not word.folded.startswith(anchor, start - word.start):
+                    raise _Unjudgeable  # a word _inert let through after all
+                hits.append((word, start - word.start))
+                if len(hits) > _MAX_CANDIDATES:
+                    raise _Unjudgeable
         return hits
 
     def _word_around(self, at: int) -> _Word:
@@ -176,8 +190,9 @@ class DirectMatcher(DocumentIndex):
         wanted = " ".join(before) + " "
         begin = word.start - len(wanted)
         piece = self.text[max(begin, 0) : word.start]
-        if begin >= 0 and piece.isascii() and piece.lower() == wanted:
-            return begin  # plain ASCII, single spaces: it folds to itself lowered
+        if begin >= 0 and piece.isascii() and " ".join(piece.split()) + " " == piece:
+            # Plain ASCII, single spaces: it folds to itself lowered.
+            return begin if piece.lower() == wanted else None
         first, first_at = word, at
         for i in range(len(before) - 1, -1, -1):
             first = self._previous_word(first.start)
@@ -193,10 +208,11 @@ class DirectMatcher(DocumentIndex):
             stop = word.end + len(wanted)
             piece = self.text[word.end : stop]
             follower = self.text[stop : stop + 1]
-            if piece.lower() == wanted and piece.isascii() and follower.isascii():
-                # Plain ASCII up to an ASCII character, which cannot fold into it.
+            if piece.isascii() and follower.isascii() and " " + " ".join(piece.split()) == piece:
+                # Plain ASCII, single spaces, up to an ASCII character, which cannot
+                # fold into it: it folds to itself lowered.
                 inside = follower.isalnum() and wanted[-1].isalnum()
-                return None if whole_end and inside else stop
+                return None if piece.lower() != wanted or (whole_end and inside) else stop
         final, final_end = word, end
         for i, expected in enumerate(after):
             final = self._next_word(final.end)
@@ -225,11 +241,21 @@ class DirectMatcher(DocumentIndex):
 
     # --- per-document state, built on first use ---------------------------------------
 
-    def _lowered_text(self) -> bytes:
-        """The text as UTF-32 with ASCII letters lowered: a find at a multiple of four
-        bytes is a case-blind ASCII match."""
+    def _code_points(self) -> np.ndarray:
+        if self._codes is None:
+            self._codes = np.frombuffer(self.text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        return self._codes
+
+    def _lowered_text(self) -> str:
+        """The text with its ASCII letters lowered, at the same offsets: a find of ASCII
+        in it is a case-blind match. Other characters may come out changed (the
+        quickest way lowers bytes of UTF-16), but never into ASCII ones."""
         if self._lowered is None:
-            self._lowered = self.text.encode("utf-32-le", "surrogatepass").translate(_ASCII_LOWER)
+            if self.text.isascii():
+                self._lowered = self.text.lower()
+            else:
+                encoded = self.text.encode("utf-16-le", "surrogatepass").translate(_ASCII_LOWER)
+                self._lowered = encoded.decode("utf-16-le", "surrogatepass")
         return self._lowered
 
     def _opaque_words(self) -> list[tuple[_Word, bool]]:
@@ -238,8 +264,7 @@ class DirectMatcher(DocumentIndex):
         if self._opaque is None:
             self._opaque = []
             if not self.text.isascii():
-                codes = np.frombuffer(self._lowered_text(), dtype=np.uint32)
-                for at in np.flatnonzero(codes > 127).tolist():
+                for at in np.flatnonzero(self._code_points() > 127).tolist():
                     if _inert(self.text[at]) or (self._opaque and at < self._opaque[-1][0].end):
                         continue
                     try:
@@ -260,6 +285,72 @@ def _inert(char: str) -> bool:
         return False
     return not any(unicodedata.combining(c) or 0x1160 <= ord(c) <= 0x11FF
                    for c in unicodedata.normalize("NFKC", char))
+
+
+def _fuzzy_near_words(needle: str, text: str, lowered: str, min_score: float) -> tuple[int, int, float] | SpanFailure:
+    """Fuzzy alignment of the lower-cased ``needle`` in ``text``, tried only where one of
+    the quote's longest words occurs (``lowered``: the text, ASCII letters lowered).
+
+    A quote close enough to pass keeps most of its words, so the alignment and any
+    rival of it hold one of them. Each such word placed where it occurs puts the quote
+    somewhere; one ratio tells whether that place is worth aligning, which costs far
+    less than aligning the whole text. Without such words the whole text is aligned.
+    """
+    length = len(needle)
+    words = sorted({w for w in needle.split() if len(w) >= _MIN_FUZZY_ANCHOR and w.isascii()}, key=lambda w: (-len(w), w))
+    placed = sorted({max(0, at - needle.find(word)) for word in words[:_FUZZY_ANCHORS] for at in _occurrences(lowered, word)})
+    if not placed or len(placed) > _MAX_PLACES:
+        return _fuzzy_in(needle, _lower(text), min_score)
+    windows = [_lower(text[at : at + length]) for at in placed]
+    quick = process.cdist([needle], windows, scorer=fuzz.ratio, score_cutoff=_coarse_cutoff(min_score) - _QUICK_SLACK)[0]
+    places = [at for at, score in zip(placed, quick.tolist()) if score]
+    margin = length // 4 + 16
+    fits = [fit for at in places if (fit := _align(needle, text, at - margin, at + length + margin))]
+    best = max(fits, key=lambda fit: fit[2], default=None)
+    if best is None or best[2] < min_score:
+        return SpanFailure.NOT_FOUND
+    for at in places:
+        if min(at + length, best[1]) - max(at, best[0]) >= length // 2:
+            continue  # the best fit's own place
+        for low, high in ((at - margin, min(at + length + margin, best[0])), (max(at - margin, best[1]), at + length + margin)):
+            rival = _align(needle, text, low, high) if high > low else None
+            if rival and rival[2] >= best[2] - _AMBIGUITY_MARGIN:
+                return SpanFailure.AMBIGUOUS
+    return best
+
+
+def _align(needle: str, text: str, low: int, high: int) -> tuple[int, int, float] | None:
+    """The stretch of ``text[low:high]`` the needle aligns with, and its ratio.
+
+    One LCS alignment of the needle against the whole stretch; of its matched blocks,
+    the run kept is the one that matches most characters less a cost per covered
+    character, so stray matches far from the rest fall away.
+    """
+    low, high = max(0, low), min(len(text), high)
+    stretch = _lower(text[low:high])
+    blocks = [b for b in LCSseq.editops(needle, stretch).as_matching_blocks() if b.size]
+    best = (0.0, 0, 0)
+    lowest, lowest_at, matched = float("inf"), 0, 0
+    for block in blocks:
+        if matched - _EXTENT_CHAR_COST * block.b < lowest:
+            lowest, lowest_at = matched - _EXTENT_CHAR_COST * block.b, block.b
+        matched += block.size
+        gain = matched - _EXTENT_CHAR_COST * (block.b + block.size) - lowest
+        if gain > best[0]:
+            best = (gain, lowest_at, block.b + block.size)
+    start, end = _trim_spaces(stretch, best[1], best[2])
+    return (low + start, low + end, fuzz.ratio(needle, stretch[start:end])) if end > start else None
+
+
+def _lower(text: str) -> str:
+    """``text`` lower-cased, one character for one."""
+    lowered = text.lower()
+    return lowered if len(lowered) == len(text) else _lower_ascii(text)
+
+
+def _lower_ascii(text: str) -> str:
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    return (codes + _TO_LOWER * (codes - _UPPER_A < 26)).astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
 
 
 def _around(text: str, at: int) -> tuple[int, int]:

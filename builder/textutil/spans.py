@@ -18,6 +18,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -126,10 +127,18 @@ def _find_unique_spaced(haystack: str, needle: str) -> tuple[int, int] | SpanFai
     words = needle.split()
     lengths = list(map(len, words))
     anchor = lengths.index(max(lengths))
+    single = " ".join(words)
+    before = sum(lengths[:anchor]) + anchor
     found: list[tuple[int, int]] = []
     at = haystack.find(words[anchor])
     while at >= 0 and len(found) < 2:
-        match = _spaced_match_at(haystack, words, anchor, at)
+        start = at - before
+        window = haystack[start : start + len(single)] if start >= 0 else ""
+        if window and " ".join(window.split()) == window:
+            # One space between words all along: only the verbatim quote fits here.
+            match = (start, start + len(single)) if window == single else None
+        else:
+            match = _spaced_match_at(haystack, words, anchor, at)
         if match:
             found.append(match)
         at = haystack.find(words[anchor], at + 1)
@@ -163,19 +172,21 @@ def _padded(haystack: str, length: int) -> str:
     return haystack + _PAD_CHAR * (length - len(haystack))
 
 
-def _nearby(center: int, radius: int, low: int, high: int) -> list[int]:
+@lru_cache(maxsize=256)
+def _steps(radius: int) -> np.ndarray:
+    """0, -1, 1, -2, 2, ... up to ``radius``: offsets ordered by distance, left first."""
+    return np.array([0] + [d for step in range(1, radius + 1) for d in (-step, step)], dtype=np.int64)
+
+
+def _nearby(center: int, radius: int, low: int, high: int) -> np.ndarray:
     """Offsets in [low, high] ordered by distance from ``center``."""
-    offsets = [center + d for step in range(radius + 1) for d in ((0,) if step == 0 else (-step, step))]
-    return [o for o in offsets if low <= o <= high]
+    offsets = center + _steps(radius)
+    return offsets[(offsets >= low) & (offsets <= high)]
 
 
-def _best_of(needle: str, windows: list[tuple[int, str]]) -> tuple[int, float]:
-    """Offset of the window with the highest gain (matched characters less a cost per
-    covered character); ties go to the earliest listed."""
-    matched = process.cdist([needle], [window for _, window in windows], scorer=LCSseq.similarity)[0]
-    gains = matched - _EXTENT_CHAR_COST * np.fromiter(map(len, (w for _, w in windows)), np.float64, len(windows))
-    best = int(gains.argmax())
-    return windows[best][0], float(gains[best])
+def _gains(needle: str, windows: list[str], lengths: np.ndarray) -> np.ndarray:
+    """Per window: characters of the needle it matches, less a cost per covered character."""
+    return process.cdist([needle], windows, scorer=LCSseq.similarity)[0] - _EXTENT_CHAR_COST * lengths
 
 
 def _refine(needle: str, haystack: str, start: int, end: int) -> tuple[int, int]:
@@ -184,18 +195,19 @@ def _refine(needle: str, haystack: str, start: int, end: int) -> tuple[int, int]
     partial_ratio windows are exactly as long as the quote, so they cut off or
     overhang text when the quote dropped or added words. Each end is moved in
     turn (coordinate ascent) to maximise matched characters minus a cost per
-    covered character.
+    covered character; of equal gains the offset nearest the current one wins.
     """
     radius = len(needle) // 6 + 6
-    gain = _best_of(needle, [(start, haystack[start:end])])[1]
+    gain = LCSseq.similarity(needle, haystack[start:end]) - _EXTENT_CHAR_COST * (end - start)
     while True:
         ends = _nearby(end, radius, start + 1, len(haystack))
-        new_end, _ = _best_of(needle, [(e, haystack[start:e]) for e in ends])
+        new_end = int(ends[_gains(needle, [haystack[start:e] for e in ends.tolist()], ends - start).argmax()])
         starts = _nearby(start, radius, 0, new_end - 1)
-        new_start, new_gain = _best_of(needle, [(s, haystack[s:new_end]) for s in starts])
-        if new_gain <= gain:
+        gains = _gains(needle, [haystack[s:new_end] for s in starts.tolist()], new_end - starts)
+        best = int(gains.argmax())
+        if gains[best] <= gain:
             return start, end
-        start, end, gain = new_start, new_end, new_gain
+        start, end, gain = int(starts[best]), new_end, float(gains[best])
 
 
 def _trim_spaces(haystack: str, start: int, end: int) -> tuple[int, int]:
