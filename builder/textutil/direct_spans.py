@@ -324,22 +324,34 @@ def _align(needle: str, text: str, low: int, high: int) -> tuple[int, int, float
 
     One LCS alignment of the needle against the whole stretch; of its matched blocks,
     the run kept is the one that matches most characters less a cost per covered
-    character, so stray matches far from the rest fall away.
+    character, so stray matches far from the rest fall away. An alignment matches each
+    character as early as it can, which may pull the quote's first characters onto
+    strays before it; the start is therefore taken from the alignment of both reversed.
     """
     low, high = max(0, low), min(len(text), high)
     stretch = _lower(text[low:high])
-    blocks = [b for b in LCSseq.editops(needle, stretch).as_matching_blocks() if b.size]
+    start, end = _best_run(needle, stretch)
+    from_end = len(stretch) - _best_run(needle[::-1], stretch[::-1])[1]
+    start = from_end if from_end < end else start
+    start, end = _trim_spaces(stretch, start, end)
+    return (low + start, low + end, fuzz.ratio(needle, stretch[start:end])) if end > start else None
+
+
+def _best_run(needle: str, stretch: str) -> tuple[int, int]:
+    """Of one LCS alignment, the run of matched blocks that matches most characters less
+    a cost per covered character: where it begins and ends in ``stretch``."""
     best = (0.0, 0, 0)
     lowest, lowest_at, matched = float("inf"), 0, 0
-    for block in blocks:
+    for block in LCSseq.editops(needle, stretch).as_matching_blocks():
+        if not block.size:
+            continue
         if matched - _EXTENT_CHAR_COST * block.b < lowest:
             lowest, lowest_at = matched - _EXTENT_CHAR_COST * block.b, block.b
         matched += block.size
         gain = matched - _EXTENT_CHAR_COST * (block.b + block.size) - lowest
         if gain > best[0]:
             best = (gain, lowest_at, block.b + block.size)
-    start, end = _trim_spaces(stretch, best[1], best[2])
-    return (low + start, low + end, fuzz.ratio(needle, stretch[start:end])) if end > start else None
+    return best[1], best[2]
 
 
 def _lower(text: str) -> str:
