@@ -20,6 +20,7 @@ a document that only a few references point into is searched directly:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from bisect import bisect_right
@@ -63,10 +64,13 @@ _MAX_PLACES = 24
 _QUICK_SLACK = 10.0
 
 _ASCII_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
+_NO_CODES = np.zeros(0, dtype=np.uint32)
 _UPPER_A = np.uint32(ord("A"))  # code points below it wrap around to large numbers
 _TO_LOWER = np.uint32(32)
 _NEXT_WORD = re.compile(r"\s+(\S+)")
 _WORD_REST = re.compile(r"\S*")
+_NOT_ALNUM = re.compile(r"[^a-z0-9]+")
+_NOT_ALNUM_BYTES = bytes(c for c in range(128) if not chr(c).isalnum() or chr(c).isupper())
 
 
 class _Unjudgeable(Exception):
@@ -112,6 +116,7 @@ class DirectMatcher(DocumentIndex):
         self._codes: np.ndarray | None = None
         self._lowered: str | None = None
         self._opaque: list[tuple[_Word, bool]] | None = None
+        self._letters: bytes | None = None
 
     def _normalized(self) -> tuple[str, OffsetMap]:
         if self._lazy_view is None:
@@ -120,6 +125,8 @@ class DirectMatcher(DocumentIndex):
 
     def _find_normalized(self, needle: str, whole_end: bool) -> tuple[int, int] | SpanFailure:
         if self._lazy_view is None:
+            if _letters_and_digits(needle) not in self._skeleton():
+                return SpanFailure.NOT_FOUND
             try:
                 return self._walk_find(needle, whole_end)
             except _Unjudgeable:
@@ -193,6 +200,9 @@ class DirectMatcher(DocumentIndex):
         if begin >= 0 and piece.isascii() and " ".join(piece.split()) + " " == piece:
             # Plain ASCII, single spaces: it folds to itself lowered.
             return begin if piece.lower() == wanted else None
+        low = max(0, word.start - 2 * len(wanted) - 16)
+        if self._letters_differ(low, word.start, wanted, from_end=True):
+            return None
         first, first_at = word, at
         for i in range(len(before) - 1, -1, -1):
             first = self._previous_word(first.start)
@@ -213,6 +223,8 @@ class DirectMatcher(DocumentIndex):
                 # fold into it: it folds to itself lowered.
                 inside = follower.isalnum() and wanted[-1].isalnum()
                 return None if piece.lower() != wanted or (whole_end and inside) else stop
+            if self._letters_differ(word.end, word.end + 2 * len(wanted) + 16, wanted, from_end=False):
+                return None
         final, final_end = word, end
         for i, expected in enumerate(after):
             final = self._next_word(final.end)
@@ -223,6 +235,24 @@ class DirectMatcher(DocumentIndex):
         if whole_end and final_end < len(folded) and folded[final_end - 1].isalnum() and folded[final_end].isalnum():
             return None
         return final.end_offset(final_end)
+
+    def _letters_differ(self, low: int, high: int, wanted: str, from_end: bool) -> bool:
+        """Whether the ASCII letters and digits of ``text[low:high]`` rule out that the
+        words next to the anchor (on its left when ``from_end``) fold to ``wanted``.
+
+        Away from opaque words folding keeps every ASCII letter and digit, lowered, and
+        makes none, so those of the text must continue those of ``wanted``.
+        """
+        opaque = self._opaque_words()
+        last = bisect_right([word.start for word, _ in opaque], high - 1) - 1
+        if last >= 0 and opaque[last][0].end > low:
+            return False
+        high = min(high, len(self.text))
+        have = _NOT_ALNUM.sub("", self._lowered_text()[low:high])
+        want = _NOT_ALNUM.sub("", wanted)
+        if len(have) < len(want) and (low if from_end else len(self.text) - high):
+            return False  # the stretch read may be too short to tell
+        return not (have.endswith(want) if from_end else have.startswith(want))
 
     def _next_word(self, end: int) -> _Word | None:
         match = _NEXT_WORD.match(self.text, end)
@@ -258,14 +288,28 @@ class DirectMatcher(DocumentIndex):
                 self._lowered = encoded.decode("utf-16-le", "surrogatepass")
         return self._lowered
 
+    def _skeleton(self) -> bytes:
+        """The ASCII letters and digits of the normalized view, in order (spliced from the
+        lowered text and the folded opaque words): a needle whose own are not a run of
+        them cannot occur."""
+        if self._letters is None:
+            lowered, pieces, done = self._lowered_text(), [], 0
+            for word, _ in self._opaque_words():
+                pieces += [lowered[done : word.start], word.folded]
+                done = word.end
+            self._letters = _letters_and_digits("".join(pieces) + lowered[done:] if pieces else lowered)
+        return self._letters
+
     def _opaque_words(self) -> list[tuple[_Word, bool]]:
         """The words where a case-blind search of the original text may miss what their
         folding holds, folded, in order, each with whether it can be compared word by word."""
         if self._opaque is None:
             self._opaque = []
-            if not self.text.isascii():
-                for at in np.flatnonzero(self._code_points() > 127).tolist():
-                    if _inert(self.text[at]) or (self._opaque and at < self._opaque[-1][0].end):
+            codes = self._code_points() if not self.text.isascii() else _NO_CODES
+            opaque = [code for code in np.unique(codes[codes > 127]).tolist() if not _inert(chr(code))]
+            if opaque:
+                for at in np.flatnonzero(functools.reduce(np.logical_or, [codes == code for code in opaque])).tolist():
+                    if self._opaque and at < self._opaque[-1][0].end:
                         continue
                     try:
                         self._opaque.append((self._word_around(at), True))
@@ -352,6 +396,11 @@ def _best_run(needle: str, stretch: str) -> tuple[int, int]:
         if gain > best[0]:
             best = (gain, lowest_at, block.b + block.size)
     return best[1], best[2]
+
+
+def _letters_and_digits(text: str) -> bytes:
+    """The ASCII letters and digits of ``text`` (lower case already), in order."""
+    return text.encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)
 
 
 def _lower(text: str) -> str:
