@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
     texts = load_texts(args.data)
     if texts is None:
-        return
+        return 0
     documents = build_documents(texts, args.doc_words)
     pairs = build_pairs(documents, args.pairs, args.seed)
     texts = {f"d{i}": doc for i, doc in enumerate(documents)}

@@ -54,9 +54,11 @@ INDEX_FROM_REFERENCES = 8
 _MIN_ANCHOR = 3
 _MAX_CANDIDATES = 16
 
-# Fuzzy search looks around the quote's few longest words (of at least so many
-# characters); past so many places it aligns the whole text instead.
+# Fuzzy search looks around the quote's three longest words (of at least so many
+# characters), or up to eight when those occur nowhere; past so many places it
+# aligns the whole text instead.
 _FUZZY_ANCHORS = 3
+_MAX_FUZZY_ANCHORS = 8
 _MIN_FUZZY_ANCHOR = 4
 _MAX_PLACES = 24
 # How far below the coarse cutoff a place's plain ratio may fall and still be aligned:
@@ -113,6 +115,7 @@ class DirectMatcher(DocumentIndex):
     def __init__(self, text: str) -> None:
         self.text = text
         self._lazy_view: tuple[str, OffsetMap] | None = None
+        self._encoded: bytes | None = None
         self._codes: np.ndarray | None = None
         self._lowered: str | None = None
         self._opaque: list[tuple[_Word, bool]] | None = None
@@ -271,9 +274,16 @@ class DirectMatcher(DocumentIndex):
 
     # --- per-document state, built on first use ---------------------------------------
 
+    def _utf16(self) -> bytes:
+        if self._encoded is None:
+            self._encoded = self.text.encode("utf-16-le", "surrogatepass")
+        return self._encoded
+
     def _code_points(self) -> np.ndarray:
         if self._codes is None:
-            self._codes = np.frombuffer(self.text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+            units = np.frombuffer(self._utf16(), dtype=np.uint16)
+            # One unit per character unless some lie beyond the Basic Multilingual Plane.
+            self._codes = units if len(units) == len(self.text) else _code_points(self.text)
         return self._codes
 
     def _lowered_text(self) -> str:
@@ -284,8 +294,7 @@ class DirectMatcher(DocumentIndex):
             if self.text.isascii():
                 self._lowered = self.text.lower()
             else:
-                encoded = self.text.encode("utf-16-le", "surrogatepass").translate(_ASCII_LOWER)
-                self._lowered = encoded.decode("utf-16-le", "surrogatepass")
+                self._lowered = self._utf16().translate(_ASCII_LOWER).decode("utf-16-le", "surrogatepass")
         return self._lowered
 
     def _skeleton(self) -> bytes:
@@ -338,11 +347,17 @@ def _fuzzy_near_words(needle: str, text: str, lowered: str, min_score: float) ->
     A quote close enough to pass keeps most of its words, so the alignment and any
     rival of it hold one of them. Each such word placed where it occurs puts the quote
     somewhere; one ratio tells whether that place is worth aligning, which costs far
-    less than aligning the whole text. Without such words the whole text is aligned.
+    less than aligning the whole text. When none of its longer words occurs, or they
+    occur in too many places, the whole text is aligned.
     """
     length = len(needle)
     words = sorted({w for w in needle.split() if len(w) >= _MIN_FUZZY_ANCHOR and w.isascii()}, key=lambda w: (-len(w), w))
-    placed = sorted({max(0, at - needle.find(word)) for word in words[:_FUZZY_ANCHORS] for at in _occurrences(lowered, word)})
+    found: set[int] = set()
+    for used, word in enumerate(words[:_MAX_FUZZY_ANCHORS]):
+        if found and used >= _FUZZY_ANCHORS:
+            break
+        found.update(max(0, at - needle.find(word)) for at in _occurrences(lowered, word))
+    placed = sorted(found)
     if not placed or len(placed) > _MAX_PLACES:
         return _fuzzy_in(needle, _lower(text), min_score)
     windows = [_lower(text[at : at + length]) for at in placed]
@@ -409,8 +424,12 @@ def _lower(text: str) -> str:
     return lowered if len(lowered) == len(text) else _lower_ascii(text)
 
 
+def _code_points(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
 def _lower_ascii(text: str) -> str:
-    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    codes = _code_points(text)
     return (codes + _TO_LOWER * (codes - _UPPER_A < 26)).astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
 
 

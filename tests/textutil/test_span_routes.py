@@ -111,7 +111,8 @@ def test_offset_map_across_quotes_whitespace_runs_and_case() -> None:
     assert text[slice(*offsets.to_original(0, len(norm)))] == text
 
 
-WORD = st.text(alphabet=st.sampled_from([*"abcdeXY’“”—-.é", "ﬁ", "ß", "\u0301"]), min_size=1, max_size=5)
+WORD = st.text(alphabet=st.sampled_from([*"abcdeXY’“”—-.é", "ﬁ", "ß", "\u0301", "👩", "…", "™", "Ａ"]),
+               min_size=1, max_size=5)
 GAP = st.sampled_from([" ", "  ", "\n", " \n\t", "\xa0"])
 
 
