@@ -30,19 +30,8 @@ from typing import NamedTuple
 import numpy as np
 
 from builder.textutil.normalize import OffsetMap, fold_word, normalize_with_map, simple_fold
-from rapidfuzz import fuzz, process
-from rapidfuzz.distance import LCSseq
-
-from builder.textutil.spans import (
-    _AMBIGUITY_MARGIN,
-    DocumentIndex,
-    Span,
-    SpanFailure,
-    _coarse_cutoff,
-    _EXTENT_CHAR_COST,
-    _fuzzy_in,
-    _trim_spaces,
-)
+from builder.textutil.fuzzy_near import code_points, fuzzy_near_words, lower, occurrences
+from builder.textutil.spans import DocumentIndex, Span, SpanFailure
 
 __all__ = ["INDEX_FROM_REFERENCES", "DirectMatcher", "matcher_for"]
 
@@ -54,21 +43,8 @@ INDEX_FROM_REFERENCES = 8
 _MIN_ANCHOR = 3
 _MAX_CANDIDATES = 16
 
-# Fuzzy search looks around the quote's three longest words (of at least so many
-# characters), or up to eight when those occur nowhere; past so many places it
-# aligns the whole text instead.
-_FUZZY_ANCHORS = 3
-_MAX_FUZZY_ANCHORS = 8
-_MIN_FUZZY_ANCHOR = 4
-_MAX_PLACES = 24
-# How far below the coarse cutoff a place's plain ratio may fall and still be aligned:
-# a quote that dropped words sits a little off where its later words put it.
-_QUICK_SLACK = 10.0
-
 _ASCII_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
 _NO_CODES = np.zeros(0, dtype=np.uint32)
-_UPPER_A = np.uint32(ord("A"))  # code points below it wrap around to large numbers
-_TO_LOWER = np.uint32(32)
 _NEXT_WORD = re.compile(r"\s+(\S+)")
 _WORD_REST = re.compile(r"\S*")
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
@@ -137,7 +113,7 @@ class DirectMatcher(DocumentIndex):
         return super()._find_normalized(needle, whole_end)
 
     def _locate_fuzzy(self, needle: str, quote: str, min_score: float) -> Span | SpanFailure:
-        found = _fuzzy_near_words(_lower(" ".join(quote.split())), self.text, self._lowered_text(), min_score)
+        found = fuzzy_near_words(lower(" ".join(quote.split())), self.text, self._lowered_text(), min_score)
         return found if isinstance(found, SpanFailure) else Span(found[0], found[1], "fuzzy", found[2])
 
     # --- normalized search, word by word -------------------------------------------
@@ -162,12 +138,12 @@ class DirectMatcher(DocumentIndex):
         opaque = self._opaque_words()
         hits: list[tuple[_Word, int]] = []
         for word, judgeable in opaque:
-            for at in _occurrences(word.folded, anchor):
+            for at in occurrences(word.folded, anchor):
                 if not judgeable:
                     raise _Unjudgeable
                 hits.append((word, at))
         starts = [word.start for word, _ in opaque]
-        for start in _occurrences(self._lowered_text(), anchor):
+        for start in occurrences(self._lowered_text(), anchor):
             inside = bisect_right(starts, start) - 1
             if inside < 0 or opaque[inside][0].end <= start:
                 word = self._word_around(start)
@@ -283,7 +259,7 @@ class DirectMatcher(DocumentIndex):
         if self._codes is None:
             units = np.frombuffer(self._utf16(), dtype=np.uint16)
             # One unit per character unless some lie beyond the Basic Multilingual Plane.
-            self._codes = units if len(units) == len(self.text) else _code_points(self.text)
+            self._codes = units if len(units) == len(self.text) else code_points(self.text)
         return self._codes
 
     def _lowered_text(self) -> str:
@@ -340,97 +316,9 @@ def _inert(char: str) -> bool:
                    for c in unicodedata.normalize("NFKC", char))
 
 
-def _fuzzy_near_words(needle: str, text: str, lowered: str, min_score: float) -> tuple[int, int, float] | SpanFailure:
-    """Fuzzy alignment of the lower-cased ``needle`` in ``text``, tried only where one of
-    the quote's longest words occurs (``lowered``: the text, ASCII letters lowered).
-
-    A quote close enough to pass keeps most of its words, so the alignment and any
-    rival of it hold one of them. Each such word placed where it occurs puts the quote
-    somewhere; one ratio tells whether that place is worth aligning, which costs far
-    less than aligning the whole text. When none of its longer words occurs, or they
-    occur in too many places, the whole text is aligned.
-    """
-    length = len(needle)
-    words = sorted({w for w in needle.split() if len(w) >= _MIN_FUZZY_ANCHOR and w.isascii()}, key=lambda w: (-len(w), w))
-    found: set[int] = set()
-    for used, word in enumerate(words[:_MAX_FUZZY_ANCHORS]):
-        if found and used >= _FUZZY_ANCHORS:
-            break
-        found.update(max(0, at - needle.find(word)) for at in _occurrences(lowered, word))
-    placed = sorted(found)
-    if not placed or len(placed) > _MAX_PLACES:
-        return _fuzzy_in(needle, _lower(text), min_score)
-    windows = [_lower(text[at : at + length]) for at in placed]
-    quick = process.cdist([needle], windows, scorer=fuzz.ratio, score_cutoff=_coarse_cutoff(min_score) - _QUICK_SLACK)[0]
-    places = [at for at, score in zip(placed, quick.tolist()) if score]
-    margin = length // 4 + 16
-    fits = [fit for at in places if (fit := _align(needle, text, at - margin, at + length + margin))]
-    best = max(fits, key=lambda fit: fit[2], default=None)
-    if best is None or best[2] < min_score:
-        return SpanFailure.NOT_FOUND
-    for at in places:
-        if min(at + length, best[1]) - max(at, best[0]) >= length // 2:
-            continue  # the best fit's own place
-        for low, high in ((at - margin, min(at + length + margin, best[0])), (max(at - margin, best[1]), at + length + margin)):
-            rival = _align(needle, text, low, high) if high > low else None
-            if rival and rival[2] >= best[2] - _AMBIGUITY_MARGIN:
-                return SpanFailure.AMBIGUOUS
-    return best
-
-
-def _align(needle: str, text: str, low: int, high: int) -> tuple[int, int, float] | None:
-    """The stretch of ``text[low:high]`` the needle aligns with, and its ratio.
-
-    One LCS alignment of the needle against the whole stretch; of its matched blocks,
-    the run kept is the one that matches most characters less a cost per covered
-    character, so stray matches far from the rest fall away. An alignment matches each
-    character as early as it can, which may pull the quote's first characters onto
-    strays before it; the start is therefore taken from the alignment of both reversed.
-    """
-    low, high = max(0, low), min(len(text), high)
-    stretch = _lower(text[low:high])
-    start, end = _best_run(needle, stretch)
-    from_end = len(stretch) - _best_run(needle[::-1], stretch[::-1])[1]
-    start = from_end if from_end < end else start
-    start, end = _trim_spaces(stretch, start, end)
-    return (low + start, low + end, fuzz.ratio(needle, stretch[start:end])) if end > start else None
-
-
-def _best_run(needle: str, stretch: str) -> tuple[int, int]:
-    """Of one LCS alignment, the run of matched blocks that matches most characters less
-    a cost per covered character: where it begins and ends in ``stretch``."""
-    best = (0.0, 0, 0)
-    lowest, lowest_at, matched = float("inf"), 0, 0
-    for block in LCSseq.editops(needle, stretch).as_matching_blocks():
-        if not block.size:
-            continue
-        if matched - _EXTENT_CHAR_COST * block.b < lowest:
-            lowest, lowest_at = matched - _EXTENT_CHAR_COST * block.b, block.b
-        matched += block.size
-        gain = matched - _EXTENT_CHAR_COST * (block.b + block.size) - lowest
-        if gain > best[0]:
-            best = (gain, lowest_at, block.b + block.size)
-    return best[1], best[2]
-
-
 def _letters_and_digits(text: str) -> bytes:
     """The ASCII letters and digits of ``text`` (lower case already), in order."""
     return text.encode("ascii", "ignore").translate(None, _NOT_ALNUM_BYTES)
-
-
-def _lower(text: str) -> str:
-    """``text`` lower-cased, one character for one."""
-    lowered = text.lower()
-    return lowered if len(lowered) == len(text) else _lower_ascii(text)
-
-
-def _code_points(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-
-
-def _lower_ascii(text: str) -> str:
-    codes = _code_points(text)
-    return (codes + _TO_LOWER * (codes - _UPPER_A < 26)).astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
 
 
 def _around(text: str, at: int) -> tuple[int, int]:
@@ -439,15 +327,6 @@ def _around(text: str, at: int) -> tuple[int, int]:
         start -= 1
     match = _WORD_REST.match(text, at)
     return start, match.end() if match else at
-
-
-def _occurrences(haystack: str, needle: str) -> list[int]:
-    found = []
-    at = haystack.find(needle)
-    while at >= 0:
-        found.append(at)
-        at = haystack.find(needle, at + 1)
-    return found
 
 
 def matcher_for(text: str, references: int) -> DocumentIndex:
