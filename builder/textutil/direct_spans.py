@@ -49,6 +49,7 @@ _NEXT_WORD = re.compile(r"\s+(\S+)")
 _WORD_REST = re.compile(r"\S*")
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
 _NOT_ALNUM_BYTES = bytes(c for c in range(128) if not chr(c).isalnum() or chr(c).isupper())
+_NOT_ALNUM_ASCII = bytes(c for c in range(256) if not (c < 128 and chr(c).isalnum()))
 
 
 class _Unjudgeable(Exception):
@@ -278,11 +279,15 @@ class DirectMatcher(DocumentIndex):
         lowered text and the folded opaque words): a needle whose own are not a run of
         them cannot occur."""
         if self._letters is None:
-            lowered, pieces, done = self._lowered_text(), [], 0
-            for word, _ in self._opaque_words():
-                pieces += [lowered[done : word.start], word.folded]
-                done = word.end
-            self._letters = _letters_and_digits("".join(pieces) + lowered[done:] if pieces else lowered)
+            if self.text.isascii():
+                self._letters = self.text.encode("ascii").translate(_ASCII_LOWER, _NOT_ALNUM_ASCII)
+            else:
+                codes, pieces, done = self._code_points(), [], 0
+                for word, _ in self._opaque_words():
+                    pieces += [_ascii_letters(codes[done : word.start]), _letters_and_digits(word.folded)]
+                    done = word.end
+                pieces.append(_ascii_letters(codes[done:]))
+                self._letters = b"".join(pieces)
         return self._letters
 
     def _opaque_words(self) -> list[tuple[_Word, bool]]:
@@ -314,6 +319,11 @@ def _inert(char: str) -> bool:
         return False
     return not any(unicodedata.combining(c) or 0x1160 <= ord(c) <= 0x11FF
                    for c in unicodedata.normalize("NFKC", char))
+
+
+def _ascii_letters(codes: np.ndarray) -> bytes:
+    """The ASCII letters (lowered) and digits among ``codes``, in order."""
+    return codes[codes < 128].astype(np.uint8).tobytes().translate(_ASCII_LOWER, _NOT_ALNUM_ASCII)
 
 
 def _letters_and_digits(text: str) -> bytes:
