@@ -122,9 +122,12 @@ class DirectMatcher(DocumentIndex):
     def _walk_find(self, needle: str, whole_end: bool) -> tuple[int, int] | SpanFailure:
         words = needle.split(" ")
         plain = [len(w) * (w.isascii() and w.isalnum()) for w in words]
-        anchor = plain.index(max(plain))
-        if "" in words or plain[anchor] < _MIN_ANCHOR:
+        if "" in words or max(plain) < _MIN_ANCHOR:
             raise _Unjudgeable
+        # Of the three longest plain words, the one the text holds least often.
+        longest = [k for k in sorted(range(len(words)), key=lambda k: -plain[k])[:3] if plain[k] >= _MIN_ANCHOR]
+        lowered = self._lowered_text()
+        anchor = min(longest, key=lambda k: lowered.count(words[k]))
         found: list[tuple[int, int]] = []
         for word, at in self._anchor_hits(words[anchor]):
             span = self._grow(words, anchor, word, at, whole_end)
