@@ -81,7 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
-    documents = build_documents(load_texts(args.data), args.doc_words)
+    texts = load_texts(args.data)
+    if texts is None:
+        return 0
+    documents = build_documents(texts, args.doc_words)
     pairs = build_pairs(documents, args.pairs, args.seed)
     texts = {f"d{i}": doc for i, doc in enumerate(documents)}
     print(f"pairs: {len(pairs):,} over {len({d for d, _ in pairs}):,} documents of ~{args.doc_words} words")

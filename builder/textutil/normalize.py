@@ -1,14 +1,23 @@
 """The normalized view of a text that reference matching compares in, with a map from
-every normalized offset back to the original characters it came from."""
+every normalized offset back to the original characters it came from.
+
+Most of a web document is ASCII words and whitespace, whose normalization is lower case
+and one space per whitespace run; that part is done on a code-point array in bulk. Only
+the words that hold a non-ASCII character go through the Unicode folding one cluster at a
+time. Cutting the text at word boundaries changes nothing: no fold reaches across
+whitespace.
+"""
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from bisect import bisect_right
 from functools import lru_cache
+from typing import NamedTuple
 
-__all__ = ["OffsetMap", "normalize_text", "normalize_with_map"]
+import numpy as np
+
+__all__ = ["OffsetMap", "fold_word", "normalize_text", "normalize_with_map", "simple_fold"]
 
 # Applied after NFKC, which has already turned "…" into "...", fullwidth
 # quotes into ASCII ones and the non-breaking hyphen into U+2010.
@@ -34,16 +43,16 @@ _JOINERS = frozenset(
     + [chr(c) for c in range(0xE0100, 0xE01F0)]
 )
 
-# Three token kinds, so that ordinary ASCII text is handled in bulk:
-# - ascii: printable ASCII words joined by single spaces, not directly followed
-#   by a non-ASCII character (which might be a mark that attaches to it);
-# - space: any other whitespace run;
-# - other: one character followed by non-ASCII characters, handled per cluster.
-_TOKEN = re.compile(
-    r"(?P<ascii>[!-~]+(?: [!-~]+)*(?![^\s\x00-\x7f]))"
-    r"|(?P<space>\s+)"
-    r"|(?P<other>\S[^\s\x00-\x7f]*)"
-)
+# Inside one word: printable ASCII runs not directly followed by a non-ASCII
+# character (which might be a mark that attaches to it), and single characters
+# followed by their non-ASCII companions, handled per cluster.
+_TOKEN = re.compile(r"(?P<ascii>[!-~]+(?![^\s\x00-\x7f]))|(?P<other>\S[^\s\x00-\x7f]*)")
+
+# What `str.isspace` (and the `\s` of `re`) calls whitespace, by code point; U+3000
+# is the last, and the entry after it stands for every code point above.
+_IS_SPACE = np.array([chr(c).isspace() for c in range(0x3002)])
+_SPACE = np.uint32(ord(" "))
+_UPPER_TO_LOWER = np.uint32(32)
 
 
 def _fold(piece: str) -> str:
@@ -77,85 +86,144 @@ def _clusters(token: str) -> list[tuple[int, int]]:
 class OffsetMap:
     """Maps normalized offsets back to ranges of the original text.
 
-    Each segment covers a run of normalized characters. In a linear segment the
-    k-th normalized character came from exactly one original character; in a
-    block segment every normalized character stands for the whole original
-    range (a ligature, a composed accent, a collapsed whitespace run).
+    The k-th normalized character stands for original characters
+    ``[starts[k], ends[k])``: one character, or a whole range where a ligature,
+    a composed accent or a collapsed whitespace run became one or more characters.
     """
 
-    def __init__(self) -> None:
-        self._norm_starts: list[int] = []
-        self._orig_starts: list[int] = []
-        self._orig_ends: list[int] = []
-        self._linear: list[bool] = []
-        self._norm_end = 0
-
-    def add_linear(self, orig_start: int, length: int) -> None:
-        if (
-            self._linear
-            and self._linear[-1]
-            and self._orig_ends[-1] == orig_start
-        ):
-            self._orig_ends[-1] += length
-        else:
-            self._append(orig_start, orig_start + length, linear=True)
-        self._norm_end += length
-
-    def add_block(self, orig_start: int, orig_end: int, norm_length: int) -> None:
-        if norm_length:
-            self._append(orig_start, orig_end, linear=False)
-            self._norm_end += norm_length
-
-    def _append(self, orig_start: int, orig_end: int, *, linear: bool) -> None:
-        self._norm_starts.append(self._norm_end)
-        self._orig_starts.append(orig_start)
-        self._orig_ends.append(orig_end)
-        self._linear.append(linear)
-
-    def _char_range(self, norm_index: int) -> tuple[int, int]:
-        seg = bisect_right(self._norm_starts, norm_index) - 1
-        if not self._linear[seg]:
-            return self._orig_starts[seg], self._orig_ends[seg]
-        orig = self._orig_starts[seg] + norm_index - self._norm_starts[seg]
-        return orig, orig + 1
+    def __init__(self, starts: np.ndarray, ends: np.ndarray) -> None:
+        self._starts = starts
+        self._ends = ends
 
     def to_original(self, norm_start: int, norm_end: int) -> tuple[int, int]:
         """Smallest original range whose normalization covers the given range."""
-        return self._char_range(norm_start)[0], self._char_range(norm_end - 1)[1]
+        return int(self._starts[norm_start]), int(self._ends[norm_end - 1])
 
 
-def _add_other_token(token: str, orig_start: int, pieces: list[str], offsets: OffsetMap) -> None:
+def _fold_other(token: str, at: int, pieces: list[str], starts: list[int], ends: list[int]) -> None:
     """Fold a non-ASCII token one cluster at a time, keeping exact offsets."""
     folded = [(start, end, _fold_cluster(token[start:end])) for start, end in _clusters(token)]
     whole = _fold(token)
     if "".join(text for _, _, text in folded) != whole:
         # Normalization combined clusters (e.g. Hangul jamo): map as one block.
-        pieces.append(whole)
-        offsets.add_block(orig_start, orig_start + len(token), len(whole))
-        return
+        folded = [(0, len(token), whole)]
     for start, end, text in folded:
         pieces.append(text)
-        if end - start == 1 and len(text) == 1:
-            offsets.add_linear(orig_start + start, 1)
+        starts.extend([at + start] * len(text))
+        ends.extend([at + end] * len(text))
+
+
+@lru_cache(maxsize=65536)
+def simple_fold(char: str) -> str | None:
+    """The one character ``char`` folds to on its own, or None when it folds to more or
+    fewer, or may join its neighbour into one visible character."""
+    folded = _fold(char)
+    if len(folded) != 1 or char == "\u200d" or char in _JOINERS or unicodedata.category(char).startswith("M"):
+        return None
+    return folded
+
+
+@lru_cache(maxsize=16384)
+def fold_word(word: str) -> tuple[str, tuple[int, ...] | None, tuple[int, ...] | None]:
+    """A whitespace-free word with non-ASCII characters: its folded form and, per
+    folded character, the range of the word it came from (None: one for one)."""
+    chars = [simple_fold(char) for char in word]
+    if None not in chars:
+        # Each character folds alone to one character: the common case of curly
+        # quotes, dashes and accented letters, unless folding the whole word joins them.
+        whole = _fold(word)
+        if "".join(chars) == whole:  # type: ignore[arg-type]
+            return whole, None, None
+    pieces: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    for match in _TOKEN.finditer(word):
+        token, at = match.group(), match.start()
+        if match.lastgroup == "ascii":
+            pieces.append(token.lower())
+            starts.extend(range(at, at + len(token)))
+            ends.extend(range(at + 1, at + len(token) + 1))
         else:
-            offsets.add_block(orig_start + start, orig_start + end, len(text))
+            _fold_other(token, at, pieces, starts, ends)
+    return "".join(pieces), tuple(starts), tuple(ends)
+
+
+def _codes(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def _text(codes: np.ndarray) -> str:
+    return codes.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+
+
+class _Word(NamedTuple):
+    """A word whose folding changed its length: where it sits and what it became."""
+
+    start: int
+    end: int
+    folded: str
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
 
 
 def normalize_with_map(text: str) -> tuple[str, OffsetMap]:
     """Normalized text (not stripped) and the map back to ``text``."""
-    pieces: list[str] = []
-    offsets = OffsetMap()
-    for match in _TOKEN.finditer(text):
-        token, start = match.group(), match.start()
-        if match.lastgroup == "ascii":
-            pieces.append(token.lower())
-            offsets.add_linear(start, len(token))
-        elif match.lastgroup == "space":
-            pieces.append(" ")
-            offsets.add_block(start, match.end(), 1)
+    n = len(text)
+    if not n:
+        return "", OffsetMap(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    codes = _codes(text)
+    others = np.flatnonzero(codes > 127)
+    # ASCII whitespace is 9-13 and 28-32; a few non-ASCII characters are too.
+    space = (codes <= 32) & ((codes >= 28) | ((codes >= 9) & (codes <= 13)))
+    space[others] = _IS_SPACE[np.minimum(codes[others], len(_IS_SPACE) - 1)]
+    folded = np.where(space, _SPACE, codes + _UPPER_TO_LOWER * ((codes >= 65) & (codes <= 90)))
+    special = others[~space[others]]
+    resized = _fold_words(text, special, space, folded) if special.size else []
+    # A whitespace run becomes one space standing for the whole run, so every kept
+    # character ends where the next one begins.
+    kept_at = np.flatnonzero(np.concatenate(([True], ~(space[1:] & space[:-1]))))
+    ends = np.append(kept_at[1:], n)
+    if not resized:
+        return _text(folded[kept_at]), OffsetMap(kept_at, ends)
+    return _splice(_text(folded[kept_at]), kept_at, ends, resized)
+
+
+def _fold_words(text: str, special: np.ndarray, space: np.ndarray, folded: np.ndarray) -> list[_Word]:
+    """Fold every word that holds a non-ASCII character: in place in ``folded`` where the
+    word keeps its length character for character, else returned for splicing."""
+    word_starts = np.flatnonzero(~space & np.concatenate(([True], space[:-1])))
+    word_ends = np.flatnonzero(~space & np.append(space[1:], True)) + 1
+    words = np.unique(word_starts.searchsorted(special, "right") - 1)
+    resized: list[_Word] = []
+    at: list[int] = []
+    same_length: list[str] = []
+    for start, end in zip(word_starts[words].tolist(), word_ends[words].tolist()):
+        word_text, starts, ends = fold_word(text[start:end])
+        if starts is None or ends is None:
+            at.extend(range(start, end))
+            same_length.append(word_text)
         else:
-            _add_other_token(token, start, pieces, offsets)
-    return "".join(pieces), offsets
+            resized.append(_Word(start, end, word_text, starts, ends))
+    folded[at] = _codes("".join(same_length))
+    return resized
+
+
+def _splice(bulk: str, kept_at: np.ndarray, ends: np.ndarray, resized: list[_Word]) -> tuple[str, OffsetMap]:
+    """Put each resized word's folding in place of its characters in the bulk result."""
+    pieces: list[str] = []
+    starts: list[np.ndarray] = []
+    stops: list[np.ndarray] = []
+    done = 0
+    for word in resized:
+        upto, after = kept_at.searchsorted([word.start, word.end]).tolist()
+        pieces += [bulk[done:upto], word.folded]
+        starts += [kept_at[done:upto], np.array(word.starts, dtype=np.int64) + word.start]
+        stops += [ends[done:upto], np.array(word.ends, dtype=np.int64) + word.start]
+        done = after
+    pieces.append(bulk[done:])
+    starts.append(kept_at[done:])
+    stops.append(ends[done:])
+    return "".join(pieces), OffsetMap(np.concatenate(starts), np.concatenate(stops))
 
 
 def normalize_text(text: str) -> str:
@@ -164,4 +232,7 @@ def normalize_text(text: str) -> str:
     NFKC, casefold, ASCII quotes and dashes, invisible format characters
     dropped, every whitespace run collapsed to one space, ends stripped.
     """
-    return normalize_with_map(text)[0].strip()
+    if text.isascii():
+        return " ".join(text.lower().split())
+    # Words fold independently and whitespace runs become one space.
+    return " ".join(word.lower() if word.isascii() else fold_word(word)[0] for word in text.split()).strip()

@@ -2,7 +2,7 @@
 ship to workers.
 
 A block item is one document with the references of all its queries, so each text is
-shipped (and indexed) once. Pure, module-level, and importing only text utilities, so a
+shipped (and, when it pays, indexed) once. Pure, module-level, and importing only text utilities, so a
 worker loads little and a retried block gives the same answer.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from builder.textutil.direct_spans import matcher_for
 from builder.textutil.spans import DocumentIndex, MatchMethod, SpanFailure, locate_references
 
 DocQueries = tuple[str, list[list[str]]]  # a document's text, each query's references
@@ -18,11 +19,13 @@ Match = list[dict[str, Any]] | str  # the query's spans, or why it has none
 
 
 def match_block(fuzzy_min_score: float, methods: Sequence[MatchMethod], block: list[DocQueries]) -> list[list[Match]]:
-    """Per document, per query: its merged spans as dicts, or the failure reason."""
+    """Per document, per query: its merged spans as dicts, or the failure reason. A
+    document many references point into is indexed first; one with few is searched
+    directly (see `builder.textutil.direct_spans`)."""
     out = []
     for text, queries in block:
-        index = DocumentIndex(text)
-        out.append([_match(index, refs, fuzzy_min_score, methods) for refs in queries])
+        matcher = matcher_for(text, sum(map(len, queries)))
+        out.append([_match(matcher, refs, fuzzy_min_score, methods) for refs in queries])
     return out
 
 

@@ -14,17 +14,18 @@ All functions are pure; nothing here does I/O.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 from typing import Literal, NamedTuple
 
-from rapidfuzz import fuzz
+import numpy as np
+from rapidfuzz import fuzz, process
 from rapidfuzz.distance import LCSseq
 
-from builder.textutil.normalize import normalize_text, normalize_with_map
+from builder.textutil.normalize import OffsetMap, normalize_text, normalize_with_map
 
 __all__ = [
     "ALL_METHODS",
@@ -38,7 +39,6 @@ __all__ = [
 
 MatchMethod = Literal["exact", "normalized", "fuzzy"]
 ALL_METHODS: tuple[MatchMethod, ...] = ("exact", "normalized", "fuzzy")
-_WHITESPACE = re.compile(r"\s+")
 
 # Weakest last: a merged span is only as trustworthy as its weakest part.
 _METHOD_STRENGTH: dict[str, int] = {"exact": 0, "normalized": 1, "fuzzy": 2}
@@ -119,40 +119,74 @@ def _find_unique(haystack: str, needle: str, *, whole_end: bool = False) -> int 
 
 
 def _find_unique_spaced(haystack: str, needle: str) -> tuple[int, int] | SpanFailure:
-    """The only match of ``needle`` with every whitespace run matching any other run."""
-    pattern = re.compile(r"\s+".join(re.escape(word) for word in _WHITESPACE.split(needle)))
+    """The only match of ``needle`` with every whitespace run matching any other run.
+
+    Every match holds the needle's longest word verbatim, so only that word's
+    occurrences are tried, each grown word by word in both directions.
+    """
+    words = needle.split()
+    lengths = list(map(len, words))
+    anchor = lengths.index(max(lengths))
+    single = " ".join(words)
+    before = sum(lengths[:anchor]) + anchor
     found: list[tuple[int, int]] = []
-    match = pattern.search(haystack)
-    while match and len(found) < 2:
-        found.append(match.span())
-        match = pattern.search(haystack, match.start() + 1)
+    at = haystack.find(words[anchor])
+    while at >= 0 and len(found) < 2:
+        start = at - before
+        window = haystack[start : start + len(single)] if start >= 0 else ""
+        if window and " ".join(window.split()) == window:
+            # One space between words all along: only the verbatim quote fits here.
+            match = (start, start + len(single)) if window == single else None
+        else:
+            match = _spaced_match_at(haystack, words, anchor, at)
+        if match:
+            found.append(match)
+        at = haystack.find(words[anchor], at + 1)
     if not found:
         return SpanFailure.NOT_FOUND
     return found[0] if len(found) == 1 else SpanFailure.AMBIGUOUS
+
+
+def _spaced_match_at(haystack: str, words: list[str], anchor: int, at: int) -> tuple[int, int] | None:
+    """The match whose word ``anchor`` stands at ``at``, if the other words fit around it."""
+    end = at + len(words[anchor])
+    for word in words[anchor + 1 :]:
+        gap = end
+        while gap < len(haystack) and haystack[gap].isspace():
+            gap += 1
+        if gap == end or not haystack.startswith(word, gap):
+            return None
+        end = gap + len(word)
+    start = at
+    for word in reversed(words[:anchor]):
+        gap = start
+        while gap and haystack[gap - 1].isspace():
+            gap -= 1
+        if gap == start or not haystack.endswith(word, 0, gap):
+            return None
+        start = gap - len(word)
+    return start, end
 
 
 def _padded(haystack: str, length: int) -> str:
     return haystack + _PAD_CHAR * (length - len(haystack))
 
 
-def _nearby(center: int, radius: int, low: int, high: int) -> list[int]:
+@lru_cache(maxsize=256)
+def _steps(radius: int) -> np.ndarray:
+    """0, -1, 1, -2, 2, ... up to ``radius``: offsets ordered by distance, left first."""
+    return np.array([0] + [d for step in range(1, radius + 1) for d in (-step, step)], dtype=np.int64)
+
+
+def _nearby(center: int, radius: int, low: int, high: int) -> np.ndarray:
     """Offsets in [low, high] ordered by distance from ``center``."""
-    offsets = [center + d for step in range(radius + 1) for d in ((0,) if step == 0 else (-step, step))]
-    return [o for o in offsets if low <= o <= high]
+    offsets = center + _steps(radius)
+    return offsets[(offsets >= low) & (offsets <= high)]
 
 
-def _extent_gain(needle: str, window: str) -> float:
-    return LCSseq.similarity(needle, window) - _EXTENT_CHAR_COST * len(window)
-
-
-def _best_of(needle: str, windows: list[tuple[int, str]]) -> tuple[int, float]:
-    """Offset of the window with the highest gain; ties go to the earliest listed."""
-    best_offset, best_gain = windows[0][0], _extent_gain(needle, windows[0][1])
-    for offset, window in windows[1:]:
-        gain = _extent_gain(needle, window)
-        if gain > best_gain:
-            best_offset, best_gain = offset, gain
-    return best_offset, best_gain
+def _gains(needle: str, windows: list[str], lengths: np.ndarray) -> np.ndarray:
+    """Per window: characters of the needle it matches, less a cost per covered character."""
+    return process.cdist([needle], windows, scorer=LCSseq.similarity)[0] - _EXTENT_CHAR_COST * lengths
 
 
 def _refine(needle: str, haystack: str, start: int, end: int) -> tuple[int, int]:
@@ -161,25 +195,26 @@ def _refine(needle: str, haystack: str, start: int, end: int) -> tuple[int, int]
     partial_ratio windows are exactly as long as the quote, so they cut off or
     overhang text when the quote dropped or added words. Each end is moved in
     turn (coordinate ascent) to maximise matched characters minus a cost per
-    covered character.
+    covered character; of equal gains the offset nearest the current one wins.
     """
     radius = len(needle) // 6 + 6
-    gain = _extent_gain(needle, haystack[start:end])
+    gain = LCSseq.similarity(needle, haystack[start:end]) - _EXTENT_CHAR_COST * (end - start)
     while True:
         ends = _nearby(end, radius, start + 1, len(haystack))
-        new_end, _ = _best_of(needle, [(e, haystack[start:e]) for e in ends])
+        new_end = int(ends[_gains(needle, [haystack[start:e] for e in ends.tolist()], ends - start).argmax()])
         starts = _nearby(start, radius, 0, new_end - 1)
-        new_start, new_gain = _best_of(needle, [(s, haystack[s:new_end]) for s in starts])
-        if new_gain <= gain:
+        gains = _gains(needle, [haystack[s:new_end] for s in starts.tolist()], new_end - starts)
+        best = int(gains.argmax())
+        if gains[best] <= gain:
             return start, end
-        start, end, gain = new_start, new_end, new_gain
+        start, end, gain = int(starts[best]), new_end, float(gains[best])
 
 
 def _trim_spaces(haystack: str, start: int, end: int) -> tuple[int, int]:
     """Drop whitespace the alignment swallowed at either end."""
-    while start < end and haystack[start] == " ":
+    while start < end and haystack[start].isspace():
         start += 1
-    while end > start and haystack[end - 1] == " ":
+    while end > start and haystack[end - 1].isspace():
         end -= 1
     return start, end
 
@@ -225,16 +260,26 @@ def _has_rival(needle: str, haystack: str, best: _Fit, min_score: float) -> bool
     return False
 
 
-class DocumentIndex:
-    """Pre-normalized view of one document, reusable for many references.
+def _fuzzy_in(needle: str, haystack: str, min_score: float) -> tuple[int, int, float] | SpanFailure:
+    """The only good fuzzy alignment of ``needle`` in ``haystack``: its range and score."""
+    best = _fit(needle, haystack, min_score)
+    if best is None or best.score < min_score:
+        return SpanFailure.NOT_FOUND
+    if _has_rival(needle, haystack, best, min_score):
+        return SpanFailure.AMBIGUOUS
+    return best.start, best.end, best.score
 
-    The normalized text and its offset map are built once, here, and shared
-    by every :meth:`locate` call.
-    """
+
+class DocumentIndex:
+    """Normalized view of one document, built once up front and shared by every
+    :meth:`locate` call: what pays when many references share the document."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._norm_text, self._offsets = normalize_with_map(text)
+        self._view = normalize_with_map(text)
+
+    def _normalized(self) -> tuple[str, OffsetMap]:
+        return self._view
 
     def locate(self, reference: str, fuzzy_min_score: float = 90.0,
                methods: Sequence[MatchMethod] = ALL_METHODS) -> Span | SpanFailure:
@@ -249,43 +294,39 @@ class DocumentIndex:
             return SpanFailure.NOT_FOUND
         result: Span | SpanFailure = SpanFailure.NOT_FOUND
         if "exact" in methods:
-            result = self._locate_exact(quote)
+            found = _find_unique_spaced(self.text, quote)
+            result = Span(*found, "exact", 100.0) if isinstance(found, tuple) else found
+        if result is not SpanFailure.NOT_FOUND or list(methods) == ["exact"]:
+            return result
         needle = normalize_text(quote)
-        if result is SpanFailure.NOT_FOUND and "normalized" in methods:
+        if "normalized" in methods:
             result = self._locate_normalized(needle)
         if result is SpanFailure.NOT_FOUND and "fuzzy" in methods and len(needle) >= _MIN_FUZZY_CHARS:
-            result = self._locate_fuzzy(needle, fuzzy_min_score)
+            result = self._locate_fuzzy(needle, quote, fuzzy_min_score)
         return result
 
-    def _locate_exact(self, quote: str) -> Span | SpanFailure:
-        found = _find_unique_spaced(self.text, quote)
-        return Span(*found, "exact", 100.0) if isinstance(found, tuple) else found
-
-    def _to_span(self, norm_start: int, norm_end: int, method: MatchMethod, score: float) -> Span:
-        start, end = self._offsets.to_original(norm_start, norm_end)
-        return Span(start, end, method, score)
-
     def _locate_normalized(self, needle: str) -> Span | SpanFailure:
-        haystack = self._norm_text
-        found = _find_unique(haystack, needle)
+        found = self._find_normalized(needle, whole_end=False)
         trimmed = _strip_trailing_punctuation(needle)
         if found is SpanFailure.NOT_FOUND and trimmed and trimmed != needle:
             # The quote's final punctuation was added or changed by the LLM.
             # Its text must then end where a word ends, or "the cat." would
             # match inside "the catalog".
-            needle = trimmed
-            found = _find_unique(haystack, needle, whole_end=True)
-        if isinstance(found, int):
-            return self._to_span(found, found + len(needle), "normalized", 100.0)
-        return found
+            found = self._find_normalized(trimmed, whole_end=True)
+        return Span(*found, "normalized", 100.0) if isinstance(found, tuple) else found
 
-    def _locate_fuzzy(self, needle: str, min_score: float) -> Span | SpanFailure:
-        best = _fit(needle, self._norm_text, min_score)
-        if best is None or best.score < min_score:
-            return SpanFailure.NOT_FOUND
-        if _has_rival(needle, self._norm_text, best, min_score):
-            return SpanFailure.AMBIGUOUS
-        return self._to_span(best.start, best.end, "fuzzy", best.score)
+    def _find_normalized(self, needle: str, whole_end: bool) -> tuple[int, int] | SpanFailure:
+        """The original range of the only occurrence of ``needle`` in the normalized view."""
+        norm_text, offsets = self._normalized()
+        found = _find_unique(norm_text, needle, whole_end=whole_end)
+        return offsets.to_original(found, found + len(needle)) if isinstance(found, int) else found
+
+    def _locate_fuzzy(self, needle: str, quote: str, min_score: float) -> Span | SpanFailure:
+        norm_text, offsets = self._normalized()
+        found = _fuzzy_in(needle, norm_text, min_score)
+        if isinstance(found, SpanFailure):
+            return found
+        return Span(*offsets.to_original(found[0], found[1]), "fuzzy", found[2])
 
 
 def merge_spans(spans: Sequence[Span]) -> list[Span]:

@@ -54,20 +54,28 @@ def test_given_references_become_spans_and_drops(tmp_path):
     assert row["pos_token_length"] == 20 and row["length_bucket"] == "Q1" and row["on_target"] is True
 
 
-def test_each_document_is_normalized_once_for_all_its_questions(tmp_path, monkeypatch):
-    import builder.textutil.span_blocks as span_blocks
+def test_a_document_many_references_share_is_indexed_once_few_are_searched_directly(tmp_path, monkeypatch):
+    import builder.textutil.direct_spans as direct_spans
 
     built: list[str] = []
 
-    class Counted(span_blocks.DocumentIndex):
+    class Counted(direct_spans.DocumentIndex):
         def __init__(self, text: str) -> None:
             built.append(text)
             super().__init__(text)
 
-    monkeypatch.setattr(span_blocks, "DocumentIndex", Counted)
-    out = LocalizeSpans(LocalizeParams()).run(_bench([["The cat sat on the mat."], ["End."], ["Intro line here."]]),
-                                              make_ctx(tmp_path))
-    assert out.queries.height == 3 and built == [DOC]
+    monkeypatch.setattr(direct_spans, "DocumentIndex", Counted)
+    few = [["The cat sat on the mat."], ["END."], ['a "quoted" phrase-with a dash'], ["Intro line  here"]]
+    many = few * (direct_spans.INDEX_FROM_REFERENCES // len(few) + 1)
+
+    def spans(refs: list[list[str]]) -> list:
+        out = LocalizeSpans(LocalizeParams()).run(_bench(refs), make_ctx(tmp_path))
+        return out.queries["spans"].to_list()[: len(few)]
+
+    direct = spans(few)
+    assert built == []
+    assert spans(many) == direct and built == [DOC]
+    assert [s[0]["method"] for s in direct] == ["exact", "normalized", "normalized", "exact"]
 
 
 def test_off_target_drop_is_optional(tmp_path):
