@@ -70,7 +70,8 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats,
     if loaded_recipe is not None:
         from builder.publish.inputs import pinned_inputs
 
-        run_stats = {"recipe": name, "stages": [r.to_json() for r in stage_list(run_stats)],
+        kept = dict(run_stats) if isinstance(run_stats, Mapping) else {}  # e.g. the mock_llm mark
+        run_stats = {**kept, "recipe": name, "stages": [r.to_json() for r in stage_list(run_stats)],
                      "inputs": pinned_inputs(loaded_recipe, stage_list(run_stats))}
     stats, plots = write_stats(bench, out_dir, run_stats, name)
     layout = write_hub_layout(bench, out_dir)

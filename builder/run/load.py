@@ -21,7 +21,7 @@ from rich.console import Console
 
 from builder.executors import Executor, map_blocks
 from builder.io.corpus_loader import CORPUS_IN, Doc, Dropped, iter_documents, load_sources
-from builder.run.load_meter import LOAD_LABEL, LoadMeter
+from builder.run.load_meter import LoadMeter
 from builder.run.load_spread import stream_spread
 from builder.run.load_tasks import count_block
 from builder.stages.sample_by_length import WORDS, SampleByLength, SampleParams, word_count

@@ -32,7 +32,8 @@ from builder.stages.context import StageContext
 from builder.publish.beir import write_beir
 from builder.publish.multilingual import write_multilingual
 from builder.run.backends import Backends
-from builder.run.load import LOAD_LABEL, load_corpus, load_key
+from builder.run.load import load_corpus, load_key
+from builder.run.load_meter import LOAD_LABEL
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
 from builder.run.grow import record_keys, seed_from, ship_answers
 from builder.run.locks import FileLock, out_lock_path

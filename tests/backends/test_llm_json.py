@@ -81,10 +81,12 @@ HOSTILE = {
 
 @pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
 def test_hostile_answers_are_rejected_quickly(text: str) -> None:
-    start = time.perf_counter()
+    # CPU time, generously bounded: quadratic scanning of these answers takes minutes, and a
+    # busy machine must not fail a linear one.
+    start = time.process_time()
     with pytest.raises(ValueError):
         parse_json_lenient(text)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 3.0
 
 
 def test_nesting_is_bounded() -> None:

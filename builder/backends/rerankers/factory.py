@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from builder.backends.llm import BackendUnavailable
 from builder.backends.rerankers.base import Reranker

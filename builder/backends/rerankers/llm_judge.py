@@ -18,7 +18,7 @@ from typing import Any
 from builder.backends.llm import ChatRequest, LLMBackend
 from builder.backends.llm.json_batches import IdList, NumberedBatch, ask_numbered, number_batches, per_item
 from builder.backends.rerankers.base import Pair, RerankerBase
-from builder.backends.rerankers.config import GRADE_VARIABLES, LLMJudgeConfig
+from builder.backends.rerankers.config import LLMJudgeConfig
 
 Render = Callable[..., Sequence[dict[str, str]]]
 MAX_GRADE = 4
