@@ -206,3 +206,13 @@ def _minimal_context() -> dict[str, Any]:
                                             "seed": 0, "confidence": 0.95, "min_group": 30}},
               "retrievers": {}}
     return evaluation_context(report)
+
+
+def test_push_uploads_the_card_with_the_evaluation(qc_by_bm25: Path):
+    from builder.publish.hub_plan import RemoteState, make_plan
+
+    _eval(qc_by_bm25)
+    uploads = dict(make_plan(qc_by_bm25, "org/tiny", "v1.0.0", RemoteState()).uploads)
+    assert uploads["README.md"].decode("utf-8") == _card(qc_by_bm25)
+    assert "## Evaluation" in _card(qc_by_bm25)
+    assert "eval/eval.json" in uploads and "eval/ndcg_by_position.png" not in uploads
