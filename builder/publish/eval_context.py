@@ -38,6 +38,10 @@ def _group_n(grouping: dict[str, Any], label: object) -> int:
     return next((int(g["n"]) for g in grouping["groups"] if g["group"] == label), 0)
 
 
+def _queries(n: int) -> str:
+    return f"{n} query" if n == 1 else f"{n} queries"
+
+
 def eval_warnings(report: dict[str, Any]) -> list[str]:
     """What the card warns about the evaluation: circular QC, and PSIs resting on small groups."""
     groupings = report["dataset"]["groupings"]
@@ -49,7 +53,7 @@ def eval_warnings(report: dict[str, Any]) -> list[str]:
             psi = grouping["psi"]
             if psi.get("small"):
                 ends = dict.fromkeys((psi["min_group"], psi["max_group"]))  # the same group when all score alike
-                groups = " and ".join(f"{g} ({_group_n(grouping, g)} queries)" for g in ends)
+                groups = " and ".join(f"{g} ({_queries(_group_n(grouping, g))})" for g in ends)
                 out.append(f"`{label}`: PSI by {name} ({figure_text(psi)}) rests on its lowest and highest "
                            f"group, {groups}, fewer than the {min_group} a group needs not to be small")
         small_buckets = [b for b, entry in (run.get("length_buckets") or {}).items()
