@@ -190,22 +190,33 @@ def test_comparisons_reach_the_card(quiet_build: Path, monkeypatch: pytest.Monke
 
 
 def test_splice_without_a_construction_heading_appends():
-    context = {"warnings": [], "queries": 1}
-    report_free = "---\ntags:\n- build-bench\n---\n# x\n\nsome text\n"
-    minimal = {**_minimal_context(), **context}
-    once = splice_evaluation(report_free, minimal)
-    assert once.startswith(report_free.rstrip("\n") + "\n\n<!-- build-bench:evaluation -->\n")
-    assert splice_evaluation(once, minimal) == once
+    card = "---\ntags:\n- build-bench\n---\n# x\n\nsome text\n"
+    context = evaluation_context(_report({}))
+    once = splice_evaluation(card, context)
+    assert once.startswith(card.rstrip("\n") + "\n\n<!-- build-bench:evaluation -->\n## Evaluation\n")
+    assert splice_evaluation(once, context) == once
 
 
-def _minimal_context() -> dict[str, Any]:
-    report = {"dataset": {"groupings": [], "queries": 1},
-              "definitions": {"positions": "native", "anchor": "start", "bins": "left-closed",
-                              "length_averaging": "queries",
-                              "intervals": {"method": "paired percentile bootstrap over queries", "resamples": 10,
-                                            "seed": 0, "confidence": 0.95, "min_group": 30}},
-              "retrievers": {}}
-    return evaluation_context(report)
+def test_colder_probe_tests_reach_the_card():
+    figure = {"value": 0.5, "n": 40, "ci_low": 0.4, "ci_high": 0.6}
+    probe = {"setting": "brevity", "difference": "R(D1) - R(D2)", "n": 40, "mean_difference": 0.0123, "t": 3.456,
+             "p": 0.0004, "cohens_d": 0.5467, "share_first_higher": 0.7}
+    run = {"overall": {"n": 40, "ndcg@10": figure, "recall@100": figure}, "groupings": {}, "relative_bins": None,
+           "length_buckets": {}, "probes": [probe], "circular_qc": []}
+    card = splice_evaluation("# x\n\n## Construction\n", evaluation_context(_report({"bm25": run})))
+    assert "| `bm25` | 40 | 0.500 [0.400, 0.600] | 0.500 [0.400, 0.600] |\n" in card
+    assert "| `bm25` | brevity | R(D1) - R(D2) | 40 | +0.0123 | 3.46 | 4.0e-04 | 0.55 |" in card
+    assert "<!-- build-bench:eval-warnings -->" not in card  # nothing to warn about
+    assert card.endswith("<!-- /build-bench:evaluation -->\n## Construction\n")
+
+
+def _report(retrievers: dict[str, Any]) -> dict[str, Any]:
+    return {"dataset": {"groupings": [], "queries": 40},
+            "definitions": {"positions": "native", "anchor": "start", "bins": "left-closed",
+                            "length_averaging": "queries",
+                            "intervals": {"method": "paired percentile bootstrap over queries", "resamples": 10,
+                                          "seed": 0, "confidence": 0.95, "min_group": 30}},
+            "retrievers": retrievers}
 
 
 def test_push_uploads_the_card_with_the_evaluation(qc_by_bm25: Path):
