@@ -122,3 +122,16 @@ def evaluation_context(report: dict[str, Any]) -> dict[str, Any]:
         "probes": [_probe(label, row) for label, run in runs.items() for row in run.get("probes") or []],
         "warnings": eval_warnings(report),
     }
+
+
+def folder_evaluation(folder: Path) -> dict[str, Any] | None:
+    """The card's `evaluation` context from the folder's eval/eval.json; None when there is
+    none, or when it lacks the figures the card shows (an eval.json from a build-bench
+    before intervals): the card is then written without an Evaluation section."""
+    report = read_eval_report(folder)
+    if report is None:
+        return None
+    try:
+        return evaluation_context(report)
+    except (KeyError, TypeError, AttributeError, IndexError):
+        return None

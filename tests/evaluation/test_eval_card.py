@@ -157,6 +157,19 @@ def test_rewriting_the_card_gives_the_spliced_text(quiet_build: Path):
     assert _card(quiet_build) == spliced
 
 
+def test_an_eval_json_without_intervals_leaves_the_card_without_evaluation(quiet_build: Path):
+    """An eval.json from before intervals (bare numbers) is no reason to fail writing the card."""
+    from builder.publish.beir import read_beir
+    from builder.publish.outputs import read_run_stats
+
+    before = _card(quiet_build)
+    (quiet_build / "eval").mkdir()
+    (quiet_build / "eval" / "eval.json").write_text(json.dumps(
+        {"retrievers": {"bm25": {"overall": {"ndcg@10": 0.5}, "groupings": {"position_tag": {"psi": 0.2}}}}}))
+    publish_outputs(read_beir(quiet_build), quiet_build, read_run_stats(quiet_build), None)
+    assert _card(quiet_build) == before
+
+
 def test_card_build_bench_did_not_write_is_left_alone(qc_by_bm25: Path):
     (qc_by_bm25 / ".build-bench").unlink()
     (qc_by_bm25 / "README.md").write_text("# my own notes\n", encoding="utf-8")
