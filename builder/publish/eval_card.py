@@ -58,7 +58,8 @@ def splice_evaluation(card: str, evaluation: dict[str, Any]) -> str:
     parts = card_environment().get_template(PARTS_TEMPLATE).module
     text = _without(_without(card, "evaluation"), "eval-warnings")
     body = text.find("\n---\n", 4) + 5 if text.startswith("---\n") else 0
-    text = _insert(text, _heading_at(text, body, "Construction"), parts.section(evaluation))  # type: ignore[attr-defined]
+    section = parts.section(evaluation)  # type: ignore[attr-defined]
+    text = _insert(text, _heading_at(text, body, "Construction"), section)
     if evaluation["warnings"]:
         first = _heading_at(text, body)
         if first is not None and text.startswith("## Warnings\n", first):
