@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 
 from builder.consoles import console_for
@@ -83,6 +84,7 @@ def eval_command(
     out_dir = out or folder / "eval"
     path = write_json(report, out_dir)
     picture = plot(report, out_dir)
+    _update_card(folder, out_dir, report, err)
     if json_out:
         typer.echo(json.dumps(report, indent=2))
     else:
@@ -93,3 +95,17 @@ def eval_command(
                 err.print(f"[yellow]warning: {escape(label)}: {escape(line)}[/]", highlight=False)
     if not json_out:
         console.print(f"wrote {path}" + (f" and {picture}" if picture else ""))
+
+
+def _update_card(folder: Path, out_dir: Path, report: dict, err: Console) -> None:
+    """The folder's card gets the figures when they went to its own eval/ (the card points
+    readers there, and push uploads that eval.json with it)."""
+    from builder.publish.eval_card import update_card
+
+    if out_dir.resolve() != (folder / "eval").resolve() or not (folder / "README.md").is_file():
+        return
+    card = update_card(folder, report)
+    if card is None:
+        err.print(f"left {escape(str(folder / 'README.md'))} as it is: build-bench did not write it", highlight=False)
+    else:
+        err.print(f"put the evaluation into the data card {escape(str(card))}", highlight=False)

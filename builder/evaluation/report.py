@@ -9,17 +9,18 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from builder.atomic import write_text_atomic
 from builder.evaluation.metrics import N_BINS, NDCG, RECALL
 
-_NAMES = {"setting": "setting", "variant": "evidence position (setting/variant)", "char_bucket": "character bucket",
-          "position_tag": "position tag", "position_bin": "position bin"}
+GROUPING_NAMES = {"setting": "setting", "variant": "evidence position (setting/variant)",
+                  "char_bucket": "character bucket",
+                  "position_tag": "position tag", "position_bin": "position bin"}
 PLOT_NAME = "ndcg_by_position.png"
 
 
 def write_json(report: dict, out_dir: Path) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "eval.json"
-    path.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    write_text_atomic(path, json.dumps(report, indent=2))
     return path
 
 
@@ -27,7 +28,7 @@ def _f(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _fig(figure: dict | None, digits: int = 3) -> str:
+def figure_text(figure: dict | None, digits: int = 3) -> str:
     """A figure with its interval: `0.812 [0.700, 0.901]`; a PSI on a small group gets `*`."""
     if not figure or figure.get("value") is None:
         return "-"
@@ -37,7 +38,7 @@ def _fig(figure: dict | None, digits: int = 3) -> str:
     return text + ("*" if figure.get("small") else "")
 
 
-def _n(group: dict) -> str:
+def n_text(group: dict) -> str:
     return f"{group['n']}*" if group.get("small") and group["n"] else str(group["n"])
 
 
@@ -75,12 +76,13 @@ def print_report(console: Console, report: dict) -> None:
 
 def _summary(runs: dict, groupings: list[str]) -> Table:
     table = Table(title="retrievers", title_justify="left")
-    for col in ("retriever", "queries", "nDCG@10", "R@100", *(f"PSI {_NAMES[g]}" for g in groupings),
+    for col in ("retriever", "queries", "nDCG@10", "R@100", *(f"PSI {GROUPING_NAMES[g]}" for g in groupings),
                 "slope", "Spearman", "run"):
         table.add_column(col, justify="left" if col == "retriever" else "right")
     for label, r in runs.items():
-        psis = [_fig(r["groupings"][g]["psi"]) + _empties(r["groupings"][g]) for g in groupings]
-        table.add_row(label, str(r["overall"]["n"]), _fig(r["overall"][NDCG]), _fig(r["overall"][RECALL]), *psis,
+        psis = [figure_text(r["groupings"][g]["psi"]) + _empties(r["groupings"][g]) for g in groupings]
+        table.add_row(label, str(r["overall"]["n"]), figure_text(r["overall"][NDCG]),
+                      figure_text(r["overall"][RECALL]), *psis,
                       _f(r["trend"]["slope"], 3), _f(r["trend"]["spearman"], 3),
                       "cached" if r["cached"] else f"{r['seconds']:.1f}s")
     return table
@@ -91,16 +93,16 @@ def _empties(group: dict) -> str:
 
 
 def _grouping_table(runs: dict, grouping: str) -> Table:
-    table = Table(title=f"nDCG@10 by {_NAMES[grouping]}", title_justify="left")
-    table.add_column(_NAMES[grouping])
+    table = Table(title=f"nDCG@10 by {GROUPING_NAMES[grouping]}", title_justify="left")
+    table.add_column(GROUPING_NAMES[grouping])
     table.add_column("queries", justify="right")
     for label in runs:
         table.add_column(label, justify="right")
     first = next(iter(runs.values()))["groupings"][grouping]["groups"]
     for i, group in enumerate(first):
-        cells = [_fig(r["groupings"][grouping]["groups"][i][NDCG]) for r in runs.values()]
-        table.add_row(str(group["group"]), _n(group), *cells)
-    table.add_row("PSI", "", *[_fig(r["groupings"][grouping]["psi"]) for r in runs.values()], style="bold")
+        cells = [figure_text(r["groupings"][grouping]["groups"][i][NDCG]) for r in runs.values()]
+        table.add_row(str(group["group"]), n_text(group), *cells)
+    table.add_row("PSI", "", *[figure_text(r["groupings"][grouping]["psi"]) for r in runs.values()], style="bold")
     return table
 
 
@@ -115,9 +117,9 @@ def _bins_table(runs: dict) -> Table:
     first = next(iter(runs.values()))["relative_bins"]["groups"]
     for i, group in enumerate(first):
         k = group["group"]
-        cells = [_fig(r["relative_bins"]["groups"][i][NDCG]) for r in runs.values()]
-        table.add_row(f"{k / N_BINS:.2f}-{(k + 1) / N_BINS:.2f}", _n(group), *cells)
-    table.add_row("PSI", "", *[_fig(r["relative_bins"]["psi"]) for r in runs.values()], style="bold")
+        cells = [figure_text(r["relative_bins"]["groups"][i][NDCG]) for r in runs.values()]
+        table.add_row(f"{k / N_BINS:.2f}-{(k + 1) / N_BINS:.2f}", n_text(group), *cells)
+    table.add_row("PSI", "", *[figure_text(r["relative_bins"]["psi"]) for r in runs.values()], style="bold")
     return table
 
 
@@ -129,34 +131,35 @@ def _length_table(runs: dict) -> Table:
         table.add_column(label, justify="right")
     buckets = next(iter(runs.values()))["length_buckets"]
     for bucket, stats in buckets.items():
-        cells = [f"{_fig(r['length_buckets'][bucket][NDCG])} / {_fig(r['length_buckets'][bucket]['psi_bins'])}"
+        cells = [f"{figure_text(r['length_buckets'][bucket][NDCG])} / "
+                 f"{figure_text(r['length_buckets'][bucket]['psi_bins'])}"
                  for r in runs.values()]
-        table.add_row(f"{bucket} ({stats['empty_bins']} empty bins)", _n(stats), *cells)
+        table.add_row(f"{bucket} ({stats['empty_bins']} empty bins)", n_text(stats), *cells)
     return table
 
 
 def _window_table(runs: dict, grouping: str | None) -> Table:
     """'Never saw the evidence' (beyond) apart from 'saw it' (visible, with its own PSI)."""
     table = Table(title="model window: evidence visible vs beyond the last token read", title_justify="left")
-    psi_col = [f"visible PSI {_NAMES[grouping]}"] if grouping else []
+    psi_col = [f"visible PSI {GROUPING_NAMES[grouping]}"] if grouping else []
     for col in ("retriever", "max tokens", "positives over", "visible n", "visible nDCG", *psi_col,
                 "beyond n", "beyond nDCG", "unknown n"):
         table.add_column(col, justify="left" if col == "retriever" else "right")
     for label, r in runs.items():
         t = r["truncation"]
         q = t["queries"]
-        visible_psi = [_fig(t.get("visible_only", r["groupings"])[grouping]["psi"])] if grouping else []
+        visible_psi = [figure_text(t.get("visible_only", r["groupings"])[grouping]["psi"])] if grouping else []
         table.add_row(label, str(t["max_length"] or "none"), f"{t['positive_docs_over_limit']}/{t['positive_docs']}",
-                      str(q["visible"]["n"]), _fig(q["visible"].get(NDCG)), *visible_psi, str(q["beyond"]["n"]),
-                      _fig(q["beyond"].get(NDCG)), str(q["unknown"]["n"]))
+                      str(q["visible"]["n"]), figure_text(q["visible"].get(NDCG)), *visible_psi, str(q["beyond"]["n"]),
+                      figure_text(q["beyond"].get(NDCG)), str(q["unknown"]["n"]))
     return table
 
 
-def _p(value: float | None) -> str:
+def p_text(value: float | None) -> str:
     return "-" if value is None else (f"{value:.3f}" if value >= 0.001 else f"{value:.1e}")
 
 
-def _signed(value: float | None, digits: int = 4) -> str:
+def signed_text(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:+.{digits}f}"
 
 
@@ -167,11 +170,11 @@ def _comparison_table(comparison: dict) -> Table:
     for col in ("grouping", "group", "queries", "A - B", "p"):
         table.add_column(col, justify="left" if col in ("grouping", "group") else "right")
     overall = comparison["overall"]
-    table.add_row("overall", "", str(overall["n"]), _signed(overall["mean_difference"]), _p(overall["p"]))
+    table.add_row("overall", "", str(overall["n"]), signed_text(overall["mean_difference"]), p_text(overall["p"]))
     for grouping, rows in comparison["groupings"].items():
         for row in rows:
-            table.add_row(_NAMES.get(grouping, grouping), str(row["group"]), _n(row), _signed(row["mean_difference"]),
-                          _p(row["p"]))
+            table.add_row(GROUPING_NAMES.get(grouping, grouping), str(row["group"]), n_text(row),
+                          signed_text(row["mean_difference"]), p_text(row["p"]))
     return table
 
 
@@ -184,8 +187,8 @@ def _probes_table(runs: dict) -> Table:
         table.add_column(col, justify="left" if col in ("retriever", "probe", "difference") else "right")
     for label, r in runs.items():
         for row in r.get("probes", []):
-            table.add_row(label, row["setting"], row["difference"], str(row["n"]), _signed(row["mean_difference"]),
-                          _f(row["t"], 2), _p(row["p"]), _f(row["cohens_d"], 2), f"{row['share_first_higher']:.0%}")
+            table.add_row(label, row["setting"], row["difference"], str(row["n"]), signed_text(row["mean_difference"]),
+                          _f(row["t"], 2), p_text(row["p"]), _f(row["cohens_d"], 2), f"{row['share_first_higher']:.0%}")
     return table
 
 
@@ -226,7 +229,7 @@ def plot(report: dict, out_dir: Path) -> Path | None:
         ax.set_xlim(0, 1)
     else:
         ax.set_xticks(range(len(groups)), [str(g["group"]) for g in groups])
-        ax.set_xlabel(_NAMES[groupings[0]])
+        ax.set_xlabel(GROUPING_NAMES[groupings[0]])
     ax.set_ylabel("nDCG@10")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from jinja2 import StrictUndefined
+from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
 from builder.publish.citations import papers_for, stage_base_name
@@ -127,7 +127,10 @@ def _prompts(run_stages: list[StageRecord]) -> list[dict[str, str]]:
 
 
 def card_context(stats: dict[str, Any], run_stages: list[StageRecord], layout: HubLayout,
-                 plots: dict[str, Any], loaded: LoadedRecipe | None, license: dict[str, Any]) -> dict[str, Any]:
+                 plots: dict[str, Any], loaded: LoadedRecipe | None, license: dict[str, Any],
+                 evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the card template shows; `evaluation` is `build-bench eval`'s report made ready
+    for it (`eval_context.evaluation_context`), None before any eval."""
     name = loaded.recipe.name if loaded else str(stats.get("recipe") or "benchmark")
     params = _stage_params(loaded)
     used = [(stage_base_name(s.stage), params.get(_index(s.stage), {})) for s in run_stages]
@@ -153,6 +156,7 @@ def card_context(stats: dict[str, Any], run_stages: list[StageRecord], layout: H
         "posir": any(str(c["config_name"]).startswith("posir_") for c in layout.configs),
         "papers": papers_for(used),
         "license": {"license_name": None, "license_link": None, **license},
+        "evaluation": evaluation,
     }
 
 
@@ -161,9 +165,18 @@ def _cell(value: Any) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def card_environment(template_dir: Path | None = None) -> SandboxedEnvironment:
+    """The card's Jinja2 environment; templates load from `template_dir`, then from the
+    shipped ones (so a custom card can import the shipped evaluation parts)."""
+    shipped = shipped_dir("data_cards")
+    folders = [str(p) for p in (template_dir, shipped) if p is not None]
+    env = SandboxedEnvironment(loader=FileSystemLoader(folders), undefined=StrictUndefined, trim_blocks=True,
+                               lstrip_blocks=True, autoescape=False, keep_trailing_newline=True)
+    env.filters["cell"] = _cell
+    return env
+
+
 def render_card(context: dict[str, Any], template: Path | None = None) -> str:
     path = template or shipped_dir("data_cards") / DEFAULT_TEMPLATE
-    env = SandboxedEnvironment(undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                               autoescape=False, keep_trailing_newline=True)
-    env.filters["cell"] = _cell
+    env = card_environment(path.parent)
     return env.from_string(path.read_text(encoding="utf-8")).render(**context)

@@ -61,6 +61,7 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats,
                     loaded_recipe: LoadedRecipe | None) -> Published:
     """Write stats.json, plots/, the MTEB parquet configs and README.md into `out_dir`."""
     from builder.publish.card import card_context, render_card
+    from builder.publish.eval_context import folder_evaluation
     from builder.publish.layout import write_hub_layout
     from builder.publish.licenses import card_license
     from builder.publish.subsets import subset_configs
@@ -77,7 +78,8 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats,
     layout = write_hub_layout(bench, out_dir)
     layout.configs += subset_configs(out_dir)
     license = card_license(loaded_recipe.recipe if loaded_recipe else None)
-    context = card_context(stats, stage_list(run_stats), layout, plots, loaded_recipe, license)
+    evaluation = folder_evaluation(out_dir)  # a card rewritten after `build-bench eval` keeps its figures
+    context = card_context(stats, stage_list(run_stats), layout, plots, loaded_recipe, license, evaluation)
     write_text_atomic(out_dir / CARD_FILE, render_card(context))
     return Published(stats=stats, plots=plots, configs=[c["config_name"] for c in layout.configs])
 
