@@ -122,12 +122,20 @@ class DirectMatcher(DocumentIndex):
         plain = [len(w) * (w.isascii() and w.isalnum()) for w in words]
         if "" in words or max(plain) < _MIN_ANCHOR:
             raise _Unjudgeable
-        # Of the three longest plain words, the one the text holds least often.
+        # Every occurrence holds each of the needle's words, so any one can anchor the
+        # search: the first of the three longest whose hits can all be judged (counting
+        # each word's hits first would scan the text once per word).
         longest = [k for k in sorted(range(len(words)), key=lambda k: -plain[k])[:3] if plain[k] >= _MIN_ANCHOR]
-        lowered = self._lowered_text()
-        anchor = min(longest, key=lambda k: lowered.count(words[k]))
+        for anchor in longest:
+            try:
+                hits = self._anchor_hits(words[anchor])
+                break
+            except _Unjudgeable:
+                continue
+        else:
+            raise _Unjudgeable
         found: list[tuple[int, int]] = []
-        for word, at in self._anchor_hits(words[anchor]):
+        for word, at in hits:
             span = self._grow(words, anchor, word, at, whole_end)
             if span:
                 found.append(span)
