@@ -301,7 +301,7 @@ class DirectMatcher(DocumentIndex):
             self._opaque = []
             codes = code_points(self.text) if not self.text.isascii() else _NO_CODES
             # Web text holds few distinct non-ASCII characters, mostly inert ones.
-            opaque = [char for char in map(chr, np.unique(codes[codes > 127]).tolist()) if not _inert(char)]
+            opaque = [char for char in map(chr, sorted(set(codes[codes > 127].tolist()))) if not _inert(char)]
             if opaque:
                 for at in sorted(at for char in opaque for at in occurrences(self.text, char)):
                     if self._opaque and at < self._opaque[-1][0].end:
