@@ -265,6 +265,11 @@ class DirectMatcher(DocumentIndex):
             self._encoded = self.text.encode("utf-16-le", "surrogatepass")
         return self._encoded
 
+    def _code_points(self) -> np.ndarray:
+        units = np.frombuffer(self._utf16(), dtype=np.uint16)
+        # One unit per character unless some lie beyond the Basic Multilingual Plane.
+        return units if len(units) == len(self.text) else code_points(self.text)
+
     def _lowered_text(self) -> str:
         """The text with its ASCII letters lowered, at the same offsets: a find of ASCII
         in it is a case-blind match. Other characters may come out changed (the
@@ -299,7 +304,7 @@ class DirectMatcher(DocumentIndex):
         folding holds, folded, in order, each with whether it can be compared word by word."""
         if self._opaque is None:
             self._opaque = []
-            codes = code_points(self.text) if not self.text.isascii() else _NO_CODES
+            codes = self._code_points() if not self.text.isascii() else _NO_CODES
             # Web text holds few distinct non-ASCII characters, mostly inert ones.
             opaque = [char for char in map(chr, sorted(set(codes[codes > 127].tolist()))) if not _inert(char)]
             if opaque:
