@@ -20,7 +20,6 @@ a document that only a few references point into is searched directly:
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
 from bisect import bisect_right
@@ -93,7 +92,6 @@ class DirectMatcher(DocumentIndex):
         self.text = text
         self._lazy_view: tuple[str, OffsetMap] | None = None
         self._encoded: bytes | None = None
-        self._codes: np.ndarray | None = None
         self._lowered: str | None = None
         self._opaque: list[tuple[_Word, bool]] | None = None
         self._letters: bytes | None = None
@@ -124,12 +122,20 @@ class DirectMatcher(DocumentIndex):
         plain = [len(w) * (w.isascii() and w.isalnum()) for w in words]
         if "" in words or max(plain) < _MIN_ANCHOR:
             raise _Unjudgeable
-        # Of the three longest plain words, the one the text holds least often.
+        # Every occurrence holds each of the needle's words, so any one can anchor the
+        # search: the first of the three longest whose hits can all be judged (counting
+        # each word's hits first would scan the text once per word).
         longest = [k for k in sorted(range(len(words)), key=lambda k: -plain[k])[:3] if plain[k] >= _MIN_ANCHOR]
-        lowered = self._lowered_text()
-        anchor = min(longest, key=lambda k: lowered.count(words[k]))
+        for anchor in longest:
+            try:
+                hits = self._anchor_hits(words[anchor])
+                break
+            except _Unjudgeable:
+                continue
+        else:
+            raise _Unjudgeable
         found: list[tuple[int, int]] = []
-        for word, at in self._anchor_hits(words[anchor]):
+        for word, at in hits:
             span = self._grow(words, anchor, word, at, whole_end)
             if span:
                 found.append(span)
@@ -260,11 +266,9 @@ class DirectMatcher(DocumentIndex):
         return self._encoded
 
     def _code_points(self) -> np.ndarray:
-        if self._codes is None:
-            units = np.frombuffer(self._utf16(), dtype=np.uint16)
-            # One unit per character unless some lie beyond the Basic Multilingual Plane.
-            self._codes = units if len(units) == len(self.text) else code_points(self.text)
-        return self._codes
+        units = np.frombuffer(self._utf16(), dtype=np.uint16)
+        # One unit per character unless some lie beyond the Basic Multilingual Plane.
+        return units if len(units) == len(self.text) else code_points(self.text)
 
     def _lowered_text(self) -> str:
         """The text with its ASCII letters lowered, at the same offsets: a find of ASCII
@@ -285,12 +289,14 @@ class DirectMatcher(DocumentIndex):
             if self.text.isascii():
                 self._letters = self.text.encode("ascii").translate(_ASCII_LOWER, _NOT_ALNUM_ASCII)
             else:
-                codes, pieces, done = self._code_points(), [], 0
+                # The lowered text turns no other character into ASCII, so dropping
+                # what is not ASCII keeps exactly its ASCII letters and digits.
+                lowered, pieces, done = self._lowered_text(), [], 0
                 for word, _ in self._opaque_words():
-                    pieces += [_ascii_letters(codes[done : word.start]), _letters_and_digits(word.folded)]
+                    pieces += [lowered[done : word.start].encode("ascii", "ignore"), word.folded.encode("ascii", "ignore")]
                     done = word.end
-                pieces.append(_ascii_letters(codes[done:]))
-                self._letters = b"".join(pieces)
+                pieces.append(lowered[done:].encode("ascii", "ignore"))
+                self._letters = b"".join(pieces).translate(None, _NOT_ALNUM_BYTES)
         return self._letters
 
     def _opaque_words(self) -> list[tuple[_Word, bool]]:
@@ -299,9 +305,10 @@ class DirectMatcher(DocumentIndex):
         if self._opaque is None:
             self._opaque = []
             codes = self._code_points() if not self.text.isascii() else _NO_CODES
-            opaque = [code for code in np.unique(codes[codes > 127]).tolist() if not _inert(chr(code))]
+            # Web text holds few distinct non-ASCII characters, mostly inert ones.
+            opaque = [char for char in map(chr, sorted(set(codes[codes > 127].tolist()))) if not _inert(char)]
             if opaque:
-                for at in np.flatnonzero(functools.reduce(np.logical_or, [codes == code for code in opaque])).tolist():
+                for at in sorted(at for char in opaque for at in occurrences(self.text, char)):
                     if self._opaque and at < self._opaque[-1][0].end:
                         continue
                     try:
@@ -322,11 +329,6 @@ def _inert(char: str) -> bool:
         return False
     return not any(unicodedata.combining(c) or 0x1160 <= ord(c) <= 0x11FF
                    for c in unicodedata.normalize("NFKC", char))
-
-
-def _ascii_letters(codes: np.ndarray) -> bytes:
-    """The ASCII letters (lowered) and digits among ``codes``, in order."""
-    return codes[codes < 128].astype(np.uint8).tobytes().translate(_ASCII_LOWER, _NOT_ALNUM_ASCII)
 
 
 def _letters_and_digits(text: str) -> bytes:

@@ -86,7 +86,7 @@ CHARS = [*"abcAB .,\n\t-'\"", "’", "“", "—", "ﬁ", "ß", "\u0301", "\u200
 ANY_TEXT = st.text(alphabet=st.sampled_from(CHARS), min_size=0, max_size=80)
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(text=ANY_TEXT)
 def test_normalized_view_and_offset_map_are_unchanged(text: str) -> None:
     norm, offsets = normalize_with_map(text)
@@ -123,7 +123,7 @@ def _drift(text: str, how: int) -> str:
     return [text, text, text.upper(), text.swapcase(), text.rstrip(".") + "!"][how]
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.filter_too_much])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(words=st.lists(WORD, min_size=1, max_size=14), gaps=st.lists(GAP, min_size=14, max_size=14),
        data=st.data())
 def test_direct_exact_and_normalized_spans_equal_the_old_matcher(words: list[str], gaps: list[str],
@@ -139,7 +139,7 @@ def test_direct_exact_and_normalized_spans_equal_the_old_matcher(words: list[str
     assert direct == indexed == legacy
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(words=st.lists(st.sampled_from(["the", "members", "agreed", "to", "extend", "library", "hours", "“late”",
                                        "Monday", "—", "ﬁnal", "Straße"]), min_size=10, max_size=40),
        data=st.data())
