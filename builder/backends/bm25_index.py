@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import math
 import tempfile
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from builder.backends.bm25_tokens import Counted, count_terms, counted_blocks
 from builder.backends.rerankers.bm25 import Lexicon, stopwords, terms_of
 from builder.backends.rerankers.config import BM25Config
 
@@ -54,22 +54,36 @@ class Vocabulary:
     def terms(self, text: str) -> list[str]:
         return terms_of(text, self._stop)
 
-    def count(self, texts: Iterable[str]) -> TermBlock:
-        ids, starts, terms, counts, lengths = self.ids, [0], [], [], []
-        for text in texts:
-            tokens = self.terms(text)
-            # Counter keeps first-appearance order, so ids come out as a per-token pass gives them.
-            for term, n in Counter(tokens).items():
-                terms.append(ids.setdefault(term, len(ids)))
-                counts.append(n)
-            starts.append(len(terms))
-            lengths.append(len(tokens))
-        return TermBlock(np.asarray(starts, np.int64), np.asarray(terms, np.int32),
-                         np.asarray(counts, np.int32), np.asarray(lengths, np.int64))
+    @property
+    def stop(self) -> frozenset[str]:
+        return self._stop
+
+    def count(self, texts: Sequence[str]) -> TermBlock:
+        return self.number(count_terms(texts, self._stop))
+
+    def number(self, counted: Counted) -> TermBlock:
+        """Term ids for counted texts; new terms get the next ids in order of first appearance."""
+        terms = counted.terms.split("\n") if counted.terms else []
+        found = list(map(self.ids.get, terms))
+        if None in found:
+            _number_new(found, terms, self.ids)
+        return TermBlock(np.frombuffer(counted.starts, np.int64), np.asarray(found, np.int32),
+                         np.frombuffer(counted.counts, np.int32), np.frombuffer(counted.lengths, np.int64))
 
     def query_ids(self, query: str) -> list[int]:
         """Distinct known terms of a query, sorted; unknown terms match nothing."""
         return sorted({self.ids[t] for t in self.terms(query) if t in self.ids})
+
+
+def _number_new(found: list[int | None], terms: list[str], ids: dict[str, int]) -> None:
+    """Give the terms not yet in `ids` (None in `found`) the next ids, in order."""
+    at = found.index(None)
+    while True:
+        found[at] = ids.setdefault(terms[at], len(ids))  # a term new to the block may recur in it
+        try:
+            at = found.index(None, at + 1)
+        except ValueError:
+            return
 
 
 class BM25Index:
@@ -87,9 +101,11 @@ class BM25Index:
 
     @classmethod
     def from_texts(cls, config: BM25Config, text_blocks: Iterable[Sequence[str]],
-                   scratch: Path | None = None) -> BM25Index:
+                   scratch: Path | None = None, workers: int | None = None) -> BM25Index:
+        """`workers` processes tokenize the blocks (default: up to two; 1 keeps it in this process)."""
         vocabulary = Vocabulary(config)
-        return cls(config, vocabulary, (vocabulary.count(texts) for texts in text_blocks), scratch)
+        counted = counted_blocks(text_blocks, vocabulary.stop, workers)
+        return cls(config, vocabulary, (vocabulary.number(block) for block in counted), scratch)
 
     @classmethod
     def from_lexicon(cls, lexicon: Lexicon, block_size: int = 4096, scratch: Path | None = None) -> BM25Index:

@@ -23,7 +23,7 @@ from builder.backends.rerankers.factory import RerankerUnavailable
 
 _QUERY_BLOCK = 256
 _DOC_BLOCK = 16_384  # documents scored against a block of queries at once
-BLOCK = 4096  # documents tokenized or encoded at once when a caller gives a whole list
+BLOCK = 1024  # documents tokenized at once (and scored at once while the BM25 index is built)
 
 __all__ = ["BLOCK", "DenseRetriever", "Hits", "Retriever", "blocks_of", "make_retriever", "top_k"]
 

@@ -13,6 +13,7 @@ import polars as pl
 from builder.evaluation.errors import EvalError
 
 Blocks = Callable[[int], Iterator[pl.DataFrame]]  # block size -> frames of at most that many rows
+_READ = 2048  # documents read at once where the caller does not care how many
 
 
 class Corpus:
@@ -22,7 +23,7 @@ class Corpus:
         self._read = read
         self.name = name
         parts = [_normalized(frame).select("doc_id", pl.col("text").str.len_chars().alias("_doc_chars"))
-                 for frame in self._read(65_536)]
+                 for frame in self._read(_READ)]
         self.lengths = pl.concat(parts) if parts else pl.DataFrame(
             schema={"doc_id": pl.Utf8, "_doc_chars": pl.UInt32})
 
@@ -65,12 +66,12 @@ class Corpus:
     def select(self, doc_ids: Collection[str]) -> pl.DataFrame:
         """The rows of the given documents, in corpus order."""
         wanted = pl.Series(list(doc_ids), dtype=pl.Utf8)
-        parts = [block.filter(pl.col("doc_id").is_in(wanted.implode())) for block in self.blocks(65_536)]
+        parts = [block.filter(pl.col("doc_id").is_in(wanted.implode())) for block in self.blocks(_READ)]
         return pl.concat(parts) if parts else _normalized(pl.DataFrame({"doc_id": [], "text": []}))
 
     def frame(self) -> pl.DataFrame:
         """Every document at once, for the few callers that need the whole corpus."""
-        parts = list(self.blocks(65_536))
+        parts = list(self.blocks(_READ))
         return pl.concat(parts) if parts else _normalized(pl.DataFrame({"doc_id": [], "text": []}))
 
 
@@ -86,7 +87,8 @@ def _parquet_blocks(path: Path, size: int, renames: dict[str, str]) -> Iterator[
     import pyarrow.parquet as pq
 
     try:
-        handle = pq.ParquetFile(path)
+        # Buffered, not pre-buffered: a row group's column is read page by page, not whole.
+        handle = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)
         names = set(handle.schema_arrow.names)
         columns = [c for c in (*renames, "doc_id", "title", "text") if c in names]
         for batch in handle.iter_batches(batch_size=size, columns=columns):

@@ -62,7 +62,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_beir(tiny_bench(), tmp_path_factory.mktemp("tiny") / "bench")
 
 
-@pytest.mark.parametrize("block", [None, 3, 7, 1000])
+@pytest.mark.parametrize("block", [None, 3, 7, 1000])  # 3 and 7: worker processes tokenize
 def test_bm25_run_with_ties_across_the_cut_is_the_whole_corpus_run(tied: Path, tmp_path: Path, block: int | None):
     data = load_eval_data(tied)
     retrieval = first_stage(parse_spec("bm25"), data, k=10, scratch=tmp_path, block_size=block)
@@ -72,7 +72,7 @@ def test_bm25_run_with_ties_across_the_cut_is_the_whole_corpus_run(tied: Path, t
 
 
 @pytest.mark.skipif(not SCIFACT.is_dir(), reason="needs ../shared/data/scifact_beir (the shared data folder)")
-@pytest.mark.parametrize("block", [None, 1000])
+@pytest.mark.parametrize("block", [None, 200])  # 200: 26 blocks, tokenized in worker processes
 def test_bm25_on_scifact_is_the_whole_corpus_run(block: int | None):
     data = load_eval_data(SCIFACT)
     retrieval = first_stage(parse_spec("bm25"), data, k=100, block_size=block)

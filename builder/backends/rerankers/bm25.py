@@ -35,8 +35,13 @@ def stopwords(config: BM25Config) -> frozenset[str]:
     return frozenset(STOPWORDS_EN)
 
 
+def tokens_of(text: str) -> list[str]:
+    """Every token, stopwords included."""
+    return _TOKEN.findall(text.lower())
+
+
 def terms_of(text: str, stop: frozenset[str]) -> list[str]:
-    return [t for t in _TOKEN.findall(text.lower()) if t not in stop]
+    return [t for t in tokens_of(text) if t not in stop] if stop else tokens_of(text)
 
 
 class Lexicon:
