@@ -146,7 +146,10 @@ def measure(mode: str, target: Path, n: int) -> dict:
             report = json.loads(Path(f"{work}/out/eval.json").read_text())
             overall = report["retrievers"][retriever]["overall"]
             note = f"nDCG@10 {overall['ndcg@10']:.4f}, Recall@100 {overall['recall@100']:.4f}"
-    return {"seconds": time.perf_counter() - t0, "peak_mb": _peak_mb(), "note": note}
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    if workers:
+        note += f"; largest worker process {workers:.0f} MiB"
+    return {"seconds": time.perf_counter() - t0, "peak_mb": _peak_mb(), "workers_mb": workers, "note": note}
 
 
 def _run(mode: str, target: Path, n: int) -> dict:
@@ -203,8 +206,10 @@ def _targets(results: dict[tuple[str, int], dict], dense: list[int]) -> None:
     for n, limit in ((50_000, 1.5 * GB), (300_000, 3 * GB)):
         if ("bm25", n) in results:
             ours = results["bm25", n]
-            verdict = "met" if ours["peak_mb"] < limit else "NOT met"
-            print(f"target: bm25 eval at {n:,} docs under {limit / GB:.1f} GB: {ours['peak_mb']:.0f} MiB, {verdict}")
+            total = ours["peak_mb"] + 2 * ours["workers_mb"]  # at most two tokenizing workers
+            verdict = "met" if total < limit else "NOT met"
+            print(f"target: bm25 eval at {n:,} docs under {limit / GB:.1f} GB: {ours['peak_mb']:.0f} MiB, "
+                  f"{total:.0f} MiB with two workers at their peak, {verdict}")
     if ("bm25", 50_000) in results:
         ours, peer = results["bm25", 50_000]["seconds"], results["bm25s", 50_000]["seconds"]
         print(f"target: bm25 eval at 50,000 docs no slower than bm25s indexing: {ours:.1f}s vs {peer:.1f}s, "

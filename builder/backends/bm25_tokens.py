@@ -20,7 +20,7 @@ from multiprocessing import get_context
 from builder.backends.rerankers.bm25 import tokens_of
 
 # Blocks tokenized in this process before a pool is worth starting it (it costs a second or two).
-_POOL_AFTER = 8
+_POOL_AFTER = 2
 
 
 @dataclass(frozen=True)
@@ -36,16 +36,17 @@ class Counted:
 
 
 def count_terms(texts: Sequence[str], stop: frozenset[str]) -> Counted:
-    terms: list[str] = []
+    terms: list[str] = []  # one string per document: its terms stay objects only while it is counted
     counts, starts, lengths = array("i"), array("q", [0]), array("q")
     for text in texts:
         tokens = tokens_of(text)
         counted = Counter(tokens)  # keeps the order of first appearance
         # Stopwords are taken out of the counts rather than out of every token list.
         lengths.append(len(tokens) - sum(counted.pop(t) for t in stop.intersection(counted)))
-        terms += counted
+        if counted:
+            terms.append("\n".join(counted))
         counts.extend(counted.values())
-        starts.append(len(terms))
+        starts.append(len(counts))
     return Counted("\n".join(terms), counts, starts, lengths)
 
 

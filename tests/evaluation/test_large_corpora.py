@@ -142,3 +142,18 @@ def test_a_plain_beir_folder_is_read_in_blocks(tmp_path: Path):
     assert data.corpus.height == 8 and [b.height for b in data.corpus.blocks(3)] == [3, 3, 2]
     run = first_stage(parse_spec("bm25"), data, k=3, block_size=2).run
     assert list(run["q"]) == ["1", "4", "0"]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_documents_without_terms_keep_their_rows(workers: int):
+    from builder.backends.bm25_index import BM25Index
+    from builder.backends.rerankers import BM25Config
+    from builder.backends.rerankers.bm25 import Lexicon
+
+    texts = ["the cat", "", "of the", "cat and dog", "dog", *POOL]  # "", "of the": no terms once stopwords go
+    queries = ["dog", "cat", "red market", "the"]
+    streamed = BM25Index.from_texts(BM25Config(), blocks_of(texts, 2), workers=workers).search(queries, 5)
+    whole = BM25Index.from_lexicon(Lexicon(BM25Config(), texts)).search(queries, 5)
+    assert [rows.tolist() for rows, _ in streamed] == [rows.tolist() for rows, _ in whole]
+    assert [scores.tolist() for _, scores in streamed] == [scores.tolist() for _, scores in whole]
+    assert streamed[0][0].tolist() == [4, 3] and streamed[3][0].tolist() == []
