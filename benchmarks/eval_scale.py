@@ -4,7 +4,8 @@ Builds the quickstart benchmark (offline), then adds distractors until the corpu
 N documents: 500-3,000-word documents stitched from the sentences of
 ../shared/data/fineweb_sample, each with a few made-up words so the vocabulary grows as
 a web corpus's does (written under --folder, never in the repository). Each measurement
-runs in a fresh process, so its peak RSS is its own:
+runs in a fresh process, so its peak RSS (ru_maxrss) is its own; where workers tokenize,
+the note adds the peak of the process and its workers together, sampled:
 
   load    the build's load step over N distractors (a jsonl source) with sample_by_length
           first (words tokenizer, 2,000 documents sampled)
@@ -106,7 +107,40 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
+class TreeRss:
+    """Peak resident memory of this process and its workers together, sampled every 0.1 s
+    (a spawned worker's own ru_maxrss counts the parent's pages it held for an instant
+    before it exec'd, so the kernel's figure overstates it)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        while not self._stop.wait(0.1):
+            total = me.memory_info().rss
+            for child in me.children(recursive=True):
+                try:
+                    total += child.memory_info().rss
+                except psutil.Error:
+                    pass
+            self.peak = max(self.peak, total)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak / 2**20
+
+
 def measure(mode: str, target: Path, n: int) -> dict:
+    tree = TreeRss()
     t0 = time.perf_counter()
     note = ""
     if mode == "load":
@@ -146,10 +180,11 @@ def measure(mode: str, target: Path, n: int) -> dict:
             report = json.loads(Path(f"{work}/out/eval.json").read_text())
             overall = report["retrievers"][retriever]["overall"]
             note = f"nDCG@10 {overall['ndcg@10']:.4f}, Recall@100 {overall['recall@100']:.4f}"
-    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    if workers:
-        note += f"; largest worker process {workers:.0f} MiB"
-    return {"seconds": time.perf_counter() - t0, "peak_mb": _peak_mb(), "workers_mb": workers, "note": note}
+    seconds = time.perf_counter() - t0
+    together = tree.stop()
+    if resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss:
+        note += f"; with its workers {together:.0f} MiB (sampled)"
+    return {"seconds": seconds, "peak_mb": _peak_mb(), "tree_mb": together, "note": note}
 
 
 def _run(mode: str, target: Path, n: int) -> dict:
@@ -206,10 +241,10 @@ def _targets(results: dict[tuple[str, int], dict], dense: list[int]) -> None:
     for n, limit in ((50_000, 1.5 * GB), (300_000, 3 * GB)):
         if ("bm25", n) in results:
             ours = results["bm25", n]
-            total = ours["peak_mb"] + 2 * ours["workers_mb"]  # at most two tokenizing workers
+            total = max(ours["peak_mb"], ours.get("tree_mb", 0))
             verdict = "met" if total < limit else "NOT met"
             print(f"target: bm25 eval at {n:,} docs under {limit / GB:.1f} GB: {ours['peak_mb']:.0f} MiB, "
-                  f"{total:.0f} MiB with two workers at their peak, {verdict}")
+                  f"{total:.0f} MiB with its tokenizing workers, {verdict}")
     if ("bm25", 50_000) in results:
         ours, peer = results["bm25", 50_000]["seconds"], results["bm25s", 50_000]["seconds"]
         print(f"target: bm25 eval at 50,000 docs no slower than bm25s indexing: {ours:.1f}s vs {peer:.1f}s, "
