@@ -38,7 +38,8 @@ import polars as pl
 from rich.console import Console
 
 from builder.backends.rerankers import BM25Config, make_reranker
-from builder.backends.rerankers.bm25 import BM25Retriever, BM25Scorer
+from builder.backends.bm25_index import BM25Index
+from builder.backends.rerankers.bm25 import BM25Scorer
 from builder.backends.tokenizers import WordCounter
 from builder.bench import Bench
 from builder.stages.context import StageContext
@@ -111,7 +112,7 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
-def _recall(retriever: BM25Retriever, queries: list[str], k: int) -> tuple[list, float]:
+def _recall(retriever: BM25Index, queries: list[str], k: int) -> tuple[list, float]:
     t0 = time.perf_counter()
     hits = []
     for at in range(0, len(queries), BLOCK):
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     t_fit = time.perf_counter() - t0
     assert scorer.lexicon is not None
     t0 = time.perf_counter()
-    retriever = BM25Retriever(scorer.lexicon)
+    retriever = BM25Index.from_lexicon(scorer.lexicon)
     t_index = time.perf_counter() - t0
     print(f"fit: lexicon {t_fit:.1f}s ({len(scorer.lexicon.vocab):,} terms, "
           f"{scorer.lexicon.tf.nnz:,} postings), bm25s index {t_index:.1f}s")

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import polars as pl
 
+from builder.evaluation.corpus import Corpus
+from builder.evaluation.errors import EvalError
 from builder.evaluation.positions import DEFAULT_ANCHOR, Anchor, Definition, apply_native, apply_posir
 
 # Position groupings a dataset may carry, in the order the report shows them.
@@ -28,20 +30,20 @@ _POSIR = ("corpus.parquet", "queries.parquet", "qrels/test.parquet")
 _PLAIN = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
 
 
-class EvalError(RuntimeError):
-    """Input that evaluation cannot use; the command line prints it without a traceback."""
-
-
 @dataclass(frozen=True)
 class EvalData:
     folder: Path
     fingerprint: str
-    corpus: pl.DataFrame  # doc_id, title, text
+    corpus: Corpus  # doc_id, title, text, read in blocks (a DataFrame given here is wrapped)
     queries: pl.DataFrame  # query_id, text, doc_id, evidence_start, + position metadata
     qrels: dict[str, dict[str, int]]
     unjudged_queries: int  # queries with no relevant document, left out of every figure
     positions: Definition = "native"  # how rel_pos, bins and length buckets were defined
     anchor: Anchor = "start"  # the point of a span that rel_pos places
+
+    def __post_init__(self) -> None:
+        if isinstance(self.corpus, pl.DataFrame):
+            object.__setattr__(self, "corpus", Corpus.from_frame(self.corpus))
 
     def groupings(self) -> list[str]:
         return [g for g in GROUPINGS if g in self.queries.columns and self.queries[g].null_count() < self.queries.height]
@@ -56,37 +58,34 @@ def load_eval_data(folder: Path, positions: Definition | None = None, anchor: An
     layout = "native"
     if all((folder / name).is_file() for name in _BUILT):
         files = [folder / name for name in _BUILT]
-        corpus, queries, qrels = (pl.read_parquet(f) for f in files)
+        corpus, metadata = _read_corpus(files[0], {})
+        queries, qrels = (pl.read_parquet(f) for f in files[1:])
     elif all((folder / name).is_file() for name in _POSIR):
         files = [folder / name for name in _POSIR]
-        corpus, queries, qrels = _read_posir(files)
+        corpus, metadata, queries, qrels = _read_posir(files)
         layout = "posir"
     elif all((folder / name).is_file() for name in _PLAIN):
         files = [folder / name for name in _PLAIN]
         corpus, queries, qrels = _read_plain(folder)
+        metadata = pl.DataFrame()
     else:
         raise EvalError(
             f"{folder} is neither a build-bench output (corpus/queries/qrels.parquet) nor a BEIR "
             "folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)"
         )
     definition: Definition = positions or layout
-    variants = corpus.select(pl.col("doc_id").cast(pl.Utf8), pl.col("variant").cast(pl.Utf8).alias("_variant")) \
-        if "variant" in corpus.columns else None
-    doc_tokens = corpus.select(pl.col("doc_id").cast(pl.Utf8), pl.col("n_tokens").alias("_doc_tokens")) \
-        if "n_tokens" in corpus.columns else None
-    corpus = corpus.select(
-        pl.col("doc_id").cast(pl.Utf8),
-        pl.col("title").cast(pl.Utf8).fill_null("") if "title" in corpus.columns else pl.lit("").alias("title"),
-        pl.col("text").cast(pl.Utf8).fill_null(""),
-    )
-    _check_ids(corpus, "doc_id", "corpus")
+    variants = metadata.select(pl.col("doc_id").cast(pl.Utf8), pl.col("variant").cast(pl.Utf8).alias("_variant")) \
+        if "variant" in metadata.columns else None
+    doc_tokens = metadata.select(pl.col("doc_id").cast(pl.Utf8), pl.col("n_tokens").alias("_doc_tokens")) \
+        if "n_tokens" in metadata.columns else None
+    _check_ids(corpus.lengths, "doc_id", "corpus")
     _check_ids(queries, "query_id", "queries")
     judged = _judgements(qrels, corpus)
     queries = _prepare_queries(queries, judged, corpus, definition, doc_tokens, anchor)
     if variants is not None:
         queries = _with_variant(queries, variants)
     kept = queries.filter(pl.col("query_id").is_in(list(judged)))
-    if corpus.is_empty() or kept.is_empty():
+    if corpus.height == 0 or kept.is_empty():
         raise EvalError(f"{folder}: nothing to evaluate ({corpus.height} documents, "
                         f"{kept.height} queries with a relevant document)")
     return EvalData(
@@ -106,21 +105,35 @@ def _with_variant(queries: pl.DataFrame, variants: pl.DataFrame) -> pl.DataFrame
     return joined.with_columns(label.alias("variant")).drop("_variant")
 
 
-def _read_posir(files: list[Path]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def _read_corpus(path: Path, renames: dict[str, str]) -> tuple[Corpus, pl.DataFrame]:
+    """The corpus, to be read in blocks, and the per-document metadata evaluation keeps
+    (variant, n_tokens), read whole since they are small."""
+    import pyarrow.parquet as pq
+
     try:
-        corpus, queries, qrels = (pl.read_parquet(f) for f in files)
+        names = pq.read_schema(path).names
+        keep = [c for c in names if renames.get(c, c) in ("doc_id", "variant", "n_tokens")]
+        metadata = pl.read_parquet(path, columns=keep).rename(renames, strict=False)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise EvalError(f"cannot read {path}: {exc}") from exc
+    return Corpus.from_parquet(path, renames), metadata
+
+
+def _read_posir(files: list[Path]) -> tuple[Corpus, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    corpus, metadata = _read_corpus(files[0], {"_id": "doc_id"})
+    try:
+        queries, qrels = (pl.read_parquet(f) for f in files[1:])
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise EvalError(f"cannot read the PosIR files in {files[0].parent}: {exc}") from exc
     return (
-        corpus.rename({"_id": "doc_id"}, strict=False),
+        corpus, metadata,
         queries.rename({"_id": "query_id"}, strict=False),
         qrels.rename({"query-id": "query_id", "corpus-id": "doc_id"}, strict=False),
     )
 
 
-def _read_plain(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def _read_plain(folder: Path) -> tuple[Corpus, pl.DataFrame, pl.DataFrame]:
     try:
-        corpus = pl.read_ndjson(folder / "corpus.jsonl", infer_schema_length=None)
         queries = pl.read_ndjson(folder / "queries.jsonl", infer_schema_length=None)
         qrels = pl.read_csv(
             folder / "qrels" / "test.tsv", separator="\t",
@@ -128,14 +141,13 @@ def _read_plain(folder: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]
         )
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise EvalError(f"cannot read the BEIR files in {folder}: {exc}") from exc
-    missing = {"corpus.jsonl": {"_id", "text"} - set(corpus.columns),
-               "queries.jsonl": {"_id", "text"} - set(queries.columns),
+    missing = {"queries.jsonl": {"_id", "text"} - set(queries.columns),
                "qrels/test.tsv": {"query-id", "corpus-id", "score"} - set(qrels.columns)}
     problems = [f"{name} lacks {sorted(cols)}" for name, cols in missing.items() if cols]
     if problems:
         raise EvalError(f"{folder}: " + "; ".join(problems))
     return (
-        corpus.rename({"_id": "doc_id"}),
+        Corpus.from_jsonl(folder / "corpus.jsonl"),
         queries.rename({"_id": "query_id"}).with_columns(pl.col("query_id").cast(pl.Utf8)),
         qrels.rename({"query-id": "query_id", "corpus-id": "doc_id"}),
     )
@@ -150,18 +162,18 @@ def _check_ids(table: pl.DataFrame, column: str, name: str) -> None:
         raise EvalError(f"{name}: duplicate ids, e.g. {dupes}")
 
 
-def _judgements(qrels: pl.DataFrame, corpus: pl.DataFrame) -> dict[str, dict[str, int]]:
+def _judgements(qrels: pl.DataFrame, corpus: Corpus) -> dict[str, dict[str, int]]:
     """Relevant pairs whose document exists; a query with none cannot be scored."""
     live = qrels.select(
         pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), pl.col("score").cast(pl.Int64)
-    ).filter((pl.col("score") > 0) & pl.col("doc_id").is_in(corpus["doc_id"].implode()))
+    ).filter((pl.col("score") > 0) & pl.col("doc_id").is_in(corpus.doc_ids.implode()))
     judged: dict[str, dict[str, int]] = {}
     for qid, did, score in live.iter_rows():
         judged.setdefault(qid, {})[did] = score
     return judged
 
 
-def _prepare_queries(queries: pl.DataFrame, judged: dict[str, dict[str, int]], corpus: pl.DataFrame,
+def _prepare_queries(queries: pl.DataFrame, judged: dict[str, dict[str, int]], corpus: Corpus,
                      definition: Definition = "native", doc_tokens: pl.DataFrame | None = None,
                      anchor: Anchor | None = None) -> pl.DataFrame:
     queries = queries.select([c for c in _KEEP if c in queries.columns])
@@ -169,8 +181,7 @@ def _prepare_queries(queries: pl.DataFrame, judged: dict[str, dict[str, int]], c
     fallback = pl.col("query_id").replace_strict(best, default=None, return_dtype=pl.Utf8)
     doc = pl.coalesce(pl.col("doc_id").cast(pl.Utf8), fallback) if "doc_id" in queries.columns else fallback
     queries = queries.with_columns(pl.col("text").cast(pl.Utf8).fill_null(""), doc.alias("doc_id"))
-    lengths = corpus.select("doc_id", pl.col("text").str.len_chars().alias("_doc_chars"))
-    queries = queries.join(lengths, on="doc_id", how="left")
+    queries = queries.join(corpus.lengths, on="doc_id", how="left")
     starts = _span_starts(queries)
     if starts is not None:
         first = starts.list.min()

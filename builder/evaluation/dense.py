@@ -44,9 +44,10 @@ def measure_windows(result: Retrieval, scorer: BiEncoderScorer, data: EvalData, 
     """Token counts of the positive documents and, for those over the limit, where the
     model's window ends in the document's text (from the tokenizer's own offsets)."""
     tokenizer, result.max_length = scorer.window()
-    docs, text_starts = document_inputs(data, doc_prefix)
     positives = sorted({d for judged in data.qrels.values() for d in judged})
-    row_of = {doc: i for i, doc in enumerate(data.corpus["doc_id"])}
+    documents = data.corpus.select(positives)
+    docs, text_starts = document_inputs(documents, doc_prefix)
+    row_of = {doc: i for i, doc in enumerate(documents["doc_id"])}
     rows = [row_of[d] for d in positives]
     specials = tokenizer.num_special_tokens_to_add(pair=False)
     result.windows_known = bool(getattr(tokenizer, "is_fast", False))

@@ -24,8 +24,9 @@ from builder.evaluation.significance import compare_retrievers
 TOP_K = 100
 Log = Callable[[str], None]
 # Bumped whenever a retriever's output changes for the same settings, so older cached runs
-# are not reused; 2: BM25 and dense search through builder.backends.retrievers.
-RUN_FORMAT = 2
+# are not reused; 2: BM25 and dense search through builder.backends.retrievers; 3: dense
+# ties at the top-k cut go to the earlier document.
+RUN_FORMAT = 3
 
 
 class RunCache:
@@ -38,6 +39,11 @@ class RunCache:
         digest = hashlib.sha256(f"{RUN_FORMAT}:{spec.cache_key()}".encode()).hexdigest()[:12]
         slug = re.sub(r"[^A-Za-z0-9._]+", "_", spec.slug())[:60]
         return self.folder / f"{slug}-{digest}.json"
+
+    def scratch(self) -> Path:
+        """Where a retriever keeps its temporary files (in a folder of its own, removed after)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return self.folder
 
     def load(self, spec: RetrieverSpec) -> Retrieval | None:
         path = self.path(spec)
@@ -64,7 +70,7 @@ def retrieve(spec: RetrieverSpec, data: EvalData, cache: RunCache, batch_size: i
         base, _ = retrieve(spec.first, data, cache, batch_size, rerankers)
         result = rerank(base, data, scorer, TOP_K)
     else:
-        result = first_stage(spec, data, TOP_K, batch_size)
+        result = first_stage(spec, data, TOP_K, batch_size, scratch=cache.scratch())
     cache.save(spec, result)
     return result, False
 

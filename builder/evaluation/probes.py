@@ -37,7 +37,7 @@ def probe_pairs(data: EvalData) -> pl.DataFrame | None:
         return None
     pairs = pl.read_parquet(path).select("query_id", "setting", "doc_a", "doc_b")
     texts = data.queries.select("query_id", pl.col("text").alias("query"))
-    docs = data.corpus["doc_id"].implode()
+    docs = data.corpus.doc_ids.implode()
     pairs = pairs.join(texts, on="query_id", how="inner").filter(
         pl.col("doc_a").is_in(docs) & pl.col("doc_b").is_in(docs))
     return pairs if pairs.height else None
@@ -55,7 +55,7 @@ def pair_scorer(spec: RetrieverSpec, data: EvalData, batch_size: int = 32,
         from builder.backends.rerankers.bm25 import BM25Scorer
 
         bm25 = BM25Scorer(spec.label, BM25Config())
-        bm25.fit(document_inputs(data)[0])  # the corpus's term statistics, as in retrieval
+        bm25.fit(document_inputs(data.corpus.frame())[0])  # the corpus's term statistics, as in retrieval
         return bm25.score_pairs
     from builder.evaluation.dense import dense_scorer
 
@@ -64,7 +64,8 @@ def pair_scorer(spec: RetrieverSpec, data: EvalData, batch_size: int = 32,
 
 def probe_scores(pairs: pl.DataFrame, data: EvalData, score: PairScorer) -> pl.DataFrame:
     """`pairs` with the retriever's score of each document: score_a, score_b."""
-    inputs = dict(zip(data.corpus["doc_id"], document_inputs(data)[0]))
+    documents = data.corpus.select(set(pairs["doc_a"]) | set(pairs["doc_b"]))
+    inputs = dict(zip(documents["doc_id"], document_inputs(documents)[0]))
     queries = pairs["query"].to_list()
     a = score([(q, inputs[d]) for q, d in zip(queries, pairs["doc_a"])])
     b = score([(q, inputs[d]) for q, d in zip(queries, pairs["doc_b"])])

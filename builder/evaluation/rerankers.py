@@ -26,6 +26,7 @@ def reranker_factories(data: EvalData, names: list[str]) -> dict[str, Any]:
 def _make(name: str, data: EvalData) -> Scorer:
     from builder.backends.llm import BackendUnavailable
     from builder.backends.rerankers import RerankerConfig, make_reranker
+    from builder.backends.retrievers import BLOCK
 
     backend, _, model = name.partition(":")
     try:
@@ -40,5 +41,5 @@ def _make(name: str, data: EvalData) -> Scorer:
     except BackendUnavailable as exc:
         raise EvalError(str(exc)) from None
     # Fitted on what `rerank` hands it (title + text), as the BM25 first stage is.
-    reranker.fit(document_inputs(data)[0])
+    reranker.fit([text for block in data.corpus.blocks(BLOCK) for text in document_inputs(block)[0]])
     return reranker.score

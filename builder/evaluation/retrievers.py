@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from builder.evaluation.data import EvalData, EvalError
@@ -104,10 +105,11 @@ class Retrieval:
         return cls(**data)
 
 
-def document_inputs(data: EvalData, doc_prefix: str = "") -> tuple[list[str], list[int]]:
-    """The string a model reads per document (prefix, title, text) and where the text starts in it."""
+def document_inputs(documents: pl.DataFrame, doc_prefix: str = "") -> tuple[list[str], list[int]]:
+    """The string a model reads per document (prefix, title, text) and where the text starts in it,
+    for some rows of the corpus (a block, or the documents a step needs)."""
     inputs, starts = [], []
-    for title, text in data.corpus.select("title", "text").iter_rows():
+    for title, text in documents.select("title", "text").iter_rows():
         head = f"{doc_prefix}{title} " if title else doc_prefix
         inputs.append(head + text)
         starts.append(len(head))
@@ -123,10 +125,12 @@ def rerank(base: Retrieval, data: EvalData, scorer: Scorer, depth: int = 100) ->
     """Rescore the top `depth` documents of a first-stage run (ties cut as trec_eval ranks them);
     what the first stage could not see is carried over, since a document it never ranked never
     reaches the reranker."""
-    texts = dict(zip(data.corpus["doc_id"], document_inputs(data)[0]))
+    tops = {qid: trec_order(base.run.get(qid, {}))[:depth] for qid in data.queries["query_id"]}
+    documents = data.corpus.select({d for ids in tops.values() for d in ids})
+    texts = dict(zip(documents["doc_id"], document_inputs(documents)[0]))
     run: dict[str, dict[str, float]] = {}
     for qid, query in data.queries.select("query_id", "text").iter_rows():
-        ids = trec_order(base.run.get(qid, {}))[:depth]
+        ids = tops[qid]
         scores = scorer(query, [texts[d] for d in ids]) if ids else []
         if len(scores) != len(ids):
             raise EvalError(f"reranker returned {len(scores)} scores for {len(ids)} documents")

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from builder.backends.tokenizers import make_counter
 from builder.executors.config import ExecutorConfig
-from builder.io.corpus_loader import load_sources
+from builder.io.corpus_sample import sample_documents
 from builder.stages.base import Estimate, Flow
 from builder.stages.refs import DataPath, refs_of
 
@@ -34,15 +34,14 @@ class PlanRow:
 
 
 def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
-    """Reads the sources (no model is called), counts tokens on them (on a seeded sample of
-    SAMPLE_DOCS when there are more) and walks the stages' own estimates."""
+    """Reads the sources as a stream (no model is called), counts tokens on them (on a seeded
+    sample of SAMPLE_DOCS when there are more) and walks the stages' own estimates."""
     recipe = loaded.recipe
-    corpus, _ = load_sources(recipe.sources, loaded.base_dir, limit)
-    sample = corpus if corpus.height <= SAMPLE_DOCS else corpus.sample(SAMPLE_DOCS, seed=0)
+    n_docs, sample = sample_documents(recipe.sources, loaded.base_dir, limit, SAMPLE_DOCS, seed=0)
     counts = make_counter(recipe.tokenizer).count_many(sample["text"].to_list())
     sample = sample.select("doc_id", "text").with_columns(pl.Series("n_tokens", counts, dtype=pl.Int64))
-    flow = Flow(docs=corpus.height, queries=0, doc_tokens=sum(counts) / max(len(counts), 1),
-                sample=sample, scale=corpus.height / max(sample.height, 1))
+    flow = Flow(docs=n_docs, queries=0, doc_tokens=sum(counts) / max(len(counts), 1),
+                sample=sample, scale=n_docs / max(sample.height, 1))
     rows = [PlanRow("00_load", [], flow, flow, Estimate(), sample["text"].to_list())]
     for i, stage in enumerate(recipe.stage_objects(), start=1):
         nxt, est = stage.plan(flow)

@@ -97,7 +97,7 @@ def test_rerank_with_a_quality_control_backend_from_the_command_line(built: Path
 
 def test_rerank_hook_rescores_the_first_stage_top_documents(built: Path, tmp_path: Path):
     data = load_eval_data(built)
-    lengths = dict(zip(data.corpus["text"], data.corpus["text"].str.len_chars()))
+    lengths = dict(zip(data.corpus.frame()["text"], data.corpus.frame()["text"].str.len_chars()))
 
     def shortest_first(query: str, texts: list[str]) -> list[float]:
         return [-float(lengths[t]) for t in texts]

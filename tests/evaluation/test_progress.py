@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
+import polars as pl
 from rich.console import Console
 
 from builder.backends.retrievers import DenseRetriever
 from builder.evaluation import progress
-from builder.evaluation.search import ShowingEncoder
+from builder.evaluation.data import EvalData
+from builder.evaluation.search import ShowingEncoder, document_blocks
 
 
 class CountingEncoder:
@@ -29,7 +32,10 @@ def test_encoding_advances_a_bar_block_by_block():
     progress.set_console(Console(file=out, force_terminal=True, width=120))
     try:
         encoder = CountingEncoder()
-        found = DenseRetriever(ShowingEncoder(encoder, "st:m"), [f"t{i}" for i in range(50)]).search(["a", "b", "c"], 5)
+        data = EvalData(Path("."), "f" * 64, pl.DataFrame({"doc_id": [f"d{i}" for i in range(50)], "text": ["t"] * 50}),
+                        pl.DataFrame({"query_id": ["q"], "text": ["?"]}), {"q": {"d0": 1}}, unjudged_queries=0)
+        blocks = document_blocks(data, 16, "st:m: encoding documents")
+        found = DenseRetriever(ShowingEncoder(encoder, "st:m"), blocks).search(["a", "b", "c"], 5)
     finally:
         progress.set_console(None)
     assert encoder.calls == [16, 16, 16, 2, 3]

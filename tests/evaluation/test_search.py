@@ -56,9 +56,9 @@ def test_eval_bm25_scores_are_the_quality_control_scores(chinese: Path):
     data = load_eval_data(chinese)
     run = first_stage(parse_spec("bm25"), data, k=100).run
     scorer = BM25Scorer("bm25", BM25Config())
-    texts = data.corpus["text"].to_list()  # no titles, so these are exactly what eval indexed
+    texts = data.corpus.frame()["text"].to_list()  # no titles, so these are exactly what eval indexed
     scorer.fit(texts)
     for qid, query in data.queries.select("query_id", "text").iter_rows():
-        expected = {d: s for d, s in zip(data.corpus["doc_id"], scorer.score(query, texts)) if s > 0}
+        expected = {d: s for d, s in zip(data.corpus.frame()["doc_id"], scorer.score(query, texts)) if s > 0}
         assert run[qid].keys() == expected.keys()
         assert run[qid] == pytest.approx(expected, rel=1e-5)

@@ -95,7 +95,8 @@ def test_eval_runs_the_probe_tests_and_compares_retrievers(tmp_path: Path):
     report = evaluate(data, specs, tmp_path / "cache", rerankers=length, bootstrap=BootstrapSettings(resamples=100))
     probes = report["retrievers"]["rerank:bm25+length"]["probes"]
     # The reranker scores a document by its length: check each test against ttest_rel on lengths.
-    text = dict(zip(data.corpus["doc_id"], data.corpus["text"].str.len_chars()))
+    corpus = data.corpus.frame()
+    text = dict(zip(corpus["doc_id"], corpus["text"].str.len_chars()))
     variant = dict(zip(pl.read_parquet(folder / "corpus.parquet")["doc_id"],
                        pl.read_parquet(folder / "corpus.parquet")["variant"]))
     pairs = pl.read_parquet(folder / "pairs.parquet")

@@ -57,3 +57,24 @@ def test_a_large_corpus_is_counted_on_a_seeded_sample(write_recipe, monkeypatch)
     assert first.flow_in.docs == 78 and first.flow_out.docs == again.flow_out.docs
     assert abs(first.flow_out.docs - exact) <= 8
     assert first.estimate.notes[0].startswith("eligible documents counted on a sample of 39 of 78")
+
+
+def test_plan_reads_its_sources_in_a_stream_and_samples_the_rows_a_whole_read_would(write_recipe, monkeypatch):
+    from builder.io.corpus_loader import load_sources
+    from builder.run import plan
+
+    loaded = parse_recipe(write_recipe("name: big\n" + SAMPLE))
+    whole, _ = load_sources(loaded.recipe.sources, loaded.base_dir, None)
+    monkeypatch.setattr(plan, "SAMPLE_DOCS", 39)
+
+    def no_whole_read(*args, **kwargs):
+        raise AssertionError("plan loaded its sources whole")
+
+    monkeypatch.setattr("builder.io.corpus_loader.load_sources", no_whole_read)
+    monkeypatch.setattr(plan, "load_sources", no_whole_read, raising=False)  # as plan once imported it
+    first = make_plan(loaded, None)[0]
+    assert first.flow_in.docs == whole.height == 78
+    sampled = first.flow_in.sample
+    assert sampled is not None
+    assert sampled["doc_id"].to_list() == whole.sample(39, seed=0)["doc_id"].to_list()
+    assert first.texts == whole.sample(39, seed=0)["text"].to_list()

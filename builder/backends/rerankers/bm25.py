@@ -4,7 +4,7 @@ Both share one `Lexicon`: the corpus tokenized once into a sparse term-count mat
 with document frequencies and the average length. The scorer applies the BM25 formula
 in float64 to corpus rows and to texts it has never seen (a document without its span,
 a third of a document) alike, so scores of the two kinds compare exactly. The retriever
-hands the same token ids to `bm25s` for fast top-k search.
+(builder.backends.bm25_index) searches the same token ids with `bm25s`.
 
 Tokens: lower-cased runs of letters and digits; Han and kana characters count one by
 one, since Chinese and Japanese are written without spaces.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from array import array
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import sparse
@@ -27,7 +27,7 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
 
 
-def _stopwords(config: BM25Config) -> frozenset[str]:
+def stopwords(config: BM25Config) -> frozenset[str]:
     if config.stopwords is None:
         return frozenset()
     from bm25s.stopwords import STOPWORDS_EN
@@ -35,12 +35,21 @@ def _stopwords(config: BM25Config) -> frozenset[str]:
     return frozenset(STOPWORDS_EN)
 
 
+def tokens_of(text: str) -> list[str]:
+    """Every token, stopwords included."""
+    return _TOKEN.findall(text.lower())
+
+
+def terms_of(text: str, stop: frozenset[str]) -> list[str]:
+    return [t for t in tokens_of(text) if t not in stop] if stop else tokens_of(text)
+
+
 class Lexicon:
     """Term counts of a fitted corpus (rows follow the order of the texts given)."""
 
     def __init__(self, config: BM25Config, texts: Sequence[str]) -> None:
         self.config = config
-        self._stop = _stopwords(config)
+        self._stop = stopwords(config)
         self.vocab: dict[str, int] = {}
         # Typed arrays, not lists: a 100k-document corpus has tens of millions of entries.
         indptr, indices, counts, lengths = array("q", [0]), array("i"), array("i"), array("i")
@@ -63,7 +72,7 @@ class Lexicon:
         self.row_of = {text: i for i, text in enumerate(texts)}
 
     def terms(self, text: str) -> list[str]:
-        return [t for t in _TOKEN.findall(text.lower()) if t not in self._stop]
+        return terms_of(text, self._stop)
 
     def query_ids(self, query: str) -> np.ndarray:
         """Distinct known terms of a query; unknown terms match nothing in the corpus."""
@@ -93,26 +102,6 @@ class Lexicon:
                     tf[i, j] = n
         return tf, lengths
 
-    def token_ids(self) -> _RowTokens:
-        return _RowTokens(self.tf)
-
-
-class _RowTokens(Sequence[list[int]]):
-    """Each corpus row as a list of term ids (repeated by count), made on demand."""
-
-    def __init__(self, tf: sparse.csr_matrix) -> None:
-        self._tf = tf
-
-    def __len__(self) -> int:
-        return self._tf.shape[0]
-
-    def __getitem__(self, i: int) -> list[int]:  # type: ignore[override]
-        start, end = self._tf.indptr[i], self._tf.indptr[i + 1]
-        return np.repeat(self._tf.indices[start:end], self._tf.data[start:end].astype(np.int64)).tolist()
-
-    def __iter__(self) -> Iterator[list[int]]:
-        return (self[i] for i in range(len(self)))
-
 
 class BM25Scorer(RerankerBase):
     def __init__(self, name: str, config: BM25Config) -> None:
@@ -128,6 +117,9 @@ class BM25Scorer(RerankerBase):
             return
         self.lexicon = Lexicon(self.config, list(corpus_texts))
         self._fitted_on = corpus_texts
+
+    def fitted_on(self, corpus_texts: Sequence[str]) -> bool:
+        return corpus_texts is self._fitted_on
 
     def score_pairs(self, pairs: Sequence[Pair]) -> list[float]:
         if self.lexicon is None:  # unfitted: the texts at hand are the corpus
@@ -161,40 +153,3 @@ def saturate(x: np.ndarray) -> np.ndarray:
     so strong matches keep their order (a cap made them tie), and 0.5 still means half
     of the reference score."""
     return 2 * x / (2 * x + 1)
-
-
-class BM25Retriever:
-    """Top-k search over a lexicon with bm25s (same k1, b and Lucene IDF as the scorer)."""
-
-    def __init__(self, lexicon: Lexicon) -> None:
-        import bm25s
-
-        self.lexicon = lexicon
-        config = lexicon.config
-        self._index = bm25s.BM25(k1=config.k1, b=config.b, method="lucene", backend="numpy")
-        tokens = _Tokenized(lexicon.token_ids(), dict(lexicon.vocab))
-        self._index.index(tokens, create_empty_token=False, show_progress=False)
-
-    def search(self, queries: Sequence[str], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """(row indices, scores) per query, best first; rows with no shared term are left out."""
-        n_docs = self.lexicon.tf.shape[0]
-        k = min(k, n_docs)
-        ids = [self.lexicon.query_ids(q).tolist() for q in queries]
-        asked = [i for i, q in enumerate(ids) if q]
-        out = [(np.zeros(0, np.int64), np.zeros(0))] * len(queries)
-        if not asked or k == 0:
-            return out
-        found = self._index.retrieve([ids[i] for i in asked], k=k, show_progress=False,
-                                     backend_selection="numpy")
-        for i, rows, scores in zip(asked, found.documents, found.scores):
-            keep = scores > 0
-            out[i] = (rows[keep].astype(np.int64), scores[keep].astype(np.float64))
-        return out
-
-
-class _Tokenized:
-    """What bm25s.BM25.index reads: per-document token ids and the vocabulary."""
-
-    def __init__(self, ids: Sequence[list[int]], vocab: dict[str, int]) -> None:
-        self.ids = ids
-        self.vocab = vocab

@@ -21,6 +21,7 @@ removed, and warns when either is above `warn_above`.
 
 from __future__ import annotations
 
+from contextlib import closing
 from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
@@ -133,13 +134,14 @@ class FalseNegatives(QueryFilter):
         row_of = {d: i for i, d in enumerate(doc_ids)}
         queries = bench.queries.select("query_id", "text", "doc_id").rows()
         first = ctx.reranker(p.retriever)
-        retriever = make_retriever(first, texts)
         rerankers = [first if name == p.retriever else ctx.reranker(name) for name in p.rerankers]
         for reranker in rerankers:
             reranker.fit(texts)
+        # Built after the rerankers are fitted, so a bm25 fitted on these texts lends its counts.
+        retriever = make_retriever(first, texts, ctx.work_dir)
         records: list[dict[str, Any]] = []
         n_candidates = 0
-        with ctx.progress.task("false negatives", len(queries)) as bar:
+        with ctx.progress.task("false negatives", len(queries)) as bar, closing(retriever):
             for at in range(0, len(queries), _BLOCK):
                 block = queries[at: at + _BLOCK]
                 hits = retriever.search([q for _, q, _ in block], p.top_k)
