@@ -53,6 +53,7 @@ def test_my_domain_builds_offline_with_the_mock_llm_and_push_refuses_it(tmp_path
 
 
 def test_a_real_build_never_resumes_from_a_mock_builds_checkpoints(tmp_path, monkeypatch):
+    require_recipe_extras(RECIPE)
     monkeypatch.setenv("MY_DOCS", str(SHORT_ARTICLES))
     loaded = parse_recipe(RECIPE)
     real = Runner(loaded, RunOptions(run_root=tmp_path))
