@@ -179,7 +179,7 @@ def measure(mode: str, target: Path, n: int) -> dict:
                 standalone_mode=False)
             report = json.loads(Path(f"{work}/out/eval.json").read_text())
             overall = report["retrievers"][retriever]["overall"]
-            note = f"nDCG@10 {overall['ndcg@10']:.4f}, Recall@100 {overall['recall@100']:.4f}"
+            note = f"nDCG@10 {overall['ndcg@10']['value']:.4f}, Recall@100 {overall['recall@100']['value']:.4f}"
     seconds = time.perf_counter() - t0
     together = tree.stop()
     if resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss:
