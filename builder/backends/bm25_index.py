@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy import sparse
 
 from builder.backends.bm25_tokens import Counted, count_terms, counted_blocks
 from builder.backends.rerankers.bm25 import Lexicon, stopwords, terms_of
@@ -62,28 +63,17 @@ class Vocabulary:
         return self.number(count_terms(texts, self._stop))
 
     def number(self, counted: Counted) -> TermBlock:
-        """Term ids for counted texts; new terms get the next ids in order of first appearance."""
+        """Term ids for counted texts; new terms get the next ids in order of first appearance
+        (the block's terms come in that order, so numbering them in turn is enough)."""
         terms = counted.terms.split("\n") if counted.terms else []
-        found = list(map(self.ids.get, terms))
-        if None in found:
-            _number_new(found, terms, self.ids)
-        return TermBlock(np.frombuffer(counted.starts, np.int64), np.asarray(found, np.int32),
+        ids = self.ids
+        corpus_ids = np.fromiter((ids.setdefault(t, len(ids)) for t in terms), np.int32, len(terms))
+        return TermBlock(np.frombuffer(counted.starts, np.int64), corpus_ids[np.frombuffer(counted.ids, np.int32)],
                          np.frombuffer(counted.counts, np.int32), np.frombuffer(counted.lengths, np.int64))
 
     def query_ids(self, query: str) -> list[int]:
         """Distinct known terms of a query, sorted; unknown terms match nothing."""
         return sorted({self.ids[t] for t in self.terms(query) if t in self.ids})
-
-
-def _number_new(found: list[int | None], terms: list[str], ids: dict[str, int]) -> None:
-    """Give the terms not yet in `ids` (None in `found`) the next ids, in order."""
-    at = found.index(None)
-    while True:
-        found[at] = ids.setdefault(terms[at], len(ids))  # a term new to the block may recur in it
-        try:
-            at = found.index(None, at + 1)
-        except ValueError:
-            return
 
 
 class BM25Index:
@@ -136,12 +126,15 @@ class BM25Index:
             doc_len = block.lengths[per_entry]
             # bm25s: idf (float32) * tf / (k1 * ((1 - b) + b * l_d / l_avg) + tf), stored as float32.
             scores = (idf[block.terms] * (tf / (k1 * ((1 - b) + b * doc_len / avg_len) + tf))).astype(np.float32)
-            order = np.argsort(block.terms, kind="stable")
-            terms = block.terms[order]
-            present, first, n = np.unique(terms, return_index=True, return_counts=True)
-            slot = cursor[terms] + (np.arange(len(terms)) - np.repeat(first, n))
-            data[slot] = scores[order]
-            rows[slot] = per_entry[order] + first_row
+            # Term-major within the block (scipy's counting sort keeps the documents in order),
+            # then each term's run goes after what earlier blocks put in its column.
+            by_term = sparse.csr_matrix((scores, block.terms, block.starts), shape=(block.n_docs, n_vocab)).tocsc()
+            n = np.diff(by_term.indptr)
+            present = np.flatnonzero(n)
+            n = n[present]
+            slot = np.repeat(cursor[present] - by_term.indptr[present], n) + np.arange(by_term.nnz)
+            data[slot] = by_term.data
+            rows[slot] = by_term.indices + first_row
             cursor[present] += n
         bm25 = bm25s.BM25(k1=k1, b=b, method="lucene", backend="numpy")
         bm25.scores = {"data": data, "indices": rows, "indptr": indptr, "num_docs": n_docs}
@@ -153,20 +146,36 @@ class BM25Index:
         """Nothing to remove: the spilled blocks are gone once the index is built."""
 
     def search(self, queries: Sequence[str], k: int) -> list[Hits]:
-        """(row indices, scores) per query, best first; rows with no shared term are left out."""
-        from bm25s.selection import topk
-
+        """(row indices, scores) per query, best first and equal scores in corpus order; rows
+        with no shared term are left out. bm25s's scores, but not its top-k selection: which
+        of several equal scores it keeps, and in what order, follows numpy's partition
+        algorithm and so changes with the numpy release."""
         k = min(k, self.n_docs)
         out: list[Hits] = []
+        every_row = np.arange(self.n_docs)
         for query in queries:
             ids = self.vocabulary.query_ids(query)
             if not ids or k == 0:
                 out.append((np.zeros(0, np.int64), np.zeros(0)))
                 continue
-            scores, rows = topk(self._bm25.get_scores_from_ids(ids), k=k, backend="numpy", sorted=True)
+            scores, rows = top_k(self._bm25.get_scores_from_ids(ids), every_row, k)
             keep = scores > 0
             out.append((rows[keep].astype(np.int64), scores[keep].astype(np.float64)))
         return out
+
+
+def top_k(scores: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best (score, row) pairs, by score descending then row ascending: one order for
+    any split of the corpus into blocks, so a running top-k merges block by block."""
+    if len(scores) > k:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        above = scores > kth
+        tied = np.flatnonzero(scores == kth)
+        tied = tied[np.argsort(rows[tied], kind="stable")][: k - int(above.sum())]
+        keep = np.concatenate([np.flatnonzero(above), tied])
+        scores, rows = scores[keep], rows[keep]
+    order = np.lexsort((rows, -scores))
+    return scores[order], rows[order]
 
 
 def _lucene_idf(df: np.ndarray, n_docs: int) -> np.ndarray:

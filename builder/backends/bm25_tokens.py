@@ -2,8 +2,9 @@
 
 Tokenizing is most of the cost of a BM25 index, and each block's counts depend on that
 block alone, so blocks go to a small process pool (a bounded number in flight, results
-taken in order); numbering the terms stays in the caller, so ids come out as one pass
-in corpus order gives them.
+taken in order). A worker numbers its block's terms by their first appearance in the
+block; the caller maps those few distinct terms onto the corpus's ids, in order, so ids
+come out as one pass in corpus order gives them, without a look-up per term per document.
 """
 
 from __future__ import annotations
@@ -25,29 +26,30 @@ _POOL_AFTER = 2
 
 @dataclass(frozen=True)
 class Counted:
-    """Each document's distinct terms in order of first appearance (all documents' terms
-    joined by newlines, which no term contains), their counts, where each document's terms
-    start, and each document's length in terms."""
+    """The block's distinct terms in order of first appearance (joined by newlines, which
+    no term contains); each document's distinct terms as indices into them, in the order
+    the document first uses them, with their counts; where each document's terms start;
+    and each document's length in terms."""
 
     terms: str
+    ids: array
     counts: array
     starts: array
     lengths: array
 
 
 def count_terms(texts: Sequence[str], stop: frozenset[str]) -> Counted:
-    terms: list[str] = []  # one string per document: its terms stay objects only while it is counted
-    counts, starts, lengths = array("i"), array("q", [0]), array("q")
+    local: dict[str, int] = {}
+    ids, counts, starts, lengths = array("i"), array("i"), array("q", [0]), array("q")
     for text in texts:
         tokens = tokens_of(text)
         counted = Counter(tokens)  # keeps the order of first appearance
         # Stopwords are taken out of the counts rather than out of every token list.
         lengths.append(len(tokens) - sum(counted.pop(t) for t in stop.intersection(counted)))
-        if counted:
-            terms.append("\n".join(counted))
+        ids.extend([local.setdefault(t, len(local)) for t in counted])
         counts.extend(counted.values())
         starts.append(len(counts))
-    return Counted("\n".join(terms), counts, starts, lengths)
+    return Counted("\n".join(local), ids, counts, starts, lengths)
 
 
 def counted_blocks(text_blocks: Iterable[Sequence[str]], stop: frozenset[str],

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from builder.backends.bm25_index import BM25Index, Hits
+from builder.backends.bm25_index import BM25Index, Hits, top_k
 from builder.backends.rerankers.base import Reranker
 from builder.backends.rerankers.bm25 import BM25Scorer
 from builder.backends.rerankers.factory import RerankerUnavailable
@@ -76,20 +76,6 @@ class DenseRetriever:
     def close(self) -> None:
         self.vectors = np.zeros((0, 0), np.float32)  # drops the map before its file goes
         self._folder.cleanup()
-
-
-def top_k(scores: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The k best (score, row) pairs, by score descending then row ascending: one order for
-    any split of the corpus into blocks, so a running top-k merges block by block."""
-    if len(scores) > k:
-        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-        above = scores > kth
-        tied = np.flatnonzero(scores == kth)
-        tied = tied[np.argsort(rows[tied], kind="stable")][: k - int(above.sum())]
-        keep = np.concatenate([np.flatnonzero(above), tied])
-        scores, rows = scores[keep], rows[keep]
-    order = np.lexsort((rows, -scores))
-    return scores[order], rows[order]
 
 
 def blocks_of(texts: Sequence[str], size: int = BLOCK) -> Iterable[Sequence[str]]:
