@@ -4,8 +4,9 @@ Builds the quickstart benchmark (offline), then adds distractors until the corpu
 N documents: 500-3,000-word documents stitched from the sentences of
 ../shared/data/fineweb_sample, each with a few made-up words so the vocabulary grows as
 a web corpus's does (written under --folder, never in the repository). Each measurement
-runs in a fresh process, so its peak RSS (ru_maxrss) is its own; where workers tokenize,
-the note adds the peak of the process and its workers together, sampled:
+runs in a fresh process, and its peak RSS is that process's own high-water mark (VmHWM);
+where workers tokenize, the note adds the peak of the process and its workers together,
+sampled:
 
   load    the build's load step over N distractors (a jsonl source) with sample_by_length
           first (words tokenizer, 2,000 documents sampled)
@@ -107,7 +108,13 @@ def make_bench(quickstart: Path, distractors: Path, n: int, folder: Path) -> Non
 
 
 def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+    """This process's own peak resident memory (VmHWM). Not ru_maxrss: Linux carries into it,
+    across exec, the peak of the process it was started from, and this script's parent may
+    just have held the distractors it wrote."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024  # kB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # not Linux: the kernel's own figure
 
 
 class TreeRss:
@@ -176,7 +183,8 @@ def measure(mode: str, target: Path, n: int, dense_max_length: int | None = None
     else:
         from builder.cli import app
 
-        retriever = "bm25" if mode == "bm25" else MINILM + (f"|max_length={dense_max_length}" if dense_max_length else "")
+        window = f"|max_length={dense_max_length}" if dense_max_length else ""
+        retriever = "bm25" if mode == "bm25" else MINILM + window
         with tempfile.TemporaryDirectory() as work:
             app(["eval", str(target), "--retriever", retriever, "--out", f"{work}/out", "--cache-dir", f"{work}/cache"],
                 standalone_mode=False)
