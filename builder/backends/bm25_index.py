@@ -152,15 +152,15 @@ class BM25Index:
         algorithm and so changes with the numpy release."""
         k = min(k, self.n_docs)
         out: list[Hits] = []
-        every_row = np.arange(self.n_docs)
         for query in queries:
             ids = self.vocabulary.query_ids(query)
             if not ids or k == 0:
                 out.append((np.zeros(0, np.int64), np.zeros(0)))
                 continue
-            scores, rows = top_k(self._bm25.get_scores_from_ids(ids), every_row, k)
-            keep = scores > 0
-            out.append((rows[keep].astype(np.int64), scores[keep].astype(np.float64)))
+            scores = self._bm25.get_scores_from_ids(ids)
+            sharing = np.flatnonzero(scores > 0)
+            best, rows = top_k(scores[sharing], sharing, k)
+            out.append((rows.astype(np.int64), best.astype(np.float64)))
         return out
 
 
