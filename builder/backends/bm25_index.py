@@ -8,8 +8,9 @@ Lucene scores and writes them into their columns of the term-major (CSC) score m
 so the matrix is filled in place rather than sorted whole.
 
 The arithmetic is bm25s's own, in the same dtypes and order, and retrieval is bm25s's
-scoring and top-k selection over that matrix: a run is what `bm25s.BM25.index` on the
-whole corpus gives, to the last bit and in the same order.
+scoring over that matrix: a document's score is what `bm25s.BM25.index` on the whole
+corpus gives, to the last bit. The top k are then taken by score and corpus order (see
+`top_k`), the same for any numpy release.
 """
 
 from __future__ import annotations
