@@ -25,6 +25,7 @@ import numpy as np
 from scipy import sparse
 
 from builder.backends.bm25_tokens import Counted, count_terms, counted_blocks
+from builder.backends.ranking import top_k
 from builder.backends.rerankers.bm25 import Lexicon, stopwords, terms_of
 from builder.backends.rerankers.config import BM25Config
 
@@ -163,20 +164,6 @@ class BM25Index:
             best, rows = top_k(scores[sharing], sharing, k)
             out.append((rows.astype(np.int64), best.astype(np.float64)))
         return out
-
-
-def top_k(scores: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The k best (score, row) pairs, by score descending then row ascending: one order for
-    any split of the corpus into blocks, so a running top-k merges block by block."""
-    if len(scores) > k:
-        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-        above = scores > kth
-        tied = np.flatnonzero(scores == kth)
-        tied = tied[np.argsort(rows[tied], kind="stable")][: k - int(above.sum())]
-        keep = np.concatenate([np.flatnonzero(above), tied])
-        scores, rows = scores[keep], rows[keep]
-    order = np.lexsort((rows, -scores))
-    return scores[order], rows[order]
 
 
 def _lucene_idf(df: np.ndarray, n_docs: int) -> np.ndarray:

@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from builder.backends.bm25_index import BM25Index, Hits, top_k
+from builder.backends.bm25_index import BM25Index, Hits
+from builder.backends.ranking import top_k
 from builder.backends.rerankers.base import Reranker
 from builder.backends.rerankers.bm25 import BM25Scorer
 from builder.backends.rerankers.factory import RerankerUnavailable

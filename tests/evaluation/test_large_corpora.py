@@ -1,7 +1,7 @@
 """`eval` reads the corpus in blocks: the figures, the runs and their order are the ones
-the whole-corpus search gives (BM25: bm25s's index over all documents at once, equal
-scores in corpus order; dense: digests recorded before the change), whatever the block
-size, and nothing is left in the scratch folder."""
+the whole-corpus search gives in the same environment (BM25: bm25s's index over all
+documents at once; dense: every document encoded in one call; equal scores in corpus
+order), whatever the block size, and nothing is left in the scratch folder."""
 
 from __future__ import annotations
 
