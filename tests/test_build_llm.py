@@ -19,7 +19,7 @@ import pytest
 
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from builder.testing.openai_server import FaultPlan
+from builder.testing.openai_server import FaultPlan, Reply
 from tests.fixtures.scripted_grader import with_grades
 from tests.golden import manifest
 from tests.fixtures.scripted_llm import scripted_llm
@@ -169,3 +169,32 @@ def test_the_ray_executor_writes_what_the_local_one_writes(ray_local, write_reci
     # Everything else too, but the card: it embeds the recipe as it ran, executor included.
     assert [k for k in built["local"].keys() | built["ray"].keys()
             if built["local"].get(k) != built["ray"].get(k)] == ["README.md"]
+
+
+def test_every_json_stage_sends_its_schema(write_recipe, fake_openai, tmp_path):
+    srv = fake_openai(responder=scripted_llm)
+    _run(_recipe(write_recipe, srv.base_url), tmp_path)
+    asked = Counter(("response_format" in body, "Summarize" in body["messages"][-1]["content"])
+                    for body in srv.requests)
+    # Summaries are prose; generation and localization answer in JSON, each with a schema.
+    assert asked[(False, False)] == 0 and asked[(True, False)] > 0
+    assert asked[(True, True)] == 0 and asked[(False, True)] > 0
+
+
+def test_a_server_that_refuses_schemas_builds_the_same_benchmark_and_says_so(write_recipe, fake_openai, tmp_path):
+    def refusing(body):
+        if "response_format" in body:
+            return Reply(status=400, body='{"error": {"message": "response_format is not supported"}}')
+        return scripted_llm(body)
+
+    accepting = fake_openai(responder=scripted_llm)
+    _run(_recipe(write_recipe, accepting.base_url), tmp_path / "a")
+    srv = fake_openai(responder=refusing)
+    _run(_recipe(write_recipe, srv.base_url), tmp_path / "b")
+    assert _outputs(tmp_path / "a") == _outputs(tmp_path / "b")
+    # Only the requests in flight before the first refusal came back (max_concurrency 2).
+    assert 1 <= sum("response_format" in body for body in srv.requests) <= 2
+    stats = json.loads((tmp_path / "b" / "out" / "stats.json").read_text())
+    warned = [w for w in stats["warnings"] if "refused structured output" in w]
+    assert len(warned) == 1 and warned[0].startswith("03_generate_queries: model 'gen' refused structured output")
+    assert "asked for by the prompt alone" in (tmp_path / "b" / "out" / "README.md").read_text()

@@ -24,7 +24,7 @@ N_BINS = 20
 LENGTH_BUCKET = 256
 LENGTH_QUARTERS = ("Q1", "Q2", "Q3", "Q4")
 TAGS = ("beginning", "middle", "end")
-LLM_FIELDS = ("calls", "cache_hits", "retries", "failures", "prompt_tokens", "completion_tokens")
+LLM_FIELDS = ("calls", "cache_hits", "retries", "failures", "prompt_tokens", "completion_tokens", "cached_tokens")
 
 
 StageItem = Mapping[str, Any] | StageRecord

@@ -129,6 +129,12 @@ class Backends:
 
         return model_pool(name, config, lambda: self.executor)
 
+    def schema_refusals(self) -> dict[str, str]:
+        """Model name -> why its server refused a JSON schema, for the models that fell
+        back to asking for JSON by the prompt alone."""
+        return {name: reason for name, backend in self._llms.items()
+                if (reason := getattr(backend, "schema_refused", None))}
+
     def usage(self) -> LLMUsage:
         total = LLMUsage()
         for backend in self._llms.values():

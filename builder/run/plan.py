@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from builder.backends.llm.config import OpenAIModelConfig
 from builder.backends.tokenizers import make_counter
 from builder.executors.config import ExecutorConfig
 from builder.io.corpus_sample import sample_documents
@@ -76,6 +78,24 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
     for line in empty_flow_warnings(rows):
         console.print(f"[bold yellow]warning:[/] {line}", highlight=False)
     console.print(_executor_line(recipe.executor), highlight=False)
+    used = {m for r in rows for m in r.models}
+    for line in request_bounds(recipe.models, used):
+        console.print(line, highlight=False)
+
+
+def request_bounds(models: Mapping[str, Any], used: Iterable[str]) -> list[str]:
+    """For each HTTP model the stages use: the longest a request can take against a server
+    that never answers, and the reply size cap."""
+    out = []
+    for name in sorted(used):
+        config = models[name]
+        if not isinstance(config, OpenAIModelConfig):
+            continue
+        backoff = config.worst_case_s() - (config.max_retries + 1) * config.timeout_s
+        out.append(f"model {name}: a request gives up after at most {config.worst_case_s():,.0f} s "
+                   f"({config.max_retries + 1} attempts of at most timeout_s {config.timeout_s:g} s, "
+                   f"{backoff:,.0f} s of backoff); replies over {config.max_reply_bytes:,} bytes are refused")
+    return out
 
 
 def empty_flow_warnings(rows: list[PlanRow]) -> list[str]:

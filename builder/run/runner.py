@@ -288,6 +288,7 @@ class Runner:
             base_dir=self.loaded.base_dir, flag_answers=self.backends.flag_answers,
         )
         before = self.backends.usage()
+        refused_before = self.backends.schema_refusals()
         self.backends.enter_stage(label)
         t0 = time.perf_counter()
         out = stage.run(bench, ctx)
@@ -299,6 +300,12 @@ class Runner:
         record.prompts = {n: self.prompts.get(n).sha256 for n in stage.prompts_used()}
         record.figures = dict(ctx.stats)
         record.warnings = list(ctx.warnings)
+        for name, reason in self.backends.schema_refusals().items():
+            if name not in refused_before:
+                line = (f"model {name!r} refused structured output ({reason}): from then on its JSON "
+                        "answers were asked for by the prompt alone")
+                self._notice(f"{label}: {line}")
+                record.warnings.append(line)
         scorers = qc_scorers(stage, self.recipe)
         if scorers:
             record.figures["qc_scorers"] = scorers

@@ -61,7 +61,8 @@ def _references(entry: Any) -> list[str]:
     return [r for r in refs if r.strip()]
 
 
-REFERENCES = IdList(read=_references, wrappers=("answers", "questions"))
+REFERENCES = IdList(read=_references, wrappers=("answers", "questions"),
+                    fields={"reference_texts": {"type": "array", "items": {"type": "string"}}})
 
 
 @register_stage
@@ -127,7 +128,7 @@ class LocalizeSpans(Stage):
         if not batches:
             return {}
         with ctx.progress.task("locating references", len(batches)) as bar:
-            answers = ask_numbered(ctx.llm(p.llm), batches, REFERENCES.validator,
+            answers = ask_numbered(ctx.llm(p.llm), batches, REFERENCES.validator, REFERENCES.schema,
                                    raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
         return {qid: refs if error is None else error for qid, refs, error in per_item(batches, answers)}
 

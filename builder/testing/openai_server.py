@@ -36,7 +36,9 @@ class Reply:
     """What the server should answer; `body` replaces the whole HTTP body when set.
 
     `reasoning` is sent as `reasoning_content` (as DeepSeek and vLLM's reasoning parsers
-    do) and `usage`, when set, replaces the counted token usage.
+    do) and `usage`, when set, replaces the counted token usage. With `drip_s` the body is
+    streamed `chunk_bytes` at a time with that pause after each chunk, as a stalling server
+    would; `declare_length` says whether a Content-Length header announces it first.
     """
 
     text: str | None = ""
@@ -47,6 +49,9 @@ class Reply:
     finish_reason: str = "stop"
     reasoning: str | None = None
     usage: Mapping[str, Any] | None = None
+    drip_s: float = 0.0
+    chunk_bytes: int = 1
+    declare_length: bool = True
 
 
 Responder = Callable[[dict[str, Any]], "str | Reply"]
@@ -229,7 +234,7 @@ class FakeOpenAIServer:
         # Lets a parent process read the counters of a server running in a child.
         return web.json_response({"request_count": self.request_count, "max_in_flight": self.max_in_flight})
 
-    async def _chat(self, request: web.Request) -> web.Response:
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
         self.arrived.append(time.perf_counter())
@@ -242,12 +247,27 @@ class FakeOpenAIServer:
         finally:
             self.in_flight -= 1
             self.answered.append(time.perf_counter())
+        if reply.drip_s or not reply.declare_length:
+            return await self._drip(request, body, reply)
         if reply.body is not None:
             return web.Response(
                 text=reply.body, status=reply.status, headers=reply.headers, content_type="application/json"
             )
         payload = _completion(body, reply, self.request_count) if reply.status == 200 else _error(reply.status)
         return web.json_response(payload, status=reply.status, headers=reply.headers)
+
+    async def _drip(self, request: web.Request, body: dict[str, Any], reply: Reply) -> web.StreamResponse:
+        payload = _completion(body, reply, self.request_count) if reply.status == 200 else _error(reply.status)
+        data = (reply.body if reply.body is not None else json.dumps(payload)).encode()
+        response = web.StreamResponse(status=reply.status, headers={**reply.headers, "Content-Type": "application/json"})
+        if reply.declare_length:
+            response.content_length = len(data)
+        await response.prepare(request)
+        for at in range(0, len(data), reply.chunk_bytes):
+            await response.write(data[at: at + reply.chunk_bytes])
+            await asyncio.sleep(reply.drip_s)
+        await response.write_eof()
+        return response
 
     def _reply(self, body: dict[str, Any]) -> Reply:
         answer = self.responder(body)

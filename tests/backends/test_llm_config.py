@@ -21,7 +21,7 @@ def test_backend_defaults_to_openai() -> None:
     models = MODELS.validate_python({"gen": {"model": "gpt-x"}, "local": {"backend": "vllm", "model": "q"}})
     assert isinstance(models["gen"], OpenAIModelConfig)
     assert isinstance(models["local"], VLLMModelConfig)
-    assert models["gen"].max_concurrency == 16 and models["gen"].structured_output is False
+    assert models["gen"].max_concurrency == 16 and models["gen"].structured_output is True
     assert models["local"].structured_output is True
 
 

@@ -22,7 +22,7 @@ def _read(entry: Any) -> str | None:
     return entry["v"] or None
 
 
-VALUES = IdList(read=_read, wrappers=("values",), entry="value", item="thing")
+VALUES = IdList(read=_read, wrappers=("values",), entry="value", item="thing", fields={"v": {"type": "string"}})
 
 
 def test_id_keyed_answers_are_read_in_id_order() -> None:
@@ -77,7 +77,11 @@ def _numbered(group: str, at: int, keys: list[str], numbered: list[dict[str, Any
 def test_batches_of_every_size_are_answered_per_item(fake_openai: Any, make_backend: MakeBackend) -> None:
     srv = fake_openai(responder=_echo_ids)
     batches = number_batches([("g", k, k.upper()) for k in "abcde"] + [("h", "z", "")], 2, _numbered)
-    answers = ask_numbered(make_backend(srv), batches, VALUES.validator)
+    answers = ask_numbered(make_backend(srv), batches, VALUES.validator, VALUES.schema)
+    # Each request carries the schema for its own number of items.
+    sizes = [body["response_format"]["json_schema"]["schema"]["properties"]["values"]["maxItems"]
+             for body in srv.requests[:4]]
+    assert sorted(sizes) == [1, 1, 2, 2]
     assert list(per_item(batches, answers)) == [
         ("a", "A", None), ("b", "B", None), ("c", "C", None), ("d", "D", None), ("e", "E", None),
         ("z", None, "llm_unparseable"),  # an empty value is a missing one, however often re-asked
@@ -160,3 +164,11 @@ def test_a_failing_caller_cancels_what_is_in_flight_and_keeps_what_came(fake_ope
         chat_json(backend, [_ask(i) for i in range(3)], validate)
     assert time.perf_counter() - start < 1.5  # the slow requests were not waited for
     assert len(cache) == 1  # the answer that came back is kept
+
+
+def test_an_answer_shaped_by_the_schema_is_read() -> None:
+    schema = VALUES.schema(2)
+    entry = schema["properties"]["values"]["items"]
+    assert schema["required"] == ["values"] and entry["required"] == ["id", "v"]
+    assert entry["properties"]["id"] == {"type": "integer", "minimum": 1, "maximum": 2}
+    assert VALUES.values({"values": [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]}, 2) == ["a", "b"]

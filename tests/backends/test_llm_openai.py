@@ -163,8 +163,8 @@ def test_works_from_inside_a_running_event_loop(fake_openai: Start, make_backend
 def test_request_body_follows_the_config(fake_openai: Start, make_backend: MakeBackend) -> None:
     srv = fake_openai()
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
-    make_backend(srv).chat_many([ask("plain", json_schema=schema)])
-    structured = make_backend(srv, structured_output=True, seed=7, top_p=0.5, extra_body={"top_k": 3})
+    make_backend(srv, structured_output=False).chat_many([ask("plain", json_schema=schema)])
+    structured = make_backend(srv, seed=7, top_p=0.5, extra_body={"top_k": 3})
     structured.chat_many([ask("shaped", json_schema=schema, max_tokens=9)])
     plain, shaped = srv.requests
     assert "response_format" not in plain and plain["max_tokens"] == 1024 and "seed" not in plain

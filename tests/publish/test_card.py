@@ -79,7 +79,7 @@ def test_card_lists_prompt_hashes_llm_usage_and_drops(mini_folder):
     publish_outputs(mini_bench(), mini_folder, mini_run_stats(), None)
     card = (mini_folder / "README.md").read_text(encoding="utf-8")
     assert f"| `02_generate_queries` | `posir_generate` | `{PROMPT_SHA}` |" in card
-    assert "| `02_generate_queries` | 4 | 1 | 0 | 1 | 100 | 20 |" in card
+    assert "| `02_generate_queries` | 4 | 1 | 0 | 1 | 100 | 0 | 20 |" in card
     assert "| `01_sample_by_length` | doc | `not_sampled` | 2 |" in card
     assert "## Recipe" not in card  # no recipe at hand, nothing to embed
     meta = front_matter(card)

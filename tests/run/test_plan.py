@@ -78,3 +78,12 @@ def test_plan_reads_its_sources_in_a_stream_and_samples_the_rows_a_whole_read_wo
     assert sampled is not None
     assert sampled["doc_id"].to_list() == whole.sample(39, seed=0)["doc_id"].to_list()
     assert first.texts == whole.sample(39, seed=0)["text"].to_list()
+
+
+def test_plan_states_how_long_a_request_to_a_dead_server_can_take(write_recipe):
+    recipe = write_recipe("name: bounded\n" + LLM.replace("base_url", "timeout_s: 30, max_retries: 2, base_url")
+                          + SAMPLE + "  - summarize: {llm: gen}\n", "plan.yaml")
+    result = CliRunner().invoke(app, ["plan", str(recipe)])
+    assert result.exit_code == 0, result.output
+    assert ("model gen: a request gives up after at most 93 s (3 attempts of at most timeout_s 30 s, "
+            "3 s of backoff); replies over 4,194,304 bytes are refused") in " ".join(result.output.split())

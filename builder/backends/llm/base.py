@@ -49,7 +49,8 @@ class ChatResponse:
     unreachable, timeouts, 5xx or 429 after every retry, rejected credentials), which a
     rerun may cure; the other failures are about the answer itself. `reasoning` is the
     server's separate reasoning channel, when it has one; `source` the server that
-    answered, when one did over HTTP.
+    answered, when one did over HTTP; `cached_tokens` how many prompt tokens the server
+    says it served from its prompt cache (`usage.prompt_tokens_details.cached_tokens`).
     """
 
     text: str | None
@@ -61,6 +62,7 @@ class ChatResponse:
     reasoning: str | None = None
     transport: bool = False
     source: str | None = field(default=None, compare=False)
+    cached_tokens: int = 0
 
     @property
     def ok(self) -> bool:
@@ -86,7 +88,8 @@ class LLMUsage:
 
     `transport_failures` counts the failed requests that never got an answer (see
     `ChatResponse.transport`); `last_transport_error` says what the last one was and
-    where it was sent, so a runner can tell an outage from bad answers.
+    where it was sent, so a runner can tell an outage from bad answers. `cached_tokens`
+    are the prompt tokens of answered calls that the server served from its prompt cache.
     """
 
     calls: int = 0
@@ -95,6 +98,7 @@ class LLMUsage:
     failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
     transport_failures: int = 0
     last_transport_error: str | None = None
 
@@ -131,6 +135,7 @@ class LLMUsage:
                 self.calls += 1
                 self.prompt_tokens += r.prompt_tokens
                 self.completion_tokens += r.completion_tokens
+                self.cached_tokens += r.cached_tokens
                 continue
             self.failures += 1
             if r.transport:

@@ -9,7 +9,8 @@ from pydantic import (BaseModel, ConfigDict, Discriminator, Field, SerializerFun
 
 
 # Settings that only say where and how widely a model runs, with their defaults.
-_SCALING_DEFAULTS: dict[str, Any] = {"base_urls": None, "engines": 1, "batch_size": 64}
+_SCALING_DEFAULTS: dict[str, Any] = {"base_urls": None, "engines": 1, "batch_size": 64,
+                                     "max_reply_bytes": 4 * 2**20}
 
 
 class _SamplingConfig(BaseModel):
@@ -55,11 +56,22 @@ class OpenAIModelConfig(_SamplingConfig):
     api_key_env: str = "OPENAI_API_KEY"
     extra_body: dict[str, Any] = Field(default_factory=dict)
     max_concurrency: int = Field(default=16, ge=1)
+    # The deadline of one attempt, from connecting to the reply's last byte.
     timeout_s: float = Field(default=120.0, gt=0.0)
+    # A chat answer is a few KB; a longer reply is a broken or hostile server.
+    max_reply_bytes: int = Field(default=4 * 2**20, ge=1024)
     max_retries: int = Field(default=6, ge=0)
     backoff_initial_s: float = Field(default=1.0, ge=0.0)
     backoff_max_s: float = Field(default=60.0, ge=0.0)
-    structured_output: bool = False
+    # Every server build-bench names accepts a JSON schema; one that refuses it is
+    # noticed on the first refusal and asked by the prompt alone from then on.
+    structured_output: bool = True
+
+    def worst_case_s(self) -> float:
+        """How long one request can take against a server that accepts and never answers:
+        every attempt runs to its deadline, with the longest backoff between them."""
+        backoff = sum(min(self.backoff_max_s, self.backoff_initial_s * 2**a) for a in range(self.max_retries))
+        return (self.max_retries + 1) * self.timeout_s + backoff
 
     @model_validator(mode="after")
     def _one_way_to_name_servers(self) -> OpenAIModelConfig:

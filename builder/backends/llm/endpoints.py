@@ -48,9 +48,12 @@ def http_client(concurrency: int) -> Any:
 class Endpoint:
     """One server: its client, and how many requests it has in flight."""
 
-    def __init__(self, url: str | None, api_key: str, timeout_s: float, concurrency: int) -> None:
+    def __init__(self, url: str | None, api_key: str, timeout_s: float, concurrency: int,
+                 max_reply_bytes: int) -> None:
         self.url = url
         self.in_flight = 0
+        self.deadline_s = timeout_s
+        self.max_reply_bytes = max_reply_bytes
         self._http = http_client(concurrency)
         self.client = openai.AsyncOpenAI(api_key=api_key, base_url=url, timeout=timeout_s, max_retries=0,
                                          http_client=self._http)
@@ -66,7 +69,7 @@ class Endpoint:
             raise RuntimeError("Endpoint.prepare() must run on the sending loop first")
         self.in_flight += 1
         try:
-            return await self._chat.send(payload, attempt)
+            return await self._chat.send(payload, attempt, self.deadline_s, self.max_reply_bytes)
         finally:
             self.in_flight -= 1
 
@@ -74,8 +77,9 @@ class Endpoint:
 class Endpoints:
     """Every server of one model, in the order the recipe lists them."""
 
-    def __init__(self, urls: Sequence[str | None], api_key: str, timeout_s: float, concurrency: int) -> None:
-        self.all = [Endpoint(url, api_key, timeout_s, concurrency) for url in urls]
+    def __init__(self, urls: Sequence[str | None], api_key: str, timeout_s: float, concurrency: int,
+                 max_reply_bytes: int) -> None:
+        self.all = [Endpoint(url, api_key, timeout_s, concurrency, max_reply_bytes) for url in urls]
 
     @property
     def source(self) -> str:

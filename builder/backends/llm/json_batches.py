@@ -10,8 +10,8 @@ or has a malformed entry is re-asked, with every other request of the call in on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -42,13 +42,29 @@ class IdList(Generic[V]):
     the entry is not an object or lacks what it needs; a value of None counts as missing.
     `wrappers` are the keys under which an object may hold the list (any other object is
     taken as a list of one entry); `entry` and `item` name things in complaints
-    ("expected a JSON list with one grade per question").
+    ("expected a JSON list with one grade per question"). `fields` are the JSON Schema
+    properties of an entry besides its id, all required: `schema` builds from them what a
+    server that enforces schemas may answer, a shape `values` always accepts.
     """
 
     read: Callable[[Any], V | None]
     wrappers: tuple[str, ...] = ()
     entry: str = "entry"
     item: str = "question"
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    def schema(self, n: int) -> dict[str, Any]:
+        """The answer for n items as a JSON Schema: the list of n entries under the first
+        wrapper key (hosted APIs want an object at the top)."""
+        entry = {
+            "type": "object",
+            "properties": {"id": {"type": "integer", "minimum": 1, "maximum": n}, **self.fields},
+            "required": ["id", *self.fields],
+            "additionalProperties": False,
+        }
+        items = {"type": "array", "items": entry, "minItems": n, "maxItems": n}
+        return {"type": "object", "properties": {self.wrappers[0]: items}, "required": [self.wrappers[0]],
+                "additionalProperties": False}
 
     def unwrap(self, answer: Any) -> Any:
         """The list an object answer holds; other answers as they are."""
@@ -94,16 +110,19 @@ def number_batches(items: Iterable[tuple[G, K, str]], per_call: int,
 
 
 def ask_numbered(backend: LLMBackend, batches: Sequence[NumberedBatch[K]],
-                 validator_for: Callable[[int], Callable[[Any], list[V]]], raw_log: Path | None = None,
+                 validator_for: Callable[[int], Callable[[Any], list[V]]],
+                 schema_for: Callable[[int], dict[str, Any]], raw_log: Path | None = None,
                  on_done: Callable[[int], None] | None = None) -> list[JSONAnswer[list[V]]]:
     """Every batch's answer (values in id order), all batches in one pool.
 
-    `validator_for(n)` checks an answer for n items, e.g. `IdList.validator`.
+    `validator_for(n)` checks an answer for n items, e.g. `IdList.validator`, and
+    `schema_for(n)` is the JSON Schema sent with the request (e.g. `IdList.schema`).
     """
     validators: dict[int, Callable[[Any], list[V]]] = {}
     for batch in batches:
         validators.setdefault(len(batch.keys), validator_for(len(batch.keys)))
-    return chat_json(backend, [b.request for b in batches], [validators[len(b.keys)] for b in batches],
+    requests = [replace(b.request, json_schema=schema_for(len(b.keys))) for b in batches]
+    return chat_json(backend, requests, [validators[len(b.keys)] for b in batches],
                      raw_log=raw_log, on_done=on_done)
 
 

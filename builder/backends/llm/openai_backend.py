@@ -8,6 +8,7 @@ import json
 import os
 import queue
 import random
+import re
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
@@ -19,7 +20,7 @@ from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatRespo
 from builder.backends.llm.cache import CacheWriter, LLMCache, Origin, fill, key_for, split_cached
 from builder.backends.llm.config import OpenAIModelConfig
 from builder.backends.llm.endpoints import Endpoint, Endpoints, ssl_context
-from builder.backends.llm.openai_requests import dumps
+from builder.backends.llm.openai_requests import ReplyTooLarge, dumps
 from builder.backends.llm.pool import LoopPool
 
 T = TypeVar("T")
@@ -32,6 +33,10 @@ _TRANSPORT_STATUSES = (401, 403, 404)
 _MAX_TOKENS = 2**63
 # Local servers ignore the key, but the SDK insists on having one.
 _PLACEHOLDER_KEY = "sk-local-placeholder"
+# How a server says it cannot take the request as sent: a 400 or 422 ...
+_REJECTED = re.compile(r"^llm_failed: HTTP (400|422)\b")
+# ... and words that say the rejected part was the response format.
+_FORMAT_WORDS = re.compile(r"response_format|json_schema|schema|grammar", re.IGNORECASE)
 
 
 def resolve_api_key(config: OpenAIModelConfig) -> str:
@@ -96,7 +101,10 @@ class OpenAIBackend:
         self.usage = LLMUsage()
         self._usage_lock = threading.Lock()
         self._endpoints = Endpoints(config.endpoints, resolve_api_key(config), config.timeout_s,
-                                    config.max_concurrency)
+                                    config.max_concurrency, config.max_reply_bytes)
+        # Why the server refused `response_format`, once it has: from then on the prompt
+        # alone asks for JSON (see `_sent`).
+        self.schema_refused: str | None = None
         self._writer = CacheWriter(cache)
         self._slots = asyncio.Semaphore(config.max_concurrency * len(self._endpoints.all))
         self._loop = _LoopThread(f"llm-{name}")
@@ -152,14 +160,17 @@ class OpenAIBackend:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _response_format(self, request: ChatRequest) -> dict[str, Any] | None:
+    def _wanted_format(self, request: ChatRequest) -> dict[str, Any] | None:
+        """The response_format the recipe asks for: the request's schema, when it has one."""
         if not (self.config.structured_output and request.json_schema):
             return None
         return {"type": "json_schema", "json_schema": {"name": "answer", "schema": request.json_schema}}
 
     def _key(self, request: ChatRequest) -> str:
+        # Keyed by what the recipe asks for, not by what the server took, so a rerun finds
+        # the answers before it learns again that the server refuses schemas.
         sampling = self.config.sampling(request.max_tokens)
-        return key_for("openai", self.config.model, sampling, request.messages, self._response_format(request))
+        return key_for("openai", self.config.model, sampling, request.messages, self._wanted_format(request))
 
     def _wait(
         self,
@@ -224,7 +235,8 @@ class OpenAIBackend:
             "temperature": cfg.temperature,
             "max_tokens": max_tokens,
         }
-        optional = {"top_p": cfg.top_p, "seed": cfg.seed, "response_format": self._response_format(request)}
+        response_format = None if self.schema_refused else self._wanted_format(request)
+        optional = {"top_p": cfg.top_p, "seed": cfg.seed, "response_format": response_format}
         body.update({k: v for k, v in optional.items() if v is not None})
         return {**body, **cfg.extra_body}
 
@@ -238,10 +250,10 @@ class OpenAIBackend:
     async def _ask(self, request: ChatRequest) -> ChatResponse:
         """One answer; an answer cut off at max_tokens is asked once more with twice the budget."""
         budget = request.max_tokens or self.config.max_tokens
-        first = await self._with_retries(self._body(request, budget))
+        first = await self._sent(request, budget)
         if first.reason != "llm_truncated":
             return first
-        second = await self._with_retries(self._body(request, 2 * budget))
+        second = await self._sent(request, 2 * budget)
         retries = first.retries + 1 + second.retries
         if not second.ok:
             return replace(second, retries=retries)
@@ -250,7 +262,24 @@ class OpenAIBackend:
             retries=retries,
             prompt_tokens=first.prompt_tokens + second.prompt_tokens,
             completion_tokens=first.completion_tokens + second.completion_tokens,
+            cached_tokens=first.cached_tokens + second.cached_tokens,
         )
+
+    async def _sent(self, request: ChatRequest, max_tokens: int) -> ChatResponse:
+        """The answer to one request; when a server rejects it with a response_format, the
+        request is asked again without one, and if the server then answers (or said the
+        format was what it rejected) the model falls back to prompt-only JSON for good."""
+        body = self._body(request, max_tokens)
+        answer = await self._with_retries(body)
+        if "response_format" not in body or not _REJECTED.match(answer.error or ""):
+            return answer
+        plain = await self._with_retries({k: v for k, v in body.items() if k != "response_format"})
+        named = bool(_FORMAT_WORDS.search(answer.error or ""))
+        if not (plain.ok or named):
+            return answer
+        if self.schema_refused is None:
+            self.schema_refused = (answer.error or "").removeprefix("llm_failed: ")
+        return replace(plain, retries=answer.retries + 1 + plain.retries)
 
     async def _with_retries(self, body: dict[str, Any]) -> ChatResponse:
         """An answer or a failure; an answer cut off at max_tokens is a `truncated` failure."""
@@ -289,6 +318,8 @@ class _Malformed(ValueError):
 def _classify(error: Exception) -> tuple[str, bool, float | None, bool]:
     """Short reason, whether to retry, how long the server asked us to wait, and whether
     the failure is about reaching the server rather than about the answer."""
+    if isinstance(error, ReplyTooLarge):
+        return str(error), False, None, False
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
         if _retryable(status):
@@ -335,9 +366,12 @@ def _answer(data: Any, retries: int, max_tokens: int) -> ChatResponse:
     if not isinstance(usage, dict):
         raise _Malformed("usage is not an object")
     prompt, completion = _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens")
+    details = usage.get("prompt_tokens_details") or {}
+    # Servers without a prompt cache send no details, or null: nothing was served from one.
+    cached = _token_count(details, "cached_tokens") if isinstance(details, dict) else 0
     if choices and choices[0].get("finish_reason") == "length":
         return replace(ChatResponse.truncated(f"answer cut off at max_tokens {max_tokens}", retries),
                        prompt_tokens=prompt, completion_tokens=completion)
     if not text:
         return ChatResponse.failed("empty answer", retries)
-    return ChatResponse(text, None, False, prompt, completion, retries, reasoning or None)
+    return ChatResponse(text, None, False, prompt, completion, retries, reasoning or None, cached_tokens=cached)

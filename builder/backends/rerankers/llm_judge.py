@@ -46,7 +46,10 @@ def _entry_grade(entry: Any) -> Any:
     return entry.get("grade", entry.get("score"))
 
 
-GRADES = IdList(read=_entry_grade, wrappers=("grades", "scores"), entry="grade")
+GRADES = IdList(read=_entry_grade, wrappers=("grades", "scores"), entry="grade",
+                fields={"grade": {"type": "integer", "minimum": 0, "maximum": MAX_GRADE}})
+# One pair per request: the prompt asks for the grade alone.
+BARE_GRADE: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": MAX_GRADE}
 
 
 def _validator(n: int) -> Callable[[Any], list[int]]:
@@ -88,7 +91,8 @@ def grade_pair_sets(backend: LLMBackend, render: Render, sets: Sequence[Sequence
     ids of different callers apart in logs.
     """
     batches = _batches(sets, questions_per_call, render, tag)
-    answers = ask_numbered(backend, batches, _validator, raw_log=raw_log, on_done=on_done)
+    schema_for = (lambda _: BARE_GRADE) if questions_per_call == 1 else GRADES.schema
+    answers = ask_numbered(backend, batches, _validator, schema_for, raw_log=raw_log, on_done=on_done)
     out = [[Grade(None, "llm_failed")] * len(pairs) for pairs in sets]
     for (s, i), value, error in per_item(batches, answers):
         out[s][i] = Grade(value, error)

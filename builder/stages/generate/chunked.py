@@ -22,17 +22,27 @@ if TYPE_CHECKING:
     from builder.stages.context import StageContext
     from builder.stages.generate.params import GenerateParams
 
+# An object at the top, as hosted APIs require; `validate_answer` also takes the bare list.
 ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "array",
-    "items": {
-        "type": "object",
-        "properties": {
-            "question": {"type": "string"},
-            "answer": {"type": "string"},
-            "type": {"type": "string", "enum": ["simple", "complicated"]},
+    "type": "object",
+    "properties": {
+        "questions": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "question": {"type": "string", "minLength": 1},
+                    "answer": {"type": "string"},
+                    "type": {"type": "string", "enum": ["simple", "complicated"]},
+                },
+                "required": ["question", "answer", "type"],
+                "additionalProperties": False,
+            },
         },
-        "required": ["question", "answer", "type"],
     },
+    "required": ["questions"],
+    "additionalProperties": False,
 }
 
 

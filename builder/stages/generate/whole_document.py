@@ -22,24 +22,30 @@ REGION_INSTRUCTIONS = {
     "final": "Base every question mainly on the final third of the document.",
 }
 
+# A server that enforces this cannot write an answer `validate_answer` rejects: the
+# questions are required even of an unusable document (it ignores them then), since a
+# schema that made them depend on `usable` is beyond what most servers enforce.
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "usable": {"type": "boolean"},
         "questions": {
             "type": "array",
+            "minItems": 1,
             "items": {
                 "type": "object",
                 "properties": {
-                    "question": {"type": "string"},
+                    "question": {"type": "string", "minLength": 1},
                     "answer": {"type": "string"},
                     "type": {"type": "string"},
                 },
-                "required": ["question", "answer"],
+                "required": ["question", "answer", "type"],
+                "additionalProperties": False,
             },
         },
     },
-    "required": ["usable"],
+    "required": ["usable", "questions"],
+    "additionalProperties": False,
 }
 
 

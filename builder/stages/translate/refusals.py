@@ -12,6 +12,10 @@ if TYPE_CHECKING:
     from builder.stages.context import StageContext
 
 
+SCHEMA: dict[str, Any] = {"type": "object", "properties": {"refusal": {"type": "boolean"}},
+                          "required": ["refusal"], "additionalProperties": False}
+
+
 def _validate(value: Any) -> bool:
     if isinstance(value, dict) and isinstance(value.get("refusal"), bool):
         return value["refusal"]
@@ -25,7 +29,7 @@ def confirm_refusals(suspects: dict[str, tuple[str, str]], llm: str, prompt: str
     ids = list(suspects)
     requests = [
         ChatRequest.of(ctx.render(prompt, language=LANGUAGES.get(lang, (lang,))[0], output=text[:max_chars]),
-                       item_id=i)
+                       item_id=i, json_schema=SCHEMA)
         for i, (text, lang) in ((i, suspects[i]) for i in ids)
     ]
     with ctx.progress.task("checking suspected refusals", len(requests)) as bar:

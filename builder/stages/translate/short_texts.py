@@ -20,7 +20,7 @@ def _translation(entry: Any) -> str | None:
 
 
 TRANSLATIONS = IdList(read=_translation, wrappers=("translations", "items"), entry="translation",
-                      item="numbered text")
+                      item="numbered text", fields={"text": {"type": "string"}})
 
 
 def translate_short(items: Sequence[tuple[str, str, str]], per_call: int, render: RenderItems,
@@ -31,5 +31,5 @@ def translate_short(items: Sequence[tuple[str, str, str]], per_call: int, render
         return ChatRequest.of(render(lang, numbered), item_id=f"{keys[0][0]}@{lang}")
 
     batches = number_batches(((lang, (key, lang), text) for key, lang, text in items), per_call, request_for)
-    answers = ask_numbered(backend, batches, TRANSLATIONS.validator, raw_log=raw_log, on_done=advance)
+    answers = ask_numbered(backend, batches, TRANSLATIONS.validator, TRANSLATIONS.schema, raw_log=raw_log, on_done=advance)
     return {key: value for key, value, _ in per_item(batches, answers)}
