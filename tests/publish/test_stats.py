@@ -68,7 +68,8 @@ def test_groups_drops_and_llm_usage():
         {"stage": "02_generate_queries", "kind": "query", "reason": "llm_failed", "count": 1},
     ]
     assert [r["dropped"] for r in stats["stage_table"]] == [0, 2, 1]
-    assert stats["llm"]["stages"] == [{"stage": "02_generate_queries", **LLM}]
+    # A record written before cached tokens were counted reads as none cached.
+    assert stats["llm"]["stages"] == [{"stage": "02_generate_queries", **LLM, "cached_tokens": 0}]
     assert stats["llm"]["total"]["calls"] == 4 and stats["llm"]["total"]["cache_hits"] == 1
 
 
@@ -86,7 +87,7 @@ def test_no_positions_yet_is_a_note_not_an_error():
     assert not stats["positions"]["available"]
     assert stats["position_by_length"] is None
     assert any("no spans" in n for n in stats["notes"])
-    assert stats["llm"] == {"stages": [], "total": dict.fromkeys(LLM, 0)}
+    assert stats["llm"] == {"stages": [], "total": dict.fromkeys([*LLM, "cached_tokens"], 0)}
 
 
 def test_an_empty_bench_has_stats_too():
