@@ -123,8 +123,10 @@ class Runner:
 
     def run(self) -> RunResult:
         out_dir = self.options.out_dir or Path(self.recipe.output.dir or f"out/{self.recipe.name}")
-        if self.options.mock_llm and self.options.out_dir is None:
-            out_dir = out_dir.with_name(f"{out_dir.name}-mock")  # never over a real build's output
+        if self.options.mock_llm and self.options.out_dir is None and out_dir.name:
+            # Never over a real build's output. A path with no name (`/`, `.`) has no
+            # sibling to use: the place check below refuses it.
+            out_dir = out_dir.with_name(f"{out_dir.name}-mock")
         check_out_dir_place(out_dir, self.options.run_root, self.run_dir)
         with self._locked(out_dir):
             for note in recover(out_dir) + recover_folder(self.run_dir):
