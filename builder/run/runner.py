@@ -36,7 +36,7 @@ from builder.run.load import load_corpus, load_key
 from builder.run.load_meter import LOAD_LABEL
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
 from builder.run.grow import record_keys, seed_from, ship_answers
-from builder.run.locks import FileLock, out_lock_path
+from builder.run.locks import RUN_LOCK, FileLock, out_lock_path
 from builder.run.outcome import check_result
 from builder.run.outdir import check_out_dir_contents, check_out_dir_place, output_is_current, write_marker
 from builder.run.progress import RichProgress
@@ -161,7 +161,7 @@ class Runner:
     def _locked(self, out_dir: Path) -> Iterator[None]:
         """Hold the run folder's lock, then the output folder's (always in that order)."""
         with ExitStack() as stack:
-            for lock in (FileLock(self.run_dir / ".lock", "run folder"),
+            for lock in (FileLock(self.run_dir / RUN_LOCK, "run folder"),
                          FileLock(out_lock_path(out_dir), "output folder")):
                 lock.acquire(self.options.wait, self._notice)
                 stack.callback(lock.release)
