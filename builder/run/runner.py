@@ -35,7 +35,7 @@ from builder.run.backends import Backends
 from builder.run.load import load_corpus, load_key
 from builder.run.load_meter import LOAD_LABEL
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
-from builder.run.grow import record_keys, seed_from, ship_answers
+from builder.run.grow import seed_from, ship_answers
 from builder.run.locks import RUN_LOCK, FileLock, out_lock_path
 from builder.run.outcome import check_result
 from builder.run.outdir import check_out_dir_contents, check_out_dir_place, output_is_current, write_marker
@@ -259,8 +259,7 @@ class Runner:
             self._notice(f"{label}: {lost} LLM requests failed to get through (last: "
                          f"{self.backends.usage().last_transport_error}); the stage is not checkpointed, "
                          "run again to retry them")
-        digest = save_checkpoint(stage_dir, bench, record, None if lost else fp)
-        record_keys(stage_dir, self.backends, label)
+        digest = save_checkpoint(stage_dir, bench, record, None if lost else fp, self.backends.used_keys(label))
         return bench, record, digest
 
     def _load(self) -> tuple[Bench, StageRecord]:
