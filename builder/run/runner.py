@@ -35,6 +35,7 @@ from builder.run.backends import Backends
 from builder.run.load import load_corpus, load_key
 from builder.run.load_meter import LOAD_LABEL
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
+from builder.run.disk_full import disk_full
 from builder.run.grow import seed_from, ship_answers
 from builder.run.locks import RUN_LOCK, FileLock, out_lock_path
 from builder.run.outcome import check_result
@@ -128,6 +129,25 @@ class Runner:
             # sibling to use: the place check below refuses it.
             out_dir = out_dir.with_name(f"{out_dir.name}-mock")
         check_out_dir_place(out_dir, self.options.run_root, self.run_dir)
+        try:
+            bench, stats, written = self._build(out_dir)
+        except Exception as exc:
+            full = disk_full(exc, {"--out": out_dir, "--run-dir": self.options.run_root})
+            if full is None:
+                raise
+            raise full from exc
+        if self.options.mock_llm:
+            self._notice(f"{out_dir}: built with the mock LLM (answers made from the documents' own sentences), "
+                         "to try the recipe; rebuild without --mock-llm for a real benchmark")
+            if self.recipe.push is not None:
+                self._notice(f"not pushed to {self.recipe.push.repo}: built with the mock LLM")
+        elif self.recipe.push is not None:
+            cfg = self.recipe.push
+            push(out_dir, cfg.repo, private=cfg.private, tag=cfg.tag, console=self.console)
+        return RunResult(bench=bench, out_dir=out_dir, run_dir=self.run_dir, stage_stats=stats, written=written)
+
+    def _build(self, out_dir: Path) -> tuple[Bench, list[StageRecord], bool]:
+        """Under the locks: resume or run the stages and write the output when it changed."""
         with self._locked(out_dir):
             for note in recover(out_dir) + recover_folder(self.run_dir):
                 self._notice(note)
@@ -147,15 +167,7 @@ class Runner:
                                        "nothing written", highlight=False)
             finally:
                 self.close()
-        if self.options.mock_llm:
-            self._notice(f"{out_dir}: built with the mock LLM (answers made from the documents' own sentences), "
-                         "to try the recipe; rebuild without --mock-llm for a real benchmark")
-            if self.recipe.push is not None:
-                self._notice(f"not pushed to {self.recipe.push.repo}: built with the mock LLM")
-        elif self.recipe.push is not None:
-            cfg = self.recipe.push
-            push(out_dir, cfg.repo, private=cfg.private, tag=cfg.tag, console=self.console)
-        return RunResult(bench=bench, out_dir=out_dir, run_dir=self.run_dir, stage_stats=stats, written=written)
+        return bench, stats, written
 
     @contextmanager
     def _locked(self, out_dir: Path) -> Iterator[None]:
