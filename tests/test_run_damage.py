@@ -167,3 +167,26 @@ def test_an_empty_result_fails_unless_allowed(write_recipe):
     allowed = _build(recipe, "--allow-empty")
     assert allowed.exit_code == 0, allowed.output
     assert (recipe.parent / "out" / "corpus.jsonl").read_text() == ""
+
+
+@pytest.mark.parametrize("damage", ["random bytes", "not keys"])
+def test_a_damaged_llm_keys_file_is_recomputed_with_a_warning(write_recipe, fake_openai, damage):
+    srv = fake_openai(responder=scripted_llm)
+    recipe = write_recipe(LLM.replace("BASE", srv.base_url).replace(
+        "  - generate_queries: {llm: gen, questions_per_call: 2, calls_per_doc: 1}\n"
+        "  - localize_spans: {llm: gen, questions_per_call: 3}\n", ""))
+    root = recipe.parent
+    assert _build(recipe, "--allow-empty").exit_code == 0
+    keys = next((root / "runs" / "outage").iterdir()) / "02_summarize" / "llm_keys.txt"
+    shipped = pl.read_parquet(root / "out" / "llm_answers.parquet")
+    keys.write_bytes(b"\xff\xfe\x00garbage" * 40 if damage == "random bytes" else b"{'a': 1}\nnot a key\n")
+    asked = srv.request_count
+    for attempt in range(2):  # the first rerun repairs; the second finds nothing wrong
+        again = runner.invoke(app, ["build", str(recipe), "--run-dir", str(root / "runs"),
+                                    "--out", str(root / f"out{attempt}"), "--allow-empty"])
+        assert again.exit_code == 0, again.output
+        assert "Traceback" not in again.output
+        warned = "02_summarize: checkpoint damaged" in " ".join(again.output.split())
+        assert warned == (attempt == 0), again.output
+        assert pl.read_parquet(root / f"out{attempt}" / "llm_answers.parquet").equals(shipped)
+    assert srv.request_count == asked  # recomputed from the cache, nothing asked again

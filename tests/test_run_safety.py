@@ -79,6 +79,21 @@ def test_paths_the_swap_would_destroy_are_refused_up_front(recipe, tmp_path, mon
     assert not any(tmp_path.rglob("*.parquet"))
 
 
+@pytest.mark.parametrize("mock", [False, True], ids=["real", "mock"])
+@pytest.mark.parametrize("where", ["/", "."])
+def test_a_recipe_output_dir_the_swap_would_destroy_is_refused_in_one_line(write_recipe, tmp_path, monkeypatch,
+                                                                            where, mock):
+    recipe = write_recipe(TINY.replace("seed: 1\n", f"seed: 1\noutput: {{dir: '{where}'}}\n"))
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["build", str(recipe), "--run-dir", str(tmp_path / "runs"),
+                                 *(["--mock-llm"] if mock else [])])
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: output folder"), result.output
+    assert not any(tmp_path.rglob("*.parquet"))
+
+
 def test_a_held_lock_names_its_holder(recipe, tmp_path):
     out = tmp_path / "out"
     lock = FileLock(out_lock_path(out), "output folder")

@@ -19,6 +19,7 @@ import polars as pl
 
 from builder.evaluation.corpus import Corpus
 from builder.evaluation.errors import EvalError
+from builder.io.table_check import TableError, check_built_folder, read_table
 from builder.evaluation.positions import DEFAULT_ANCHOR, Anchor, Definition, apply_native, apply_posir
 
 # Position groupings a dataset may carry, in the order the report shows them.
@@ -56,11 +57,17 @@ def load_eval_data(folder: Path, positions: Definition | None = None, anchor: An
     if not folder.is_dir():
         raise EvalError(f"{folder} is not a folder")
     layout = "native"
-    if all((folder / name).is_file() for name in _BUILT):
-        files = [folder / name for name in _BUILT]
-        corpus, metadata = _read_corpus(files[0], {})
-        queries, qrels = (pl.read_parquet(f) for f in files[1:])
-    elif all((folder / name).is_file() for name in _POSIR):
+    posir = all((folder / name).is_file() for name in _POSIR)
+    if any((folder / name).is_file() for name in _BUILT[1:]) and not posir:
+        # A built folder: all three tables must be usable (never fall back to its BEIR copies).
+        try:
+            check_built_folder(folder)
+            files = [folder / name for name in _BUILT]
+            corpus, metadata = _read_corpus(files[0], {})
+            queries, qrels = (read_table(f) for f in files[1:])
+        except TableError as exc:
+            raise EvalError(str(exc)) from None
+    elif posir:
         files = [folder / name for name in _POSIR]
         corpus, metadata, queries, qrels = _read_posir(files)
         layout = "posir"

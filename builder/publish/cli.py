@@ -22,9 +22,19 @@ FolderArg = Annotated[
 
 
 def _check_folder(folder: Path, err: Console) -> None:
+    """Exit 2 with one line unless `folder` holds a built benchmark's readable tables."""
+    from rich.markup import escape
+
+    from builder.io.table_check import TableError, check_built_folder
+
     if not (folder / "corpus.parquet").is_file():
-        err.print(f"[red]{folder} is not a built benchmark folder (no corpus.parquet)[/]")
+        err.print(f"[red]{escape(str(folder))} is not a built benchmark folder (no corpus.parquet)[/]")
         raise typer.Exit(2)
+    try:
+        check_built_folder(folder)
+    except TableError as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
 
 
 def stats_command(folder: FolderArg) -> None:
@@ -104,7 +114,7 @@ def diff_command(
     try:
         result = diff_versions(fetch_version(old), fetch_version(new))
     except SourceError as exc:
-        err.print(f"[red]{escape(str(exc))}[/]", highlight=False)
+        err.print(f"[red]{escape(str(exc))}[/]", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     if as_json:
         print(json.dumps(result, indent=1, ensure_ascii=False))

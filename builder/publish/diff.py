@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from builder.io.sources import SourceError
+from builder.io.table_check import read_table, table_columns
 
 EXAMPLES = 3
 QUERY_FIELDS = ("text", "span", "label", "position_bin")
@@ -36,13 +37,15 @@ class Version:
     evaluation: dict[str, Any] | None = None  # eval/eval.json
 
 
-def _read(paths: list[Path], wanted: tuple[str, ...], rename: dict[str, str]) -> pl.DataFrame:
-    """The wanted columns (after renaming) of every file, missing ones as nulls."""
+def _read(paths: list[Path], wanted: tuple[str, ...], rename: dict[str, str], required: tuple[str, ...]
+          ) -> pl.DataFrame:
+    """The wanted columns (after renaming) of every file, missing ones as nulls; a file
+    lacking a `required` column (named as in the file) is a TableError."""
     frames = []
     for path in paths:
-        have = pl.read_parquet_schema(path)
+        have = table_columns(path, required)
         columns = [c for c in have if rename.get(c, c) in wanted]
-        frames.append(pl.read_parquet(path, columns=columns).rename({c: rename[c] for c in columns if c in rename}))
+        frames.append(read_table(path, columns).rename({c: rename[c] for c in columns if c in rename}))
     if not frames:
         return pl.DataFrame(schema={c: pl.Utf8 for c in wanted})
     frame = pl.concat(frames, how="diagonal_relaxed")
@@ -70,16 +73,19 @@ def read_version(folder: Path, where: str | None = None) -> Version:
     folder = Path(folder)
     where = where or str(folder)
     if (folder / "corpus.parquet").is_file():
-        docs = _read([folder / "corpus.parquet"], _DOC_COLUMNS, {})
-        queries = _read([folder / "queries.parquet"], _QUERY_COLUMNS, {})
-        qrels = _read([folder / "qrels.parquet"], ("query_id", "doc_id", "score"), {})
+        docs = _read([folder / "corpus.parquet"], _DOC_COLUMNS, {}, ("doc_id", "text"))
+        queries = _read([folder / "queries.parquet"], _QUERY_COLUMNS, {}, ("query_id", "text"))
+        qrels = _read([folder / "qrels.parquet"], ("query_id", "doc_id", "score"), {}, ("query_id", "doc_id", "score"))
     elif any((folder / "corpus").glob("*/*.parquet")):
         files = {t: sorted((folder / t).glob("*/*.parquet")) for t in _PARTS}
-        docs = _read(files["corpus"], _DOC_COLUMNS, {"_id": "doc_id"}).drop("lang", "domain").join(
-            _read(files["documents"], _DOC_COLUMNS, {"corpus-id": "doc_id"}).drop("text"), on="doc_id", how="left")
-        queries = _read(files["queries"], _QUERY_COLUMNS, {"_id": "query_id"}).select("query_id", "text").join(
-            _read(files["positions"], _QUERY_COLUMNS, {"query-id": "query_id"}).drop("text"), on="query_id", how="left")
-        qrels = _read(files["qrels"], ("query_id", "doc_id", "score"), {"query-id": "query_id", "corpus-id": "doc_id"})
+        docs = _read(files["corpus"], _DOC_COLUMNS, {"_id": "doc_id"}, ("_id", "text")).drop("lang", "domain").join(
+            _read(files["documents"], _DOC_COLUMNS, {"corpus-id": "doc_id"}, ("corpus-id",)).drop("text"),
+            on="doc_id", how="left")
+        queries = _read(files["queries"], _QUERY_COLUMNS, {"_id": "query_id"}, ("_id", "text")).select(
+            "query_id", "text").join(_read(files["positions"], _QUERY_COLUMNS, {"query-id": "query_id"},
+                                           ("query-id",)).drop("text"), on="query_id", how="left")
+        qrels = _read(files["qrels"], ("query_id", "doc_id", "score"), {"query-id": "query_id", "corpus-id": "doc_id"},
+                      ("query-id", "corpus-id", "score"))
     else:
         raise SourceError(f"{where} is not a built benchmark folder (no corpus.parquet and no corpus/ partitions)")
     docs = docs.with_columns(pl.col("lang").cast(pl.Utf8).fill_null("-"))

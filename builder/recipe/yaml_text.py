@@ -19,6 +19,8 @@ import yaml
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 # Far more values than any recipe needs, few enough to walk in well under a second.
 MAX_VALUES = 100_000
+# Far deeper than any recipe needs, shallow enough that building it never hits Python's recursion limit.
+MAX_DEPTH = 64
 _MERGE = "tag:yaml.org,2002:merge"
 
 
@@ -75,6 +77,7 @@ def read_yaml(text: str) -> Any:
     except yaml.YAMLError as exc:  # the reader rejects control characters up front
         raise BadYaml([_syntax_problem(exc, text)]) from None
     try:
+        _check_depth(text)
         node = loader.get_single_node()
         if node is None:
             return None
@@ -88,6 +91,20 @@ def read_yaml(text: str) -> Any:
         raise BadYaml([Problem((), "not valid YAML: nested too deeply")]) from None
     finally:
         loader.dispose()
+
+
+def _check_depth(text: str) -> None:
+    """Reject nesting deeper than MAX_DEPTH at the line where it gets too deep. The event
+    stream is read without recursion, so this holds for any depth, unlike composing."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise BadYaml([Problem((), f"nested more than {MAX_DEPTH} levels deep",
+                                       event.start_mark.line + 1)])
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
@@ -120,7 +137,10 @@ def _check_graph(root: yaml.Node) -> list[Problem]:
                 where = (*loc, key.value if isinstance(key, yaml.ScalarNode) else "?")
                 total += 1 + size(value, where, key.start_mark.line + 1, inside)
         if total > MAX_VALUES:
-            raise BadYaml([Problem((), f"more than {MAX_VALUES} values once aliases are expanded")])
+            # The first node found too big is the smallest such: the anchored value to blame.
+            raise BadYaml([Problem((), f"more than {MAX_VALUES} values once aliases are expanded "
+                                       "(the value starting on this line is the one that grows past that; "
+                                       "use fewer aliases)", node.start_mark.line + 1)])
         sizes[id(node)] = total
         return total
 

@@ -17,6 +17,7 @@ from builder.backends.llm.cache_admin import (
     ANY_FAILURE, FAILURE_KINDS, CacheAdminError, Count, Selection, cache_path, clear, count,
 )
 from builder.consoles import console_for
+from builder.run.locks import LockBusy, holding_run_folders
 
 _UNRECORDED = "(not recorded)"  # answers cached before the cache kept model and stage
 
@@ -43,11 +44,14 @@ def cache_command(
     try:
         path = cache_path(run_dir)
         if everything or selection != Selection():
-            removed = clear(path, selection)
+            # A build holding a run folder reads and writes this cache (and ships the
+            # answers it used at the end): clearing under it would leave its output short.
+            with holding_run_folders(run_dir, "wait for that build to finish, then clear the cache"):
+                removed = clear(path, selection)
             _print_counts(out, removed, f"removed from {path}", "answers removed")
             return
         _print_counts(out, count(path), f"LLM cache {path}", "answers")
-    except CacheAdminError as error:
+    except (CacheAdminError, LockBusy) as error:
         err.print(f"error: {error}", markup=False, highlight=False)
         raise typer.Exit(2) from None
 

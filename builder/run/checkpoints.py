@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from builder.run.stage_record import StageRecord
 
 STAMP = "checkpoint.json"
 STATS = "stats.json"
+KEYS_FILE = "llm_keys.txt"  # the LLM cache keys the stage used, shipped with the output
+_KEY = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass
@@ -63,14 +66,20 @@ def _digest(files: dict[str, str], tables: list[str]) -> str:
     return hashlib.sha256(json.dumps({t: files[t] for t in tables}, sort_keys=True).encode()).hexdigest()
 
 
-def save_checkpoint(stage_dir: Path, bench: Bench, stats: StageRecord, fingerprint: str | None) -> str:
+def save_checkpoint(stage_dir: Path, bench: Bench, stats: StageRecord, fingerprint: str | None,
+                    llm_keys: set[str] | frozenset[str] = frozenset()) -> str:
     """Write the checkpoint whole (one folder swap); `fingerprint` None keeps the data for
-    inspection but marks the stage unfinished, so no rerun reuses it. Returns the digest."""
+    inspection but marks the stage unfinished, so no rerun reuses it. `llm_keys` are
+    stamped like the tables, so a damaged list is caught too. Returns the digest."""
     tmp = temp_dir_beside(stage_dir)
     try:
         tables = bench.write_tables(tmp)
         (tmp / STATS).write_text(json.dumps(stats.to_json(), indent=2, default=str), encoding="utf-8")
-        files = {name: _sha(tmp / name) for name in [*tables, STATS]}
+        extra = [STATS]
+        if llm_keys:
+            (tmp / KEYS_FILE).write_text("".join(f"{k}\n" for k in sorted(llm_keys)), encoding="utf-8")
+            extra.append(KEYS_FILE)
+        files = {name: _sha(tmp / name) for name in [*tables, *extra]}
         stamp = {"fingerprint": fingerprint, "tables": tables, "files": files}
         (tmp / STAMP).write_text(json.dumps(stamp, indent=1), encoding="utf-8")
         replace_dir(tmp, stage_dir)
@@ -117,4 +126,21 @@ def _check(stage_dir: Path, stamp: dict[str, Any]) -> Checkpoint:
     stats = json.loads((stage_dir / STATS).read_text(encoding="utf-8"))
     if not isinstance(stats, dict):
         raise Damaged(f"{STATS} is not an object")
+    read_llm_keys(stage_dir)  # a list written before it was stamped is checked for form
     return Checkpoint(stage_dir, StageRecord.from_json(stats), _digest(files, list(stamp["tables"])))
+
+
+def read_llm_keys(stage_dir: Path) -> set[str]:
+    """The LLM cache keys a stage's checkpoint lists (none when it has no list); Damaged
+    when the list is not one key per line."""
+    path = stage_dir / KEYS_FILE
+    if not path.is_file():
+        return set()
+    try:
+        keys = path.read_text(encoding="utf-8").split()
+    except UnicodeDecodeError:
+        raise Damaged(f"{KEYS_FILE} is not text") from None
+    bad = next((k for k in keys if not _KEY.fullmatch(k)), None)
+    if bad is not None:
+        raise Damaged(f"{KEYS_FILE} holds {bad[:20]!r}, not a cache key")
+    return set(keys)

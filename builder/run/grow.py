@@ -2,7 +2,7 @@
 `--from` an earlier release (a folder, or `hf://datasets/<org>/<name>@<revision>`) reads
 them into its cache first, so only what is new reaches the model.
 
-Each stage's checkpoint lists the cache keys it used (`llm_keys.txt`), so a build that
+Each stage's checkpoint lists the cache keys it used (`llm_keys.txt`, see checkpoints.py), so a build that
 resumes stages from checkpoints still ships every answer its output rests on.
 """
 
@@ -13,19 +13,13 @@ from typing import TYPE_CHECKING
 
 from builder.backends.llm.cache_transfer import ANSWERS_FILE, read_answers
 from builder.io.sources import SourceError
+from builder.run.checkpoints import read_llm_keys
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from builder.run.backends import Backends
 
-KEYS_FILE = "llm_keys.txt"
-
-
-def record_keys(stage_dir: Path, backends: Backends, label: str) -> None:
-    keys = backends.used_keys(label)
-    if keys and stage_dir.is_dir():
-        (stage_dir / KEYS_FILE).write_text("".join(f"{k}\n" for k in sorted(keys)), encoding="utf-8")
 
 
 def ship_answers(run_dir: Path, labels: list[str], backends: Backends, out_dir: Path) -> None:
@@ -34,9 +28,7 @@ def ship_answers(run_dir: Path, labels: list[str], backends: Backends, out_dir: 
 
     keys: set[str] = set()
     for label in labels:
-        path = run_dir / label / KEYS_FILE
-        if path.is_file():
-            keys.update(path.read_text(encoding="utf-8").split())
+        keys |= read_llm_keys(run_dir / label)  # checked when the checkpoint was opened or written
     answers = backends.export_answers(keys)
     if answers is not None and answers.height:
         write_parquet(answers, out_dir / ANSWERS_FILE)

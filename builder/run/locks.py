@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 
@@ -30,7 +31,8 @@ class FileLock:
             text = ""
         return f"process {text}" if text else "another process"
 
-    def acquire(self, wait: bool, on_wait: Callable[[str], None] | None = None) -> None:
+    def acquire(self, wait: bool, on_wait: Callable[[str], None] | None = None,
+                busy_hint: str = "wait for it to finish, or pass --wait") -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
@@ -39,7 +41,7 @@ class FileLock:
             if not wait:
                 os.close(fd)
                 raise LockBusy(f"{self.what} {self.path.parent} is in use by {self.holder()} "
-                               f"(lock file {self.path}); wait for it to finish, or pass --wait") from None
+                               f"(lock file {self.path}); {busy_hint}") from None
             if on_wait is not None:
                 on_wait(f"waiting for {self.holder()}, which is using {self.what} {self.path.parent}")
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -59,3 +61,23 @@ class FileLock:
 def out_lock_path(out_dir: Path) -> Path:
     """Beside the output folder, not in it: the folder itself is swapped whole."""
     return out_dir.with_name(f".{out_dir.name}.lock")
+
+
+RUN_LOCK = ".lock"
+
+
+def run_lock_paths(run_root: Path) -> list[Path]:
+    """The lock of every run folder under a --run-dir (`<run-dir>/<recipe>/<inputs>/.lock`)."""
+    return sorted(Path(run_root).glob(f"*/*/{RUN_LOCK}"))
+
+
+@contextmanager
+def holding_run_folders(run_root: Path, busy_hint: str) -> Iterator[None]:
+    """Hold the lock of every run folder under `run_root`, or raise LockBusy naming the
+    first one a build holds: the LLM cache they share must not change under a build."""
+    with ExitStack() as stack:
+        for path in run_lock_paths(run_root):
+            lock = FileLock(path, "run folder")
+            lock.acquire(wait=False, busy_hint=busy_hint)
+            stack.callback(lock.release)
+        yield

@@ -35,8 +35,9 @@ from builder.run.backends import Backends
 from builder.run.load import load_corpus, load_key
 from builder.run.load_meter import LOAD_LABEL
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
-from builder.run.grow import record_keys, seed_from, ship_answers
-from builder.run.locks import FileLock, out_lock_path
+from builder.run.disk_full import disk_full
+from builder.run.grow import seed_from, ship_answers
+from builder.run.locks import RUN_LOCK, FileLock, out_lock_path
 from builder.run.outcome import check_result
 from builder.run.outdir import check_out_dir_contents, check_out_dir_place, output_is_current, write_marker
 from builder.run.progress import RichProgress
@@ -123,9 +124,30 @@ class Runner:
 
     def run(self) -> RunResult:
         out_dir = self.options.out_dir or Path(self.recipe.output.dir or f"out/{self.recipe.name}")
-        if self.options.mock_llm and self.options.out_dir is None:
-            out_dir = out_dir.with_name(f"{out_dir.name}-mock")  # never over a real build's output
+        if self.options.mock_llm and self.options.out_dir is None and out_dir.name:
+            # Never over a real build's output. A path with no name (`/`, `.`) has no
+            # sibling to use: the place check below refuses it.
+            out_dir = out_dir.with_name(f"{out_dir.name}-mock")
         check_out_dir_place(out_dir, self.options.run_root, self.run_dir)
+        try:
+            bench, stats, written = self._build(out_dir)
+        except Exception as exc:
+            full = disk_full(exc, {"--out": out_dir, "--run-dir": self.options.run_root})
+            if full is None:
+                raise
+            raise full from exc
+        if self.options.mock_llm:
+            self._notice(f"{out_dir}: built with the mock LLM (answers made from the documents' own sentences), "
+                         "to try the recipe; rebuild without --mock-llm for a real benchmark")
+            if self.recipe.push is not None:
+                self._notice(f"not pushed to {self.recipe.push.repo}: built with the mock LLM")
+        elif self.recipe.push is not None:
+            cfg = self.recipe.push
+            push(out_dir, cfg.repo, private=cfg.private, tag=cfg.tag, console=self.console)
+        return RunResult(bench=bench, out_dir=out_dir, run_dir=self.run_dir, stage_stats=stats, written=written)
+
+    def _build(self, out_dir: Path) -> tuple[Bench, list[StageRecord], bool]:
+        """Under the locks: resume or run the stages and write the output when it changed."""
         with self._locked(out_dir):
             for note in recover(out_dir) + recover_folder(self.run_dir):
                 self._notice(note)
@@ -145,21 +167,13 @@ class Runner:
                                        "nothing written", highlight=False)
             finally:
                 self.close()
-        if self.options.mock_llm:
-            self._notice(f"{out_dir}: built with the mock LLM (answers made from the documents' own sentences), "
-                         "to try the recipe; rebuild without --mock-llm for a real benchmark")
-            if self.recipe.push is not None:
-                self._notice(f"not pushed to {self.recipe.push.repo}: built with the mock LLM")
-        elif self.recipe.push is not None:
-            cfg = self.recipe.push
-            push(out_dir, cfg.repo, private=cfg.private, tag=cfg.tag, console=self.console)
-        return RunResult(bench=bench, out_dir=out_dir, run_dir=self.run_dir, stage_stats=stats, written=written)
+        return bench, stats, written
 
     @contextmanager
     def _locked(self, out_dir: Path) -> Iterator[None]:
         """Hold the run folder's lock, then the output folder's (always in that order)."""
         with ExitStack() as stack:
-            for lock in (FileLock(self.run_dir / ".lock", "run folder"),
+            for lock in (FileLock(self.run_dir / RUN_LOCK, "run folder"),
                          FileLock(out_lock_path(out_dir), "output folder")):
                 lock.acquire(self.options.wait, self._notice)
                 stack.callback(lock.release)
@@ -257,8 +271,7 @@ class Runner:
             self._notice(f"{label}: {lost} LLM requests failed to get through (last: "
                          f"{self.backends.usage().last_transport_error}); the stage is not checkpointed, "
                          "run again to retry them")
-        digest = save_checkpoint(stage_dir, bench, record, None if lost else fp)
-        record_keys(stage_dir, self.backends, label)
+        digest = save_checkpoint(stage_dir, bench, record, None if lost else fp, self.backends.used_keys(label))
         return bench, record, digest
 
     def _load(self) -> tuple[Bench, StageRecord]:

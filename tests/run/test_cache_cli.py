@@ -101,3 +101,24 @@ def test_a_cache_from_an_older_version_is_shown_and_cleared(tmp_path):
     assert "no answers" in _cache(str(tmp_path), "--failed", "any").output  # nothing was marked
     assert "2 answers removed" in _cache(str(tmp_path), "--all").output
     assert "no answers" in _cache(str(tmp_path)).output
+
+
+def test_clearing_is_refused_while_a_build_holds_a_run_folder(tmp_path):
+    from builder.backends.llm.cache import LLMCache
+    from builder.run.locks import FileLock
+
+    runs = tmp_path / "runs"
+    LLMCache(runs / "llm_cache.sqlite").close()
+    build_lock = FileLock(runs / "cache_e2e" / "0123456789ab" / ".lock", "run folder")
+    build_lock.acquire(wait=False)
+    try:
+        for args in (["--all"], ["--failed", "any"]):
+            refused = _cache(str(runs), *args)
+            assert refused.exit_code == 2, refused.output
+            lines = [line for line in refused.output.splitlines() if line.strip()]
+            assert len(lines) == 1, refused.output
+            assert "in use" in lines[0] and str(runs / "cache_e2e" / "0123456789ab") in lines[0]
+        assert _cache(str(runs)).exit_code == 0  # showing the counts reads only
+    finally:
+        build_lock.release()
+    assert _cache(str(runs), "--all").exit_code == 0

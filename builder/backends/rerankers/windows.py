@@ -49,8 +49,26 @@ def reads_up_to(reranker: Any, query: str, text: str) -> int | None:
     return None if b is None or len(ends) <= b else ends[b - 1]
 
 
-def score_windowed(reranker: Any, pairs: Sequence[Pair]) -> list[float]:
-    """Per pair, the best score over the windows of its text (NaN if any window has none)."""
+# Pairs scored per call when progress is reported: many model batches each, so the
+# scorer stays as busy as with one call, yet a bar moves every few seconds.
+PROGRESS_CHUNK = 256
+
+
+def score_windowed(reranker: Any, pairs: Sequence[Pair],
+                   on_done: Callable[[int], None] | None = None) -> list[float]:
+    """Per pair, the best score over the windows of its text (NaN if any window has none).
+    `on_done(n)` is told each time n more pairs are scored (in chunks of PROGRESS_CHUNK)."""
+    scores: list[float] = []
+    step = PROGRESS_CHUNK if on_done is not None else max(1, len(pairs))
+    for start in range(0, len(pairs), step):
+        chunk = pairs[start: start + step]
+        scores += _score_windowed(reranker, chunk)
+        if on_done is not None:
+            on_done(len(chunk))
+    return scores
+
+
+def _score_windowed(reranker: Any, pairs: Sequence[Pair]) -> list[float]:
     budget = budget_of(reranker)
     if budget is None:
         return list(reranker.score_pairs(pairs))

@@ -71,9 +71,8 @@ class SpanContrast(QueryFilter):
                 rows = verdicts.undecided(rows)
             reranker.fit(corpus_texts)
             pairs = [(q, doc) for _, q, doc, _ in rows] + [(q, cut) for _, q, _, cut in rows]
-            with ctx.progress.task(f"contrast with {name}", 1) as bar:
-                scores = score_windowed(reranker, pairs)
-                bar.advance()
+            with ctx.progress.task(f"contrast with {name}", len(pairs)) as bar:
+                scores = score_windowed(reranker, pairs, bar.advance)
             n = len(rows)
             tally = counts.setdefault(name, {"higher": 0, "not_higher": 0, "no_score": 0})
             for (qid, *_), with_span, without in zip(rows, scores[:n], scores[n:]):
