@@ -18,8 +18,9 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from builder.publish.citations import papers_for, stage_base_name
 from builder.publish.languages import iso_639_1
-from builder.publish.masking import mask_mapping, mask_recipe_text, mask_string
+from builder.publish.masking import mask_recipe_text
 from builder.resources import shipped_dir
+from builder.secrets import mask_mapping, mask_string
 
 if TYPE_CHECKING:
     from builder.publish.layout import HubLayout
