@@ -148,6 +148,7 @@ def card_context(stats: dict[str, Any], run_stages: list[StageRecord], layout: H
         "steps": construction(run_stages, loaded),
         "prompts": _prompts(run_stages),
         "inputs": stats.get("inputs"),
+        "llm_answers": stats.get("llm_answers"),
         "recipe_effective": effective_recipe(loaded) if loaded else None,
         "recipe_text": mask_recipe_text(loaded.text) if loaded else None,
         "plots": plots,

@@ -14,6 +14,7 @@ from builder.executors import ExecutorUnavailable
 from builder.io.sources import SourceError
 from builder.prompt_templates import PromptError
 from builder.publish.hub import PushError
+from builder.run.grow import UnverifiedAnswers
 from builder.run.locks import LockBusy
 from builder.run.outcome import EmptyResult
 from builder.run.outdir import OutDirError
@@ -21,8 +22,8 @@ from builder.run.runner import InvariantError
 
 _EXPECTED = (SourceError, TokenizerLoadError, BackendUnavailable, PromptError, PushError, OSError,
              EmptyResult, ExecutorUnavailable)
-# Refused before any work: the command line points at something it must not touch.
-_REFUSED = (OutDirError, LockBusy)
+# Refused before any work: the command line points at something it must not touch or trust.
+_REFUSED = (OutDirError, LockBusy, UnverifiedAnswers)
 
 
 @contextmanager
