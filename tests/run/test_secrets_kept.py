@@ -6,6 +6,7 @@ with `user:password@` is refused before anything is sent."""
 from __future__ import annotations
 
 import socket
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,12 @@ def test_query_credentials_in_base_url_stay_out_of_every_file_and_listing(write_
     assert shown.exit_code == 0, shown.output
     assert "api_key=***" in shown.stdout and "token=***" in shown.stdout
     assert _leaks(shown.stdout) == [] and _leaks(shown.stderr) == []
+
+    # A cache written before answers were stored masked: its listing is masked all the same.
+    with sqlite3.connect(tmp_path / "runs" / "llm_cache.sqlite") as db:
+        db.execute("UPDATE answers SET base_url = ?", (f"{srv.base_url}?api_key=QuerySecret1",))
+    shown = _invoke("cache", str(tmp_path / "runs"))
+    assert shown.exit_code == 0 and "api_key=***" in shown.stdout and _leaks(shown.output) == []
 
 
 def _closed_port() -> int:

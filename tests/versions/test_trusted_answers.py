@@ -233,3 +233,10 @@ def test_a_release_on_the_hub_is_checked_too(released, server, hub, tmp_path) ->
     assert done.exit_code == 2 and "Traceback" not in done.output
     # The lines before are huggingface_hub's download progress.
     assert "is not the file this release shipped" in done.stderr.strip().splitlines()[-1]
+
+
+def test_reask_unverified_without_from_is_refused(released, tmp_path) -> None:
+    recipe, _ = released
+    done = _build(recipe, "--run-dir", str(tmp_path / "runs2"), "--out", str(tmp_path / "v2"), "--reask-unverified")
+    assert "--from" in _one_line_refusal(done)
+    assert not (tmp_path / "v2").exists()
