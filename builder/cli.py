@@ -111,7 +111,12 @@ def build(
         "to try a recipe without a server; the output is marked as mock-built and push refuses it."))] = False,
     from_ref: Annotated[Optional[str], typer.Option("--from", help=(
         "An earlier release (a built folder or hf://datasets/org/name@rev): its LLM answers seed the "
-        "cache, so only new requests reach the model."))] = None,
+        "cache, so only new requests reach the model. They are used only if llm_answers.parquet still "
+        "has the sha256 its stats.json records and the expected columns; otherwise the build stops. "
+        "The output must go to another folder (--out)."))] = None,
+    reask_unverified: Annotated[bool, typer.Option("--reask-unverified", help=(
+        "With --from: when the release's LLM answers fail that check (edited, damaged, no digest "
+        "recorded), leave them out and ask the model again instead of stopping."))] = False,
 ) -> None:
     """Build the dataset a recipe describes."""
     from builder.run.report import print_run_summary
@@ -124,9 +129,13 @@ def build(
         err.print(f"--from {from_ref}: no such folder (a built folder or hf://datasets/org/name@rev)",
                   markup=False, highlight=False)
         raise typer.Exit(2)
+    if reask_unverified and not from_ref:
+        err.print("--reask-unverified applies to the answers of a --from release; there is none",
+                  markup=False, highlight=False)
+        raise typer.Exit(2)
     options = RunOptions(run_root=run_dir, out_dir=out_dir, limit=limit, fresh=fresh, reask_failed=reask_failed,
                          overwrite=overwrite, wait=wait, allow_empty=allow_empty, mock_llm=mock_llm,
-                         from_ref=from_ref)
+                         from_ref=from_ref, reask_unverified=reask_unverified)
     with friendly_errors(err):
         result = Runner(loaded, options, err).run()
     print_run_summary(out, result)

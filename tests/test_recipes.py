@@ -128,13 +128,13 @@ def test_anchors_and_merge_keys_still_work(write_recipe):
 
     path = write_recipe(
         "name: t\nsources: [{type: python_docs}]\n"
-        "models:\n  gen: &base {model: m, base_url: 'https://u:p@example.org/v1'}\n"
+        "models:\n  gen: &base {model: m, base_url: 'https://example.org/v1'}\n"
         "  judge: {<<: *base, model: j}\n"
         "stages: [{summarize: {llm: gen}}, {summarize: {llm: judge}}]\n"
     )
     recipe = parse_recipe(path).recipe
     assert recipe.models["judge"].model == "j"
-    assert recipe.models["judge"].base_url == "https://u:p@example.org/v1"
+    assert recipe.models["judge"].base_url == "https://example.org/v1"
 
 
 def test_integer_bound_allows_the_largest_int32(write_recipe):

@@ -18,8 +18,9 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from builder.publish.citations import papers_for, stage_base_name
 from builder.publish.languages import iso_639_1
-from builder.publish.masking import mask_mapping, mask_recipe_text, mask_string
+from builder.publish.masking import mask_recipe_text
 from builder.resources import shipped_dir
+from builder.secrets import mask_mapping, mask_string
 
 if TYPE_CHECKING:
     from builder.publish.layout import HubLayout
@@ -147,6 +148,7 @@ def card_context(stats: dict[str, Any], run_stages: list[StageRecord], layout: H
         "steps": construction(run_stages, loaded),
         "prompts": _prompts(run_stages),
         "inputs": stats.get("inputs"),
+        "llm_answers": stats.get("llm_answers"),
         "recipe_effective": effective_recipe(loaded) if loaded else None,
         "recipe_text": mask_recipe_text(loaded.text) if loaded else None,
         "plots": plots,

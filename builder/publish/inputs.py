@@ -10,7 +10,7 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.publish.masking import mask_mapping, mask_string
+from builder.secrets import mask_mapping, mask_string
 
 if TYPE_CHECKING:
     from builder.recipe.model import LoadedRecipe

@@ -38,8 +38,10 @@ def stats_document(bench: Bench, run_stats: RunStats, recipe_name: str | None) -
     records = [r.to_json() for r in stage_list(run_stats)]
     mock = {"mock_llm": True} if built_with_mock(run_stats) else {}
     inputs = run_stats.get("inputs") if isinstance(run_stats, Mapping) else None
+    # The digest of the shipped LLM answers, which `--from` checks the file against.
+    answers = run_stats.get("llm_answers") if isinstance(run_stats, Mapping) else None
     return {"recipe": recipe_name, **mock, **compute_stats(bench, run_stats), "stages": records,
-            **({"inputs": inputs} if inputs else {})}
+            **({"inputs": inputs} if inputs else {}), **({"llm_answers": answers} if answers else {})}
 
 
 def built_with_mock(run_stats: RunStats) -> bool:
@@ -95,7 +97,9 @@ def read_run_stats(folder: Path) -> dict[str, Any]:
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
     mock = {"mock_llm": True} if data.get("mock_llm") is True else {}
-    return {"recipe": data.get("recipe"), **mock, "stages": data.get("stages", []), "inputs": data.get("inputs")}
+    answers = {"llm_answers": data["llm_answers"]} if data.get("llm_answers") else {}
+    return {"recipe": data.get("recipe"), **mock, "stages": data.get("stages", []), "inputs": data.get("inputs"),
+            **answers}
 
 
 def refresh_stats(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:

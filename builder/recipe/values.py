@@ -31,8 +31,16 @@ def number_problems(value: Any, loc: tuple[Any, ...] = ()) -> list[tuple[tuple[A
     return []
 
 
+# The client sends the API key as `Authorization: Bearer`; the HTTP library refuses a URL
+# whose user:password@ would need that header too, so every call would fail unexplained.
+_USERINFO = ("must not carry a user name or password (user:password@): requests send the API key as a "
+             "bearer token, so put the secret in the environment variable that api_key_env names "
+             "(default OPENAI_API_KEY) and drop it from the URL")
+
+
 def url_problems(recipe: Any) -> list[tuple[tuple[Any, ...], str]]:
-    """Every model's base_url, and each of its base_urls, is an http(s) URL with a host."""
+    """Every model's base_url, and each of its base_urls, is an http(s) URL with a host
+    and no user name or password. The messages never repeat the URL: it may hold a secret."""
     out = []
     for name, model in recipe.models.items():
         urls = [(("models", name, "base_url"), getattr(model, "base_url", None))]
@@ -40,6 +48,8 @@ def url_problems(recipe: Any) -> list[tuple[tuple[Any, ...], str]]:
         for loc, url in urls:
             if url is not None and not is_http_url(url):
                 out.append((loc, "must be an http:// or https:// URL with a host (e.g. http://127.0.0.1:8000/v1)"))
+            elif url is not None and "@" in urlsplit(url).netloc:
+                out.append((loc, _USERINFO))
     return out
 
 

@@ -15,6 +15,7 @@ from builder.io.sources import SourceError
 from builder.prompt_templates import PromptError
 from builder.publish.hub import PushError
 from builder.run.disk_full import DiskFull
+from builder.run.grow import UnverifiedAnswers
 from builder.run.locks import LockBusy
 from builder.run.outcome import EmptyResult
 from builder.run.outdir import OutDirError
@@ -22,8 +23,8 @@ from builder.run.runner import InvariantError
 
 _EXPECTED = (SourceError, TokenizerLoadError, BackendUnavailable, PromptError, PushError, OSError,
              EmptyResult, ExecutorUnavailable, DiskFull)
-# Refused before any work: the command line points at something it must not touch.
-_REFUSED = (OutDirError, LockBusy)
+# Refused before any work: the command line points at something it must not touch or trust.
+_REFUSED = (OutDirError, LockBusy, UnverifiedAnswers)
 
 
 @contextmanager

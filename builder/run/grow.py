@@ -4,47 +4,123 @@ them into its cache first, so only what is new reaches the model.
 
 Each stage's checkpoint lists the cache keys it used (`llm_keys.txt`, see checkpoints.py), so a build that
 resumes stages from checkpoints still ships every answer its output rests on.
+
+The answers file is bound to its release: stats.json records its sha256, and `--from`
+reads it only when the file still has that digest and the shape the cache needs.
+Otherwise it stops (or, with `--reask-unverified`, leaves the file out and asks the
+model), so answers edited after the release never reach a build unnoticed. The digest
+tells a changed or swapped file; it is not a signature (whoever can rewrite both files
+can make them agree). A build from a folder never writes into that folder.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from builder.backends.llm.cache_transfer import ANSWERS_FILE, read_answers
+from builder.backends.llm.cache_transfer import ANSWERS_FILE, AnswersFileError, file_digest, read_answers
 from builder.io.sources import SourceError
 from builder.run.checkpoints import read_llm_keys
+from builder.run.outdir import OutDirError
 
 if TYPE_CHECKING:
+    import polars as pl
     from rich.console import Console
 
     from builder.run.backends import Backends
 
+STATS_FILE = "stats.json"  # as builder.publish.outputs names it
+REASK_FLAG = "--reask-unverified"
 
 
-def ship_answers(run_dir: Path, labels: list[str], backends: Backends, out_dir: Path) -> None:
-    """Write the usable answers behind this output as `llm_answers.parquet` (none: no file)."""
+class UnverifiedAnswers(RuntimeError):
+    """The answers of the `--from` release fail their check; the message says why and what to do."""
+
+
+def ship_answers(run_dir: Path, labels: list[str], backends: Backends, out_dir: Path) -> dict[str, Any] | None:
+    """Write the usable answers behind this output as `llm_answers.parquet`; returns the
+    record stats.json keeps of it (file, sha256, answers), None when there are none."""
     from builder.publish.beir import write_parquet
 
     keys: set[str] = set()
     for label in labels:
         keys |= read_llm_keys(run_dir / label)  # checked when the checkpoint was opened or written
     answers = backends.export_answers(keys)
-    if answers is not None and answers.height:
-        write_parquet(answers, out_dir / ANSWERS_FILE)
+    if answers is None or not answers.height:
+        return None
+    write_parquet(answers, out_dir / ANSWERS_FILE)
+    return {"file": ANSWERS_FILE, "sha256": file_digest(out_dir / ANSWERS_FILE), "answers": answers.height}
 
 
-def seed_from(ref: str, backends: Backends, console: Console) -> None:
-    """Read the answers an earlier release shipped into this run's cache."""
+def check_out_dir_apart(ref: str, out_dir: Path) -> None:
+    """OutDirError when the output folder is the `--from` folder, or holds it, or lies in it:
+    writing there would replace the release being grown from."""
+    if ref.startswith("hf://"):
+        return
+    old, new = Path(ref).resolve(), Path(out_dir).resolve()
+    if new == old or old in new.parents or new in old.parents:
+        raise OutDirError(f"--from {ref}: the output folder {out_dir} would overwrite the release this build "
+                          f"grows from; name a new one, e.g. --out {_next_version(Path(ref))}")
+
+
+def _next_version(folder: Path) -> Path:
+    """`<folder>-v2`, or the first `-vN` not taken yet."""
+    n = 2
+    while folder.with_name(f"{folder.name}-v{n}").exists():
+        n += 1
+    return folder.with_name(f"{folder.name}-v{n}")
+
+
+def seed_from(ref: str, backends: Backends, console: Console, reask_unverified: bool = False) -> None:
+    """Read the answers an earlier release shipped into this run's cache, once they pass
+    their check; UnverifiedAnswers when they fail it, unless `reask_unverified`."""
     from builder.publish.diff import hub_snapshot
 
-    folder = hub_snapshot(ref, [ANSWERS_FILE]) if ref.startswith("hf://datasets/") else Path(ref)
+    if ref.startswith("hf://datasets/"):
+        folder = hub_snapshot(ref, [ANSWERS_FILE, STATS_FILE])
+    else:
+        folder = Path(ref)
     if not folder.is_dir():
         raise SourceError(f"--from {ref}: no such folder")
-    answers = read_answers(folder)
-    if answers is None:
+    if not (folder / ANSWERS_FILE).is_file():
         console.print(f"[yellow]--from {ref}: it ships no LLM answers ({ANSWERS_FILE}), so any LLM request "
                       "goes to the model[/]", highlight=False)
         return
+    try:
+        answers = verified_answers(folder)
+    except AnswersFileError as error:
+        if not reask_unverified:
+            raise UnverifiedAnswers(f"--from {ref}: {error}; nothing was read. Pass {REASK_FLAG} to leave "
+                                    "these answers out and ask the model again") from None
+        console.print(f"[yellow]--from {ref}: {error}; the file is ignored ({REASK_FLAG}), so every LLM "
+                      "request goes to the model[/]", highlight=False)
+        return
     added = backends.seed_answers(answers, ref)
-    console.print(f"--from {ref}: {answers.height} answers, {added} new to this cache", highlight=False)
+    console.print(f"--from {ref}: {answers.height} answers (sha256 checked), {added} new to this cache",
+                  highlight=False)
+
+
+def verified_answers(folder: Path) -> pl.DataFrame:
+    """The answers a release folder ships, once their digest matches the one its stats.json
+    records and their schema the cache's; AnswersFileError saying which check failed."""
+    path, stats_path = folder / ANSWERS_FILE, folder / STATS_FILE
+    expected = _recorded_digest(stats_path)
+    if expected is None:
+        raise AnswersFileError(f"{path} cannot be checked: the {STATS_FILE} beside it records no sha256 for "
+                               "it (missing, unreadable, or written by a build-bench older than the check)")
+    actual = file_digest(path)
+    if actual != expected:
+        raise AnswersFileError(f"{path} is not the file this release shipped: its sha256 is {actual[:16]}…, "
+                               f"the {STATS_FILE} beside it records {expected[:16]}…")
+    return read_answers(path)
+
+
+def _recorded_digest(stats_path: Path) -> str | None:
+    try:
+        stats = json.loads(stats_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    record = stats.get("llm_answers") if isinstance(stats, dict) else None
+    digest = record.get("sha256") if isinstance(record, dict) else None
+    return digest if isinstance(digest, str) and record.get("file") == ANSWERS_FILE else None

@@ -36,7 +36,7 @@ from builder.run.load import load_corpus, load_key
 from builder.run.load_meter import LOAD_LABEL
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
 from builder.run.disk_full import disk_full
-from builder.run.grow import seed_from, ship_answers
+from builder.run.grow import check_out_dir_apart, seed_from, ship_answers
 from builder.run.locks import RUN_LOCK, FileLock, out_lock_path
 from builder.run.outcome import check_result
 from builder.run.outdir import check_out_dir_contents, check_out_dir_place, output_is_current, write_marker
@@ -69,6 +69,7 @@ class RunOptions:
     allow_empty: bool = False  # write a result with no documents or queries
     mock_llm: bool = False  # answer every LLM with the in-process mock (the output says so)
     from_ref: str | None = None  # an earlier release whose LLM answers seed the cache
+    reask_unverified: bool = False  # with from_ref: answers that fail their check are left out, not refused
 
 
 @dataclass
@@ -128,6 +129,8 @@ class Runner:
             # Never over a real build's output. A path with no name (`/`, `.`) has no
             # sibling to use: the place check below refuses it.
             out_dir = out_dir.with_name(f"{out_dir.name}-mock")
+        if self.options.from_ref:
+            check_out_dir_apart(self.options.from_ref, out_dir)
         check_out_dir_place(out_dir, self.options.run_root, self.run_dir)
         try:
             bench, stats, written = self._build(out_dir)
@@ -154,7 +157,7 @@ class Runner:
             check_out_dir_contents(out_dir, self.options.overwrite)
             try:
                 if self.options.from_ref:
-                    seed_from(self.options.from_ref, self.backends, self.console)
+                    seed_from(self.options.from_ref, self.backends, self.console, self.options.reask_unverified)
                 bench, stats, bench_fp = self._stages()
                 if not self.options.allow_empty:
                     check_result(bench, stats, self.backends.usage())
@@ -250,8 +253,10 @@ class Runner:
             o = self.recipe.output
             if o.per_language or o.posir_layout or o.cross_lingual:
                 write_multilingual(bench, staging, o, stats=summary)
-            publish_outputs(bench, staging, summary, self.loaded)
-            ship_answers(self.run_dir, [st.stage for st in stats], self.backends, staging)
+            # stats.json and the card record the answers file's digest: `--from` checks it.
+            answers = ship_answers(self.run_dir, [st.stage for st in stats], self.backends, staging)
+            publish_outputs(bench, staging, {**summary, **({"llm_answers": answers} if answers else {})},
+                            self.loaded)
             write_marker(staging, self.recipe.name, out_fp)
             replace_dir(staging, out_dir)
         finally:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.backends.llm import ChatRequest, ChatResponse, LLMCache, OpenAIBackend, OpenAIModelConfig
-from builder.publish.masking import mask_mapping
+from builder.secrets import mask_mapping
 from builder.testing.openai_server import Reply
 
 Start = Callable[..., Any]

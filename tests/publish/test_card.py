@@ -11,10 +11,11 @@ import yaml
 from builder.bench import Bench
 from builder.publish.beir import write_beir
 from builder.publish.languages import iso_639_1
-from builder.publish.masking import mask_mapping, mask_recipe_text
+from builder.publish.masking import mask_recipe_text
 from builder.publish.outputs import publish_outputs
 from builder.recipe.model import parse_recipe
 from builder.resources import shipped_recipes
+from builder.secrets import mask_mapping
 from tests.conftest import require_recipe_extras
 from tests.publish.conftest import NO_LLM, PROMPT_SHA, mini_bench, mini_run_stats
 
@@ -149,13 +150,14 @@ def test_url_credentials_secret_parameters_and_short_hf_tokens_are_masked():
 
 
 def test_card_shows_the_effective_recipe_masked_and_the_file_as_written(tmp_path, monkeypatch):
-    """After --set and ${ENV}, the card shows what ran; the file text is kept, second."""
+    """After --set and ${ENV}, the card shows what ran; the file text is kept, second.
+    (A base_url with user:password@ is refused before a build: tests/run/test_secrets_kept.py.)"""
     from typer.testing import CliRunner
 
     from builder.cli import app
     from builder.resources import find_recipe
 
-    monkeypatch.setenv("BB_CARD_URL", SECRET_URL)
+    monkeypatch.setenv("BB_CARD_URL", SECRET_URL.replace("alice:pa55word@", ""))
     recipe = tmp_path / "quickstart.yaml"
     recipe.write_text(find_recipe("quickstart").read_text(encoding="utf-8") + (
         "models:\n  judge: {model: j, base_url: '${BB_CARD_URL}'}\n"), encoding="utf-8")
@@ -163,19 +165,19 @@ def test_card_shows_the_effective_recipe_masked_and_the_file_as_written(tmp_path
     result = CliRunner().invoke(app, [
         "build", str(recipe), "--out", str(out), "--run-dir", str(tmp_path / "runs"),
         "--set", "stages.sample_by_length.n_docs=12", "--set", "description=overridden",
-        "--set", "models.gen.model=g", "--set", "models.gen.base_url=http://bob:hunter2@h:8000/v1",
+        "--set", "models.gen.model=g", "--set", "models.gen.base_url=http://h:8000/v1?key=hunter2",
     ])
     assert result.exit_code == 0, result.output
     card = (out / "README.md").read_text(encoding="utf-8")
-    for secret in ("hunter2", "pa55word", "k3y", "t0k", "s1g"):
+    for secret in ("hunter2", "k3y", "t0k", "s1g"):
         assert secret not in card
     section = card.split("## Recipe", 1)[1]
     effective, _, written = section.partition("as written")
     ran = yaml.safe_load(effective.split("```yaml\n", 1)[1].split("```", 1)[0])
     assert ran["stages"][0]["sample_by_length"]["n_docs"] == 12
     assert ran["description"] == "overridden"
-    assert ran["models"]["gen"]["base_url"] == "http://***@h:8000/v1"
-    assert ran["models"]["judge"]["base_url"] == MASKED_URL
+    assert ran["models"]["gen"]["base_url"] == "http://h:8000/v1?key=***"
+    assert ran["models"]["judge"]["base_url"] == MASKED_URL.replace("***@", "")
     file_text = written.split("```yaml\n", 1)[1].split("```", 1)[0]
     assert "n_docs: 36" in file_text and "# Quickstart:" in file_text
     assert "${BB_CARD_URL}" in file_text

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 from builder.backends.llm.config import OpenAIModelConfig, VLLMModelConfig
+from builder.secrets import mask_string
 
 Message = dict[str, str]
 
@@ -140,7 +141,8 @@ class LLMUsage:
             self.failures += 1
             if r.transport:
                 self.transport_failures += 1
-                self.last_transport_error = f"{r.error} ({source})" if source else r.error
+                # The address may carry credentials (`?api_key=`), and this message is printed.
+                self.last_transport_error = mask_string(f"{r.error} ({source})" if source else str(r.error))
 
 
 class LLMBackend(Protocol):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from builder.backends.llm.base import ChatResponse, Message
+from builder.secrets import mask_optional
 
 # Well under SQLite's host-parameter limit on old builds (999).
 _CHUNK = 900
@@ -46,7 +47,8 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Origin:
     """Where an answer came from, recorded beside it and never part of its key: the model
-    (the served name), the stage that asked (its run label) and the server that answered."""
+    (the served name), the stage that asked (its run label) and the server that answered
+    (stored with its credentials masked: the cache file travels between machines)."""
 
     model: str | None = None
     stage: str | None = None
@@ -214,7 +216,7 @@ class LLMCache:
         for row in rows:
             origin = row[5] if len(row) > 5 else Origin()  # type: ignore[misc]
             values.append((*row[:4], now, row[4] if len(row) > 4 else None,
-                           origin.model, origin.stage, origin.base_url))
+                           origin.model, origin.stage, mask_optional(origin.base_url)))
 
         def write(db: sqlite3.Connection) -> None:
             for v in values:

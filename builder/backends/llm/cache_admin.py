@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder.backends.llm.cache import add_columns
+from builder.secrets import mask_string
 
 CACHE_FILE = "llm_cache.sqlite"
 # How a cached answer can have failed: the drop reasons the stages record.
@@ -86,7 +87,9 @@ def _counts(db: sqlite3.Connection, selection: Selection) -> list[Count]:
     where, values = selection.where()
     rows = db.execute(f"SELECT model, stage, failure, COUNT(*), group_concat(DISTINCT base_url) FROM answers{where} "
                       "GROUP BY model, stage, failure ORDER BY model, stage, failure", values)
-    return [Count(model, stage, failure, answers, ", ".join(sorted(servers.split(","))) if servers else None)
+    # A cache written by an older version may hold a server's credentials in clear.
+    return [Count(model, mask_string(stage) if stage else stage, failure, answers,
+                  ", ".join(sorted({mask_string(s) for s in servers.split(",")})) if servers else None)
             for model, stage, failure, answers, servers in rows]
 
 

@@ -13,6 +13,7 @@ import functools
 import ssl
 from collections.abc import Sequence
 from typing import Any, cast
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import openai
 
@@ -45,6 +46,19 @@ def http_client(concurrency: int) -> Any:
         return openai.DefaultAsyncHttpxClient(limits=limits, verify=ssl_context())
 
 
+def split_query(url: str | None) -> tuple[str | None, dict[str, str]]:
+    """A base_url without its query, and the query's parameters (`?api-version=...`).
+
+    The SDK appends the request path to base_url as text, so a query left in it would
+    come before the path (`/v1?key=x/chat/completions`); given apart, it is sent with
+    every request.
+    """
+    if url is None:
+        return None, {}
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(query="")), dict(parse_qsl(parts.query, keep_blank_values=True))
+
+
 class Endpoint:
     """One server: its client, and how many requests it has in flight."""
 
@@ -55,8 +69,9 @@ class Endpoint:
         self.deadline_s = timeout_s
         self.max_reply_bytes = max_reply_bytes
         self._http = http_client(concurrency)
-        self.client = openai.AsyncOpenAI(api_key=api_key, base_url=url, timeout=timeout_s, max_retries=0,
-                                         http_client=self._http)
+        base_url, query = split_query(url)
+        self.client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, default_query=query or None,
+                                         timeout=timeout_s, max_retries=0, http_client=self._http)
         self._chat: PreparedChat | None = None
 
     def prepare(self) -> None:
