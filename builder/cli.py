@@ -104,7 +104,7 @@ def build(
     wait: Annotated[bool, typer.Option(
         "--wait", help="If another build uses the run or output folder, wait for it instead of exiting.")] = False,
     allow_empty: Annotated[bool, typer.Option(
-        "--allow-empty", help="Write the result even with 0 documents or 0 queries.")] = False,
+        "--allow-empty", help="Write the result even with 0 documents or 0 queries, or no query positions.")] = False,
     executor: ExecutorOpt = None,
     mock_llm: Annotated[bool, typer.Option("--mock-llm", help=(
         "Answer every LLM of the recipe with an offline, in-process mock (grounded in the documents), "
