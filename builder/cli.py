@@ -209,8 +209,15 @@ _COMMANDS = {"build", "validate", "plan", "stages", "stats", "eval", "push", "ca
 
 
 def main(argv: list[str] | None = None) -> None:
+    from builder.run.stopping import Stopped, say_stopped, stop_on_signals
+
     args = list(sys.argv[1:] if argv is None else argv)
     # `build-bench RECIPE ...` is shorthand for `build-bench build RECIPE ...`.
     if args and not args[0].startswith("-") and args[0] not in _COMMANDS:
         args.insert(0, "build")
-    app(args=args, prog_name="build-bench")
+    try:
+        with stop_on_signals():
+            app(args=args, prog_name="build-bench")
+    except Stopped as stop:
+        say_stopped(stop.signum)
+        sys.exit(stop.exit_code)

@@ -30,15 +30,31 @@ stages:
   - localize_spans: {llm: gen, questions_per_call: 3}
 """
 RESUME = "finished stages and every LLM answer are kept — run the same command again to resume"
-# Printed by the child just before it calls main(), so a signal sent on seeing it lands in
-# start-up: reading the recipe, importing the stages, preflight.
+# Printed by the child as soon as main() has its handlers in place, so a signal sent on
+# seeing it lands in start-up: reading the recipe, importing the stages, preflight.
 READY = "child-ready"
+CHILD = f"""
+import sys
+from contextlib import contextmanager
+from builder.run import stopping
+
+installed = stopping.stop_on_signals
+
+@contextmanager
+def announced():
+    with installed():
+        print({READY!r}, file=sys.stderr, flush=True)
+        yield
+
+stopping.stop_on_signals = announced
+from builder.cli import main
+main()
+"""
 EXPECTED = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
 def _spawn(recipe: Path, root: Path) -> subprocess.Popen:
-    code = f"import sys; from builder.cli import main; print({READY!r}, file=sys.stderr, flush=True); main()"
-    cmd = [sys.executable, "-c", code, str(recipe), "--run-dir", str(root / "runs"), "--out", str(root / "out")]
+    cmd = [sys.executable, "-c", CHILD, str(recipe), "--run-dir", str(root / "runs"), "--out", str(root / "out")]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
 
