@@ -104,7 +104,7 @@ def build(
     wait: Annotated[bool, typer.Option(
         "--wait", help="If another build uses the run or output folder, wait for it instead of exiting.")] = False,
     allow_empty: Annotated[bool, typer.Option(
-        "--allow-empty", help="Write the result even with 0 documents or 0 queries.")] = False,
+        "--allow-empty", help="Write the result even with 0 documents or 0 queries, or no query positions.")] = False,
     executor: ExecutorOpt = None,
     mock_llm: Annotated[bool, typer.Option("--mock-llm", help=(
         "Answer every LLM of the recipe with an offline, in-process mock (grounded in the documents), "
@@ -218,8 +218,15 @@ _COMMANDS = {"build", "validate", "plan", "stages", "stats", "eval", "push", "ca
 
 
 def main(argv: list[str] | None = None) -> None:
+    from builder.run.stopping import Stopped, say_stopped, stop_on_signals
+
     args = list(sys.argv[1:] if argv is None else argv)
     # `build-bench RECIPE ...` is shorthand for `build-bench build RECIPE ...`.
     if args and not args[0].startswith("-") and args[0] not in _COMMANDS:
         args.insert(0, "build")
-    app(args=args, prog_name="build-bench")
+    try:
+        with stop_on_signals():
+            app(args=args, prog_name="build-bench")
+    except Stopped as stop:
+        say_stopped(stop.signum)
+        sys.exit(stop.exit_code)

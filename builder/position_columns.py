@@ -16,6 +16,20 @@ POSITION_COLUMNS = (
     "pos_char_span", "pos_char_length", "pos_token_length", "pos_tokenizer",
 )
 
+# Query columns any one of which places a query in its document: spans and the fields
+# measured from them, SQuAD-PosQ's answer-start bucket, FineWeb-PosQ's chunk third.
+PLACING_COLUMNS = ("spans", "rel_pos", "position_tag", "position_bin", "char_bucket", "chunk_tag")
+
+
+def placed_queries(queries: pl.DataFrame) -> int:
+    """How many queries have a position: a non-empty `spans` or any other placing column set."""
+    present = [c for c in PLACING_COLUMNS if c in queries.columns]
+    if not present:
+        return 0
+    placed = [pl.col(c).list.len().fill_null(0) > 0 if c == "spans" else pl.col(c).is_not_null()
+              for c in present]
+    return int(queries.select(pl.any_horizontal(placed).sum()).item())
+
 
 class PositionOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -153,6 +153,8 @@ sources: [{type: jsonl, path: docs.jsonl}]
 rerankers:
   mini: {backend: bi_encoder, max_length: 64, BACKEND_MODEL}
 stages:
+  - generate_queries: {mode: extractive}
+  - localize_spans: {}
   - span_contrast: {rerankers: [bm25, mini]}
 """
 
@@ -174,5 +176,5 @@ def test_validate_and_plan_warn_when_a_scorer_reads_less_than_the_documents(comm
     monkeypatch.setattr("builder.recipe.preflight.model_problem", lambda *a, **k: None)  # no such model
     result = CliRunner().invoke(app, [command, "r.yaml"])
     assert result.exit_code == 0, result.output
-    assert ("01_span_contrast: reranker 'mini' reads 64 tokens; 25% of 8 sampled documents are longer "
+    assert ("03_span_contrast: reranker 'mini' reads 64 tokens; 25% of 8 sampled documents are longer "
             "(longest ~156 tokens): scored in overlapping windows") in " ".join(result.output.split())

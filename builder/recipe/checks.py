@@ -1,5 +1,6 @@
 """Checks that span several parts of a recipe: every name a stage refers to (models,
-rerankers, prompts) is declared, runnable here, and given the variables it needs."""
+rerankers, prompts) is declared, runnable here, and given the variables it needs; and
+every stage comes after what it needs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from builder.backends.rerankers.config import BACKENDS, GRADE_VARIABLES, LLMJudg
 from builder.executors.config import missing_ray
 from builder.prompt_templates import PromptError, PromptLibrary
 from builder.publish.licenses import license_problem
+from builder.recipe.order import order_problems
 from builder.recipe.suggest import did_you_mean
 from builder.recipe.yaml_text import Problem, line_of
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, refs_of
@@ -53,6 +55,9 @@ def cross_check(recipe: Any, text: str, base_dir: Path) -> list[Problem]:
                     f"provide: {', '.join(unknown)} (it provides: {', '.join(sorted(provided))})")
         for field, message in stage.problems(recipe):
             add((*here, field), message)
+    stages = recipe.stage_objects()
+    for i, message in order_problems(recipe, text):
+        add(("stages", i, stages[i].name), message)
     return problems
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -20,6 +21,7 @@ from builder.run.locks import LockBusy
 from builder.run.outcome import EmptyResult
 from builder.run.outdir import OutDirError
 from builder.run.runner import InvariantError
+from builder.run.stopping import stop_line
 
 _EXPECTED = (SourceError, TokenizerLoadError, BackendUnavailable, PromptError, PushError, OSError,
              EmptyResult, ExecutorUnavailable, DiskFull)
@@ -40,7 +42,6 @@ def friendly_errors(console: Console) -> Iterator[None]:
     except InvariantError as exc:
         console.print(f"[red]internal error (please report):[/] {exc}", highlight=False)
         raise typer.Exit(3) from None
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted; finished stages and every LLM answer are kept — "
-                      "run the same command again to resume[/]")
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt:  # where no stop_on_signals handler is installed (in-process callers)
+        console.print(f"[yellow]{stop_line(signal.SIGINT)}[/]", highlight=False)
+        raise typer.Exit(128 + signal.SIGINT) from None

@@ -3,13 +3,15 @@
 A build that ends with no documents or no queries, or in which no LLM call got an
 answer, almost always means something upstream went wrong (an outage, a filter set too
 tight). It exits 1 naming the stage that removed the most and why, unless the user
-said an empty result is fine (`--allow-empty`).
+said an empty result is fine (`--allow-empty`). So does a build whose queries have no
+position at all: a position benchmark without positions is not a result either.
 """
 
 from __future__ import annotations
 
 from builder.backends.llm import LLMUsage
 from builder.bench import Bench
+from builder.position_columns import PLACING_COLUMNS, placed_queries
 from builder.run.stage_record import StageRecord
 
 
@@ -40,6 +42,12 @@ def check_result(bench: Bench, stats: list[StageRecord], usage: LLMUsage) -> Non
     counts = bench.counts()
     all_failed = usage.failures > 0 and usage.calls == 0 and usage.cache_hits == 0
     if counts["docs"] and counts["queries"] and not all_failed:
+        if not placed_queries(bench.queries):
+            raise EmptyResult(
+                f"build failed: none of the {counts['queries']} queries has a position (no "
+                f"{', '.join(PLACING_COLUMNS)}): add localize_spans after the stage that makes the "
+                "queries, or position_metadata after one that sets spans; nothing was written; "
+                "pass --allow-empty to write it anyway")
         return
     what = (f"every LLM call failed ({usage.failures})" if all_failed else
             f"the result has {counts['docs']} documents and {counts['queries']} queries")

@@ -59,6 +59,11 @@ class Stage(ABC):
     # and stages that warn about their own removals, with a threshold of their own.
     removes_by_design: ClassVar[bool] = False
     warns_on_removals: ClassVar[bool] = False
+    # Its contract, in the words of builder.stages.contracts: what earlier stages (or the
+    # recipe's sources, for documents) must have provided, and everything it can provide.
+    # `needed()` and `provided()` narrow these to the stage's params.
+    needs: ClassVar[frozenset[str]] = frozenset()
+    provides: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, params: StageParams) -> None:
         self.params = params
@@ -86,6 +91,14 @@ class Stage(ABC):
         if not self.models_used():
             return {}
         return {name: set(self.prompt_variables) for name in self._refs(PromptRef)}
+
+    def needed(self) -> frozenset[str]:
+        """What this stage, with its params, needs from the stages before it."""
+        return self.needs
+
+    def provided(self) -> frozenset[str]:
+        """What this stage, with its params, provides to the stages after it."""
+        return self.provides
 
     def problems(self, recipe: Any) -> list[tuple[str, str]]:
         """Recipe-level checks beyond the params model: (param name, message) pairs."""

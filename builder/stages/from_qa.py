@@ -22,6 +22,7 @@ from builder.bench import SPAN_DTYPE
 from builder.ids import content_id, text_digest
 from builder.io.sources import SourceError
 from builder.stages.base import Stage, StageParams, register_stage
+from builder.stages.contracts import CHAR_BUCKETS, DOCUMENTS, QUERIES, SPANS
 from builder.stages.refs import DataPath
 from builder.io.bench_rows import Rejected, add_rows, input_path
 from builder.textutil.positions import char_bucket
@@ -184,6 +185,8 @@ class FromQA(Stage):
     """Load SQuAD-style QA pairs: contexts become documents, answerable questions queries."""
 
     name = "from_qa"
+    needs = frozenset()
+    provides = frozenset({DOCUMENTS, QUERIES, SPANS, CHAR_BUCKETS})
     Params = FromQAParams
     params: FromQAParams
 

@@ -23,6 +23,7 @@ from builder.bench import SPAN_DTYPE
 from builder.executors import map_blocks
 from builder.position_columns import PositionOptions, annotate_positions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.contracts import POSITIONS, QUERIES, REFERENCE_TEXTS, SPANS
 from builder.stages.refs import ModelRef, PromptRef
 from builder.textutil.span_blocks import Match, match_block
 from builder.textutil.spans import ALL_METHODS, MatchMethod
@@ -70,10 +71,15 @@ class LocalizeSpans(Stage):
     """Find each question's supporting passages and their exact character offsets."""
 
     name = "localize_spans"
+    needs = frozenset({QUERIES})
+    provides = frozenset({SPANS, POSITIONS, REFERENCE_TEXTS})
     Params = LocalizeParams
     params: LocalizeParams
 
     prompt_variables = frozenset({"document", "questions"})
+
+    def needed(self) -> frozenset[str]:
+        return self.needs if self.params.llm else self.needs | {REFERENCE_TEXTS}
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         refs = self._extract(bench, ctx) if self.params.llm else self._given(bench)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from builder.position_columns import PositionOptions, annotate_positions
 from builder.stages.base import Stage, StageParams, register_stage
+from builder.stages.contracts import POSITIONS, SPANS
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -21,6 +22,8 @@ class PositionMetadata(Stage):
     """Fill rel_pos, position_bin, position_tag, length_bucket and PosIR's pos_* fields."""
 
     name = "position_metadata"
+    needs = frozenset({SPANS})
+    provides = frozenset({POSITIONS})
     Params = PositionMetadataParams
     params: PositionMetadataParams
 

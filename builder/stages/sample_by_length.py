@@ -17,6 +17,7 @@ from pydantic import Field, model_validator
 
 from builder.stages.seeding import derive_seed
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.contracts import DOCUMENTS
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -67,6 +68,7 @@ class SampleByLength(Stage):
     """Sample documents per token-length bucket with fixed weights (uniform within a bucket)."""
 
     name = "sample_by_length"
+    needs = frozenset({DOCUMENTS})
     removes_by_design = True
     Params = SampleParams
     params: SampleParams

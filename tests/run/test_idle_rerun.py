@@ -36,6 +36,7 @@ models:
 stages:
   - sample_by_length: {buckets: [0, 100000], weights: [1], n_docs: 2}
   - generate_queries: {llm: gen, questions_per_call: 1}
+  - localize_spans: {llm: gen}
 """
 HEAVY = ("openai", "datasets", "pandas", "matplotlib", "torch", "sentence_transformers")
 

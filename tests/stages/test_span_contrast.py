@@ -77,14 +77,14 @@ def test_a_neural_reranker_without_the_extra_is_a_recipe_problem(monkeypatch, wr
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name in ("torch", "sentence_transformers") else real(name, *a))
-    path = write_recipe("name: t\nrerankers:\n  ce: {backend: cross_encoder, model: m}\n"
-                        "stages:\n  - span_contrast: {rerankers: [ce, bm25]}\n")
+    path = write_recipe("name: t\nsources: [{type: python_docs}]\nrerankers:\n  ce: {backend: cross_encoder, model: m}\n"
+                        "stages:\n  - generate_queries: {mode: extractive}\n  - localize_spans: {}\n  - span_contrast: {rerankers: [ce, bm25]}\n")
     with pytest.raises(RecipeError) as caught:
         parse_recipe(path)
     expected = ("reranker 'ce': backend 'cross_encoder' needs torch and sentence-transformers, which are not "
                 f"installed; install them with: {install_command('rerank')}")
     assert [(p.loc, p.message, p.line) for p in caught.value.problems] == [
-        (("stages", 0, "span_contrast", "rerankers"), expected, 5)]
+        (("stages", 2, "span_contrast", "rerankers"), expected, 8)]
 
 
 def test_a_truncated_contrast_grade_keeps_its_reason(tmp_path, grader):

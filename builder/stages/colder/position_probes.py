@@ -20,6 +20,7 @@ from pydantic import Field, field_validator
 from builder.publish.config import license_field
 from builder.bench import SPAN_DTYPE
 from builder.stages.base import Stage, StageParams, register_stage
+from builder.stages.contracts import DOCUMENTS, QUERIES, SPANS
 from builder.stages.refs import DataPath
 from builder.io.bench_rows import add_rows, input_path
 from builder.stages.colder.probes import BUILDERS, SETTINGS, FactParts, Probe, Setting, foil_probe, shortfall
@@ -139,6 +140,8 @@ class PositionProbes(Stage):
     """Build ColDeR's paired probe documents (position, brevity, repetition, answer, foil)."""
 
     name = "position_probes"
+    needs = frozenset()
+    provides = frozenset({DOCUMENTS, QUERIES, SPANS})
     Params = ProbeParams
     params: ProbeParams
 

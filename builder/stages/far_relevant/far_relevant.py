@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 
 from builder.bench import SPAN_DTYPE
 from builder.stages.base import Stage, StageParams, register_stage
+from builder.stages.contracts import DOCUMENTS, QUERIES, SPANS
 from builder.stages.far_relevant.assembly import Assembly, Limits, Passage, assemble
 
 if TYPE_CHECKING:
@@ -42,6 +43,8 @@ class FarRelevant(Stage):
     among random non-relevant passages of the corpus, at most `max_length` tokens."""
 
     name = "far_relevant"
+    needs = frozenset({DOCUMENTS, QUERIES})
+    provides = frozenset({DOCUMENTS, SPANS})
     Params = FarRelevantParams
     params: FarRelevantParams
     rebuilds = frozenset({"corpus"})

@@ -11,6 +11,7 @@ from builder.publish.config import license_field
 from builder.io.beir_input import read_beir_input
 from builder.io.bench_rows import add_rows, input_path
 from builder.stages.base import Stage, StageParams, register_stage
+from builder.stages.contracts import DOCUMENTS, QUERIES
 from builder.stages.refs import DataPath
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ class FromBEIR(Stage):
     """Load a BEIR folder into the bench; malformed rows are counted drops."""
 
     name = "from_beir"
+    needs = frozenset()
+    provides = frozenset({DOCUMENTS, QUERIES})
     Params = FromBEIRParams
     params: FromBEIRParams
 

@@ -15,6 +15,7 @@ from pydantic import Field
 from builder.bench import SPAN_DTYPE
 from builder.position_columns import POSITION_COLUMNS
 from builder.stages.base import Stage, StageParams, register_stage
+from builder.stages.contracts import DOCUMENTS, SPANS
 from builder.stages.far_relevant.segments import shuffle_segments
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ class ShuffleDebias(Stage):
     """Split every document at random word boundaries and shuffle the pieces; spans follow."""
 
     name = "shuffle_debias"
+    needs = frozenset({DOCUMENTS, SPANS})
+    provides = frozenset({SPANS})
     Params = ShuffleParams
     params: ShuffleParams
 

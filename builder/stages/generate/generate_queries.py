@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -13,6 +13,7 @@ from builder.stages.generate.extractive import generate_extractive
 from builder.stages.generate.records import GenerationOutcome
 from builder.stages.generate.whole_document import generate_whole_document
 from builder.stages.base import Estimate, Flow, Stage, register_stage
+from builder.stages.contracts import CHUNK_TAGS, DOCUMENTS, QUERIES, REFERENCE_TEXTS, REQUESTED_POSITIONS, SUMMARIES
 from builder.stages.generate.params import GenerateParams
 from builder.stages.translate.languages import detect_base, detectable, normalise
 
@@ -32,6 +33,8 @@ class GenerateQueries(Stage):
     """Generate questions aimed at a region of each document, with their answers."""
 
     name = "generate_queries"
+    needs = frozenset({DOCUMENTS})
+    provides = frozenset({QUERIES, REQUESTED_POSITIONS, CHUNK_TAGS, REFERENCE_TEXTS})
     Params = GenerateParams
     params: GenerateParams
 
@@ -44,11 +47,12 @@ class GenerateQueries(Stage):
         return {p.prompt: {"document", "n_questions", "region_instruction", "question_types", "styles",
                            "call_number", "calls"}}
 
-    def problems(self, recipe: Any) -> list[tuple[str, str]]:
-        names = [s.name for s in recipe.stage_objects()]
-        if self.params.mode == "chunked" and "summarize" not in names:
-            return [("mode", "chunked generation needs a summarize stage before it")]
-        return []
+    def needed(self) -> frozenset[str]:
+        return self.needs | ({SUMMARIES} if self.params.mode == "chunked" else set())
+
+    def provided(self) -> frozenset[str]:
+        extra = {"chunked": {CHUNK_TAGS}, "extractive": {REFERENCE_TEXTS}}.get(self.params.mode, set())
+        return frozenset({QUERIES, REQUESTED_POSITIONS, *extra})
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         p = self.params

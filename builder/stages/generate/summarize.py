@@ -10,6 +10,7 @@ from pydantic import Field
 
 from builder.backends.llm import ChatRequest
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.contracts import DOCUMENTS, SUMMARIES
 from builder.stages.refs import ModelRef, PromptRef
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ class Summarize(Stage):
     """Write a concise global summary of every document with an LLM (column `summary`)."""
 
     name = "summarize"
+    needs = frozenset({DOCUMENTS})
+    provides = frozenset({SUMMARIES})
     Params = SummarizeParams
     params: SummarizeParams
 

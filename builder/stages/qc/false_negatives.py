@@ -31,6 +31,7 @@ from builder.backends.rerankers import is_missing, reranker_configs
 from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
+from builder.stages.contracts import QUERIES
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, RetrieverRef
 from builder.stages.qc.grading import grade
 from builder.stages.qc.removal_fixpoint import removed_documents
@@ -74,6 +75,7 @@ class FalseNegatives(QueryFilter):
     or the query (FineWeb-PosQ)."""
 
     name = "false_negatives"
+    needs = frozenset({QUERIES})
     Params = FalseNegativeParams
     params: FalseNegativeParams
 

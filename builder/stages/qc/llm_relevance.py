@@ -9,6 +9,7 @@ from pydantic import Field
 
 from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
+from builder.stages.contracts import QUERIES, SPANS
 from builder.stages.refs import ModelRef, PromptRef
 from builder.stages.qc.grading import contrast_rows, contrast_verdicts
 
@@ -33,10 +34,14 @@ class LLMRelevance(QueryFilter):
     and (with `contrast`) higher than against the document without their spans."""
 
     name = "llm_relevance"
+    needs = frozenset({QUERIES})
     Params = RelevanceParams
     params: RelevanceParams
 
     prompt_variables = GRADE_VARIABLES
+
+    def needed(self) -> frozenset[str]:
+        return self.needs | {SPANS} if self.params.contrast else self.needs
 
     def judge(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
         p = self.params

@@ -20,6 +20,7 @@ from builder.backends.rerankers import is_missing
 from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
+from builder.stages.contracts import COLUMN_PROVIDED_AS, QUERIES
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 from builder.stages.qc.grading import grade, grade_histogram
 from builder.stages.qc.span_contrast import verdict
@@ -84,8 +85,12 @@ class SegmentAgreement(QueryFilter):
     """Keep queries whose labelled third of the document scores highest of the three."""
 
     name = "segment_agreement"
+    needs = frozenset({QUERIES})
     Params = SegmentParams
     params: SegmentParams
+
+    def needed(self) -> frozenset[str]:
+        return self.needs | {COLUMN_PROVIDED_AS[self.params.label_column]}
 
     prompt_variables = GRADE_VARIABLES
 

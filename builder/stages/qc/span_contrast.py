@@ -16,6 +16,7 @@ from builder.backends.rerankers import is_missing
 from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
+from builder.stages.contracts import QUERIES, SPANS
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 from builder.stages.qc.grading import contrast_rows, contrast_verdicts
 from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, span_ends
@@ -50,6 +51,7 @@ class SpanContrast(QueryFilter):
     """Keep queries whose document scores higher with their span than without it."""
 
     name = "span_contrast"
+    needs = frozenset({QUERIES, SPANS})
     Params = SpanContrastParams
     params: SpanContrastParams
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
+from builder.stages.contracts import COLUMN_PROVIDED_AS, QUERIES
 from builder.stages.qc.categories import TYPICAL_CATEGORIES, CategoryColumn, pick_per_category
 
 if TYPE_CHECKING:
@@ -24,11 +25,14 @@ class Subset(QueryFilter):
     """Keep N queries per category (a Tiny version); the corpus stays whole."""
 
     name = "subset"
+    needs = frozenset({QUERIES})
     Params = SubsetParams
     params: SubsetParams
-
     reports_thirds = False  # it keeps the same number per category on purpose
     removes_by_design = True
+
+    def needed(self) -> frozenset[str]:
+        return self.needs | {COLUMN_PROVIDED_AS[self.params.column]}
 
     def judge(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
         pick_per_category(bench, ctx, self.params.column, self.params.per_category, "not_in_subset", verdicts)

@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 from builder.executors import map_blocks
 from builder.position_columns import PositionOptions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.contracts import TRANSLATIONS
 from builder.stages.refs import ModelRef, PromptRef
 from builder.stages.translate.prefix_rows import apply_prefix_cuts
 from builder.stages.translate.refusals import confirm_refusals
@@ -67,6 +68,7 @@ class CleanTranslations(Stage):
     """Strip translator lead-ins; drop refusals, wrong-language and odd-length translations."""
 
     name = "clean_translations"
+    needs = frozenset({TRANSLATIONS})
     Params = CleanTranslationsParams
     params: CleanTranslationsParams
 

@@ -15,6 +15,7 @@ import polars as pl
 from pydantic import Field
 
 from builder.stages.base import Stage, StageParams, register_stage
+from builder.stages.contracts import DOCUMENTS
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -37,6 +38,7 @@ class IQRFilter(Stage):
     """Drop documents whose length is an outlier within their language and domain."""
 
     name = "iqr_filter"
+    needs = frozenset({DOCUMENTS})
     Params = IQRFilterParams
     params: IQRFilterParams
 
