@@ -30,6 +30,7 @@ models:
 stages:
   - sample_by_length: {buckets: [200, 800, 4000], weights: [1, 1], n_docs: 4}
   - generate_queries: {llm: gen, questions_per_call: 2, calls_per_doc: 1}
+  - localize_spans: {llm: gen, questions_per_call: 2}
 """
 ANSWERS = "llm_answers.parquet"
 runner = CliRunner()
