@@ -1,0 +1,3 @@
+"""placeholder"""
+def review_command() -> None:
+    """Review"""
