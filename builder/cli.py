@@ -204,17 +204,21 @@ def _register_subcommands() -> None:
     from builder.evaluation.cli import eval_command
     from builder.publish.cli import diff_command, push_command, stats_command
     from builder.run.cache_cli import cache_command
+    from builder.mteb_export.cli import export_mteb_command
+    from builder.review.cli import review_command
 
     app.command("cache")(cache_command)
     app.command("eval")(eval_command)
     app.command("stats")(stats_command)
     app.command("push")(push_command)
     app.command("diff")(diff_command)
+    app.command("export-mteb")(export_mteb_command)
+    app.command("review")(review_command)
 
 
 _register_subcommands()
 
-_COMMANDS = {"build", "validate", "plan", "stages", "stats", "eval", "push", "cache", "diff"}
+_COMMANDS = {"build", "validate", "plan", "stages", "stats", "eval", "push", "cache", "diff", "export-mteb", "review"}
 
 
 def main(argv: list[str] | None = None) -> None:

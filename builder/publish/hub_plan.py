@@ -20,7 +20,8 @@ from typing import Any
 
 from builder.publish.changelog import changelog, entry, previous_tag
 
-LOCAL_ONLY = ("corpus.parquet", "queries.parquet", "qrels.parquet", "eval")
+# `mteb/` is a pull request to MTEB and `review/` holds reviewers' names: neither is part of a release.
+LOCAL_ONLY = ("corpus.parquet", "queries.parquet", "qrels.parquet", "eval", "mteb", "review")
 # The figures of `build-bench eval` travel, so the next release's changelog can compare them.
 EVAL_FILE = "eval/eval.json"
 _TABLES = ["corpus/**", "documents/**", "queries/**", "positions/**", "qrels/**"]

@@ -1,0 +1,1 @@
+"""`build-bench export-mteb`: what an MTEB dataset pull request needs, from a built folder."""

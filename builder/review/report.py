@@ -1,0 +1,93 @@
+"""`build-bench review OUT --report`: label precision per position group with 95 % Wilson
+intervals, agreement between reviewers, the groups below a precision threshold; written
+into stats.json and the card."""
+
+from __future__ import annotations
+
+import json
+import re
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from scipy.stats import binomtest
+
+from builder.atomic import write_text_atomic
+from builder.review.agreement import cohens_kappa, fleiss_kappa
+from builder.review.store import all_reviewers
+
+START, END = "<!-- review -->", "<!-- /review -->"
+
+
+def item_correct(answers: list[str]) -> bool:
+    """A label counts as right when most of its reviewers said the span answers the query."""
+    return sum(a == "yes" for a in answers) * 2 > len(answers)
+
+
+def review_report(folder: Path, items: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
+    reviewers = all_reviewers(folder)
+    groups: dict[str, list[bool]] = {}
+    for item in items:
+        answers = [j[item["query_id"]]["span_answers"] for j in reviewers.values() if item["query_id"] in j]
+        if answers:
+            groups.setdefault(item["group"], []).append(item_correct(answers))
+    precision = {}
+    for group, verdicts in sorted(groups.items()):
+        k, n = sum(verdicts), len(verdicts)
+        ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+        precision[group] = {"n": n, "correct": k, "precision": round(k / n, 4),
+                            "ci95": [round(ci.low, 4), round(ci.high, 4)]}
+    names = sorted(reviewers)
+    pairs = {}
+    for a, b in combinations(names, 2):
+        shared = sorted(set(reviewers[a]) & set(reviewers[b]))
+        if shared:
+            kappa = cohens_kappa([reviewers[a][q]["span_answers"] for q in shared],
+                                 [reviewers[b][q]["span_answers"] for q in shared])
+            pairs[f"{a}~{b}"] = {"n": len(shared), "kappa": None if kappa is None else round(kappa, 4)}
+    everyone = sorted(set.intersection(*(set(j) for j in reviewers.values()))) if len(names) > 1 else []
+    fleiss = fleiss_kappa([[reviewers[r][q]["span_answers"] for r in names] for q in everyone]) if everyone else None
+    return {
+        "reviewers": names,
+        "n_items": len(items),
+        "n_judgments": sum(len(j) for j in reviewers.values()),
+        "threshold": threshold,
+        "precision_by_group": precision,
+        "below_threshold": [g for g, row in precision.items() if row["precision"] < threshold],
+        "cohens_kappa": pairs,
+        "fleiss_kappa": {"n": len(everyone), "kappa": None if fleiss is None else round(fleiss, 4)},
+    }
+
+
+def card_section(report: dict[str, Any]) -> str:
+    rows = "\n".join(f"| {g} | {r['n']} | {r['precision']:.2f} | {r['ci95'][0]:.2f}–{r['ci95'][1]:.2f} |"
+                     for g, r in report["precision_by_group"].items())
+    kappas = "; ".join(f"Cohen's κ {pair} {row['kappa']} (n={row['n']})" for pair, row in report["cohens_kappa"].items())
+    fleiss = report["fleiss_kappa"]
+    below = ", ".join(report["below_threshold"]) or "none"
+    return (f"{START}\n## Human review\n\n"
+            f"{len(report['reviewers'])} reviewers ({', '.join(report['reviewers'])}) judged "
+            f"{report['n_judgments']} labels of a sample of {report['n_items']} queries drawn per position group "
+            "with `build-bench review`. A label is right when most of its reviewers said its span answers "
+            "the query; intervals are 95 % Wilson.\n\n"
+            "| group | items | precision | 95 % interval |\n|---|---|---|---|\n" + rows + "\n\n"
+            f"Agreement on the span question: {kappas or 'no items judged by two reviewers'}"
+            + (f"; Fleiss' κ {fleiss['kappa']} (n={fleiss['n']})" if fleiss["n"] else "") + ".\n"
+            f"Groups below precision {report['threshold']}: {below}.\n{END}\n")
+
+
+def write_report(folder: Path, report: dict[str, Any]) -> None:
+    stats_path = folder / "stats.json"
+    stats = json.loads(stats_path.read_text(encoding="utf-8"))
+    stats["review"] = report
+    write_text_atomic(stats_path, json.dumps(stats, indent=2, ensure_ascii=False))
+    card_path = folder / "README.md"
+    card = card_path.read_text(encoding="utf-8") if card_path.is_file() else ""
+    section = card_section(report)
+    if START in card:
+        card = re.sub(re.escape(START) + ".*?" + re.escape(END) + "\n?", lambda _: section, card, flags=re.S)
+    elif "\n## Citation" in card:
+        card = card.replace("\n## Citation", "\n" + section + "\n## Citation", 1)
+    else:
+        card = card + "\n" + section
+    write_text_atomic(card_path, card)
