@@ -120,7 +120,9 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
 
 
 def _usd(value: float | None) -> str:
-    return "?" if value is None else f"${value:,.2f}"
+    if value is None:
+        return "?"
+    return f"${value:,.2f}" if value >= 1 else f"${value:.4f}"
 
 
 def request_bounds(models: Mapping[str, Any], used: Iterable[str]) -> list[str]:
