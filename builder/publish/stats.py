@@ -57,7 +57,7 @@ def compute_stats(bench: Bench, run_stats: RunStats = None) -> dict[str, Any]:
         "domains": _per_group(bench, "domain"),
         "stage_table": _stage_table(stages),
         "drop_table": _drop_table(bench.drops),
-        "llm": _llm_usage(stages),
+        "llm": _llm_usage(stages, bench.queries.height),
         "warnings": run_warnings(stages),
         "qc_scorers": recorded_qc_scorers(stages),
         "notes": notes,
@@ -215,10 +215,23 @@ def _drop_table(drops: pl.DataFrame) -> list[dict[str, Any]]:
     return table.to_dicts()
 
 
-def _llm_usage(stages: list[StageRecord]) -> dict[str, Any]:
-    rows = [
-        {"stage": s.stage, **{f: int((s.llm or {}).get(f, 0)) for f in LLM_FIELDS}}
-        for s in stages if any((s.llm or {}).get(f) for f in LLM_FIELDS)
-    ]
-    total = {f: sum(r[f] for r in rows) for f in LLM_FIELDS}
-    return {"stages": rows, "total": total}
+def _llm_usage(stages: list[StageRecord], kept: int) -> dict[str, Any]:
+    """Per LLM stage: its usage, its money (`usd`, when every model it called has a price)
+    and its yield (queries out / queries in); in total, and per query the build kept."""
+    rows = []
+    for s in stages:
+        llm = s.llm or {}
+        if not any(llm.get(f) for f in LLM_FIELDS):
+            continue
+        row: dict[str, Any] = {"stage": s.stage, **{f: int(llm.get(f, 0)) for f in LLM_FIELDS}}
+        row["usd"] = llm.get("usd")
+        row["yield"] = round(s.queries_out / s.queries_in, 4) if s.queries_in and s.queries_out is not None else None
+        rows.append(row)
+    total: dict[str, Any] = {f: sum(r[f] for r in rows) for f in LLM_FIELDS}
+    if not rows:  # a build without an LLM has no ledger
+        return {"stages": rows, "total": total}
+    priced = rows and all(r["usd"] is not None for r in rows)
+    total["usd"] = round(sum(r["usd"] for r in rows), 6) if priced else None
+    per_kept = {f: (round(total[f] / kept, 6 if f == "usd" else 2) if kept and total[f] is not None else None)
+                for f in ("calls", "prompt_tokens", "completion_tokens", "cached_tokens", "usd")}
+    return {"stages": rows, "total": total, "kept_queries": kept, "per_kept_query": per_kept}

@@ -84,9 +84,18 @@ def _drops(console: Console, rows: list[dict[str, Any]]) -> None:
 def _llm(console: Console, usage: dict[str, Any]) -> None:
     if not usage["stages"]:
         return
-    fields = list(usage["total"])
+    fields = [*usage["total"], "yield"]
     table = _table("LLM usage", "stage", *fields)
     for row in usage["stages"]:
-        table.add_row(row["stage"], *(str(row[f]) for f in fields))
-    table.add_row("total", *(str(usage["total"][f]) for f in fields), style="bold")
+        table.add_row(row["stage"], *(_cell(row.get(f)) for f in fields))
+    table.add_row("total", *(_cell(usage["total"].get(f)) for f in fields), style="bold")
+    per_kept = usage.get("per_kept_query") or {}
+    if per_kept.get("calls") is not None:
+        table.add_row("per kept query", *(_cell(per_kept.get(f)) for f in fields), style="italic")
     console.print(table)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -135,6 +135,10 @@ class Backends:
         return {name: reason for name, backend in self._llms.items()
                 if (reason := getattr(backend, "schema_refused", None))}
 
+    def usage_by_model(self) -> dict[str, LLMUsage]:
+        """A snapshot of each started model's counters (they keep counting after)."""
+        return {name: backend.usage + LLMUsage() for name, backend in self._llms.items()}
+
     def usage(self) -> LLMUsage:
         total = LLMUsage()
         for backend in self._llms.values():

@@ -13,6 +13,7 @@ from rich.table import Table
 from builder.backends.llm.config import OpenAIModelConfig
 from builder.backends.tokenizers import make_counter
 from builder.executors.config import ExecutorConfig
+from builder.run.ledger import estimate_usd
 from builder.io.corpus_sample import sample_documents
 from builder.stages.base import Estimate, Flow
 from builder.stages.refs import DataPath, refs_of
@@ -20,6 +21,9 @@ from builder.stages.refs import DataPath, refs_of
 if TYPE_CHECKING:
     from builder.recipe.model import LoadedRecipe
 
+# Prompt tokens of a call that no earlier call shares (its questions, region, excerpt):
+# a rough allowance, since prompts put the document first and these last.
+PER_CALL_TAIL_TOKENS = 150
 # Above this many documents, token counts (length eligibility included) come from a sample.
 SAMPLE_DOCS = 20_000
 
@@ -33,6 +37,25 @@ class PlanRow:
     estimate: Estimate
     texts: list[str] = field(default_factory=list)  # 00_load only: the sampled documents
     reads_inputs: bool = False  # the stage loads files of its own, which plan does not read
+    cacheable_tokens: int = 0  # prompt tokens a prefix cache could serve (an estimate)
+    usd: float | None = None  # None: a model it calls has no price
+
+
+def ledger(rows: list[PlanRow], models: Mapping[str, Any]) -> None:
+    """Fill in each row's cacheable tokens and money. A document's tokens are new once, in
+    the first stage that sends it; every later request about it opens with the same text."""
+    seen_docs = False
+    for r in rows:
+        est = r.estimate
+        if not est.calls:
+            continue
+        fresh = est.calls * PER_CALL_TAIL_TOKENS
+        if not seen_docs:
+            fresh += r.flow_in.docs * r.flow_in.doc_tokens
+            seen_docs = True
+        r.cacheable_tokens = int(max(0.0, est.prompt_tokens - fresh))
+        llms = [m for m in r.models if m in models]
+        r.usd = estimate_usd(models, llms, est.prompt_tokens, r.cacheable_tokens, est.completion_tokens)
 
 
 def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
@@ -50,6 +73,7 @@ def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
         reads = any(issubclass(kind, DataPath) for _, kind, _ in refs_of(stage.params))
         rows.append(PlanRow(f"{i:02d}_{stage.name}", stage.models_used(), flow, nxt, est, reads_inputs=reads))
         flow = nxt
+    ledger(rows, recipe.models)
     return rows
 
 
@@ -57,30 +81,48 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
     recipe = loaded.recipe
     table = Table(title=f"plan for {recipe.name} ({loaded.path})", title_justify="left")
     for col in ("stage", "models", "docs in", "queries in", "LLM calls",
-                "prompt tokens", "completion tokens"):
+                "prompt tokens", "cacheable", "completion tokens", "USD"):
         table.add_column(col, justify="left" if col in ("stage", "models") else "right")
     for r in rows:
         table.add_row(
             r.label,
             ", ".join(f"{m} ({recipe.models[m].model})" for m in r.models) or "-",
             str(r.flow_in.docs), str(r.flow_in.queries), f"{r.estimate.calls:,}",
-            f"{r.estimate.prompt_tokens:,}", f"{r.estimate.completion_tokens:,}",
+            f"{r.estimate.prompt_tokens:,}", f"{r.cacheable_tokens:,}", f"{r.estimate.completion_tokens:,}",
+            _usd(r.usd) if r.estimate.calls else "-",
         )
     total = sum(r.estimate.calls for r in rows)
     ptok = sum(r.estimate.prompt_tokens for r in rows)
     ctok = sum(r.estimate.completion_tokens for r in rows)
-    table.add_row("total", "", "", "", f"{total:,}", f"{ptok:,}", f"{ctok:,}", style="bold")
+    cached = sum(r.cacheable_tokens for r in rows)
+    asking = [r for r in rows if r.estimate.calls]
+    usd = sum(r.usd for r in asking) if asking and all(r.usd is not None for r in asking) else None
+    table.add_row("total", "", "", "", f"{total:,}", f"{ptok:,}", f"{cached:,}", f"{ctok:,}",
+                  _usd(usd) if asking else "-", style="bold")
     console.print(table)
+    if ptok:
+        console.print(f"cacheable share of prompt tokens: {cached / ptok:.2f} (documents open every prompt; "
+                      "a server with prefix caching serves them again)", highlight=False)
+    if asking and usd is None:
+        console.print("USD: set `price: {input, cached_input, output}` (USD per million tokens) on each model "
+                      "to see what the build costs", highlight=False)
     for r in rows:
         for note in r.estimate.notes:
             console.print(f"{r.label}: {note}", highlight=False)
-    console.print("Estimates assume no cache hits and no re-asks; answers already cached cost nothing.")
+    console.print("Estimates assume no answers already cached and no re-asks (answers already cached cost "
+                  "nothing); USD prices the cacheable tokens at each model's cached_input.")
     for line in empty_flow_warnings(rows):
         console.print(f"[bold yellow]warning:[/] {line}", highlight=False)
     console.print(_executor_line(recipe.executor), highlight=False)
     used = {m for r in rows for m in r.models}
     for line in request_bounds(recipe.models, used):
         console.print(line, highlight=False)
+
+
+def _usd(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return f"${value:,.2f}" if value >= 1 else f"${value:.4f}"
 
 
 def request_bounds(models: Mapping[str, Any], used: Iterable[str]) -> list[str]:

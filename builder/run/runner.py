@@ -31,7 +31,9 @@ from builder.atomic import recover, recover_folder, replace_dir, temp_path_besid
 from builder.stages.context import StageContext
 from builder.publish.beir import write_beir
 from builder.publish.multilingual import write_multilingual
+from builder.backends.llm.base import LLMUsage
 from builder.run.backends import Backends
+from builder.run.ledger import usage_usd
 from builder.run.load import load_corpus, load_key
 from builder.run.load_meter import LOAD_LABEL
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
@@ -306,6 +308,7 @@ class Runner:
             base_dir=self.loaded.base_dir, flag_answers=self.backends.flag_answers,
         )
         before = self.backends.usage()
+        by_model_before = self.backends.usage_by_model()
         refused_before = self.backends.schema_refusals()
         self.backends.enter_stage(label)
         t0 = time.perf_counter()
@@ -315,6 +318,10 @@ class Runner:
         usage = self.backends.usage() - before
         record.seconds = round(seconds, 3)
         record.llm = usage.__dict__
+        spent = {name: after - by_model_before.get(name, LLMUsage())
+                 for name, after in self.backends.usage_by_model().items()}
+        if usage.calls and (usd := usage_usd(self.recipe.models, spent)) is not None:
+            record.llm["usd"] = round(usd, 6)
         record.prompts = {n: self.prompts.get(n).sha256 for n in stage.prompts_used()}
         record.figures = dict(ctx.stats)
         record.warnings = list(ctx.warnings)

@@ -69,8 +69,13 @@ def test_groups_drops_and_llm_usage():
     ]
     assert [r["dropped"] for r in stats["stage_table"]] == [0, 2, 1]
     # A record written before cached tokens were counted reads as none cached.
-    assert stats["llm"]["stages"] == [{"stage": "02_generate_queries", **LLM, "cached_tokens": 0}]
+    # No price in the record: its money is unknown; a stage that starts with no queries has no yield.
+    assert stats["llm"]["stages"] == [{"stage": "02_generate_queries", **LLM, "cached_tokens": 0,
+                                       "usd": None, "yield": None}]
     assert stats["llm"]["total"]["calls"] == 4 and stats["llm"]["total"]["cache_hits"] == 1
+    assert stats["llm"]["kept_queries"] == 5
+    assert stats["llm"]["per_kept_query"] == {"calls": 0.8, "prompt_tokens": 20.0, "completion_tokens": 4.0,
+                                              "cached_tokens": 0.0, "usd": None}
 
 
 def test_positions_come_from_spans_when_there_is_no_rel_pos():

@@ -58,7 +58,7 @@ def test_extractive_questions_sit_in_the_requested_third(tmp_path):
 
 def test_whole_document_mode_over_http(tmp_path, fake_openai):
     def reply(body):
-        user = body["messages"][1]["content"]  # the original prompt, also on a re-ask
+        user = body["messages"][0]["content"]  # the original prompt, also on a re-ask
         if "broken doc" in user:
             return json.dumps({"usable": False})
         if "garbage doc" in user:
@@ -80,15 +80,16 @@ def test_whole_document_mode_over_http(tmp_path, fake_openai):
         ("query", "d2/g0", "llm_unparseable"), ("query", "d2/g1", "llm_unparseable"),
     ]
     assert (tmp_path / "unparseable.jsonl").exists()
-    system = srv.requests[0]["messages"][0]["content"]
-    user = srv.requests[0]["messages"][1]["content"]
-    assert "search engine" in system and DOC in user and "third" in user
+    (prompt,) = (m["content"] for m in srv.requests[0]["messages"])
+    # The document first, then the fixed instructions, then the region of this call.
+    assert prompt.startswith(f"<document>\n{DOC}\n</document>")
+    assert prompt.index(DOC) < prompt.index("search engine") < prompt.index("third of the document.")
 
 
 def _reasoning_reply(final_block: str):
     """A model that follows posir_generate's steps: notes in prose, then the JSON."""
     def reply(body):
-        user = body["messages"][1]["content"]
+        user = body["messages"][0]["content"]
         region = next(r for r in ("first", "middle", "final") if f"the {r} third" in user)
         answer = json.dumps({"usable": True, "questions": [
             {"question": f"Q about {region}?", "answer": "A", "type": "fact lookup"}]})
@@ -111,7 +112,7 @@ def test_posir_prompt_offers_the_reasoning_steps_and_reads_the_fenced_json_after
     (region,) = out.queries["requested_position"].to_list()
     assert out.queries["text"].to_list() == [f"Q about {region}?"]
     assert out.drops.is_empty() and srv.request_count == 1  # no re-ask was needed
-    user = srv.requests[0]["messages"][1]["content"]
+    user = srv.requests[0]["messages"][0]["content"]
     assert "Searchers" in user and "Question types" in user and "```json" in user
 
 
@@ -129,7 +130,7 @@ def test_posir_json_only_prompt_stays_available(tmp_path, fake_openai):
     params = GenerateParams(llm="gen", questions_per_call=1, prompt="posir_generate_json")
     out = GenerateQueries(params).run(_bench(DOC), ctx)
     assert out.queries["text"].to_list() == ["Q?"]
-    user = srv.requests[0]["messages"][1]["content"]
+    user = srv.requests[0]["messages"][0]["content"]
     assert "Searchers" not in user and "JSON only" in user
 
 
@@ -237,7 +238,7 @@ def test_questions_are_handed_on_before_the_last_answer_arrives(tmp_path, fake_o
     # The second document's answer leaves a second after the first one's: its questions
     # must be heard in between, not once every answer is in.
     def reply(body):
-        if "late doc" in body["messages"][1]["content"]:
+        if "late doc" in body["messages"][0]["content"]:
             return Reply(text=json.dumps({"usable": True, "questions": [
                 {"question": "Late question about the text?", "answer": "A"}]}), delay_s=1.0)
         return json.dumps({"usable": True, "questions": [{"question": " Who found the neutron? ", "answer": "A"}]})

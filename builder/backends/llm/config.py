@@ -13,6 +13,22 @@ _SCALING_DEFAULTS: dict[str, Any] = {"base_urls": None, "engines": 1, "batch_siz
                                      "max_reply_bytes": 4 * 2**20}
 
 
+class Price(BaseModel):
+    """What a model's tokens cost, in USD per million tokens (the ledger and the budget read it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(ge=0.0)
+    cached_input: float | None = Field(default=None, ge=0.0)  # prompt tokens the server's cache served; default: input
+    output: float = Field(ge=0.0)
+
+    def usd(self, prompt_tokens: float, cached_tokens: float, completion_tokens: float) -> float:
+        cached = min(cached_tokens, prompt_tokens)
+        cached_rate = self.input if self.cached_input is None else self.cached_input
+        return ((prompt_tokens - cached) * self.input + cached * cached_rate
+                + completion_tokens * self.output) / 1_000_000
+
+
 class _SamplingConfig(BaseModel):
     """Fields every backend shares; they decide what the model is asked to do."""
 
@@ -24,6 +40,8 @@ class _SamplingConfig(BaseModel):
     max_tokens: int = Field(default=1024, ge=1)
     seed: int | None = None
     max_reasks: int = Field(default=2, ge=0)
+    # Never part of a fingerprint: a new price changes no answer.
+    price: Price | None = Field(default=None, exclude=True)
 
     @model_serializer(mode="wrap")
     def _omit_unset_scaling(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from builder.backends.llm.base import ChatRequest, ChatResponse, LLMUsage, Message
 from builder.backends.llm.config import OpenAIModelConfig, VLLMModelConfig
 from builder.backends.llm.mock_prompts import (STOPWORDS, Sentence, between, content_words, identify, numbered,
-                                               prompt_text, sentences)
+                                               outside, prompt_text, sentences)
 
 MOCK_NAME = "build-bench mock LLM"
 _THIRDS = {"first": 0, "middle": 1, "final": 2}
@@ -77,12 +77,13 @@ def _int_after(pattern: str, text: str, default: int) -> int:
 
 def _generate(text: str, rng: random.Random, with_notes: bool) -> str:
     document = between(text, "document") or ""
-    m = re.search(r"\b(first|middle|final) third\b", text)
+    instructions = outside(text, "document")
+    m = re.search(r"\b(first|middle|final) third\b", instructions)
     third = len(document) / 3
     lo = _THIRDS[m.group(1) if m else "first"] * third
     # A sentence belongs to the third holding its middle character.
     pool = [s for s in sentences(document) if lo <= (s.start + s.end) / 2 < lo + third]
-    items = _items(pool, _int_after(r"write (\d+) search questions", text, 3), rng)
+    items = _items(pool, _int_after(r"write (\d+) search questions", instructions, 3), rng)
     answer = json.dumps({"usable": True, "questions": items} if items else {"usable": False}, ensure_ascii=False)
     if not with_notes:
         return answer
@@ -94,7 +95,8 @@ def _generate(text: str, rng: random.Random, with_notes: bool) -> str:
 
 def _chunk_qa(text: str, rng: random.Random) -> str:
     chunk = between(text, "excerpt") or ""
-    items = _items(sentences(chunk), min(3, _int_after(r"at most (\d+)", text, 3)), rng)
+    instructions = outside(outside(text, "excerpt"), "summary")
+    items = _items(sentences(chunk), min(3, _int_after(r"at most (\d+)", instructions, 3)), rng)
     for i, item in enumerate(items):
         item["type"] = "simple" if i % 2 == 0 else "complicated"
     return json.dumps(items, ensure_ascii=False)
@@ -135,8 +137,8 @@ def _relevance(text: str) -> str:
 
 
 def _summarize(text: str) -> str:
-    document = text.split("\nDocument:\n", 1)[-1]
-    budget = _int_after(r"beyond (\d+) words", text, 200)
+    document = between(text, "document") or ""
+    budget = _int_after(r"beyond (\d+) words", outside(text, "document"), 200)
     picked, used = [], 0
     for s in sentences(document):
         n = len(s.text.split())

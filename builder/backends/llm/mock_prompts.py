@@ -71,6 +71,12 @@ def between(text: str, tag: str) -> str | None:
     return m.group(1) if m else None
 
 
+def outside(text: str, tag: str) -> str:
+    """The text with its `<tag>` block cut out: the instructions around a document, so that
+    words of the document are never read as instructions."""
+    return re.sub(f"^<{tag}>\\n.*\\n</{tag}>$", "", text, count=1, flags=re.S | re.M)
+
+
 def numbered(block: str) -> list[tuple[int, str]]:
     """`1. text` lines, as the prompts list questions and short texts."""
     out = []
