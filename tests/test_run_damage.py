@@ -4,7 +4,6 @@ checkpoints are recomputed."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import socket
 from pathlib import Path
@@ -72,15 +71,22 @@ def test_an_outage_is_not_frozen_into_checkpoints(write_recipe, fake_openai):
     assert pl.read_parquet(recipe.parent / "out" / "queries.parquet").height > 0
 
 
-def _flaky(body: dict) -> str | Reply:
-    """Fails, every time, the summaries of half the documents."""
-    key = hashlib.sha256(json.dumps(body["messages"]).encode()).digest()[0]
-    if "Summarize" in json.dumps(body) and key % 2:
-        return Reply(status=503)
-    return scripted_llm(body)
+class _Flaky:
+    """Fails, every time, the summaries of every other document, in the order they first
+    arrive: exactly half of them, whatever the prompts' wording."""
+
+    def __init__(self) -> None:
+        self.fails: dict[str, bool] = {}
+
+    def __call__(self, body: dict) -> str | Reply:
+        key = json.dumps(body["messages"])
+        if "Summarize" in key and self.fails.setdefault(key, len(self.fails) % 2 == 1):
+            return Reply(status=503)
+        return scripted_llm(body)
 
 
 def test_a_rerun_retries_exactly_the_requests_that_failed(write_recipe, fake_openai, tmp_path):
+    _flaky = _Flaky()
     flaky = fake_openai(responder=_flaky)
     recipe = write_recipe(LLM.replace("BASE", flaky.base_url).replace(
         "  - generate_queries: {llm: gen, questions_per_call: 2, calls_per_doc: 1}\n"
