@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
     from builder.backends.rerankers.pooled import ModelPool
 
+# Where a mock build keeps the mock's answers: in its own run folder, never the LLM cache.
+MOCK_CACHE = "mock_answers.sqlite"
+
 
 class Backends:
     """Builds each backend on first use, so a run that needs no LLM opens no cache."""
@@ -30,7 +33,7 @@ class Backends:
         self.prompts = prompts
         self.cache_path = cache_path
         self.reask_failed = reask_failed
-        # Every model answered by the in-process mock, which never reads or writes the cache.
+        # Every model answered by the in-process mock, from its own cache at `cache_path`.
         self.mock_llm = mock_llm
         self._stage: str | None = None
         self._llms: dict[str, LLMBackend] = {}
@@ -103,7 +106,7 @@ class Backends:
         if name not in self._llms and self.mock_llm:
             from builder.backends.llm.mock_backend import MockLLMBackend
 
-            self._llms[name] = MockLLMBackend(name, self.recipe.models[name], self.recipe.seed)
+            self._llms[name] = MockLLMBackend(name, self.recipe.models[name], self.recipe.seed, self._open_cache())
         if name not in self._llms:
             if self._warming is not None:
                 self._warming.join()

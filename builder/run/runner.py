@@ -31,7 +31,7 @@ from builder.atomic import recover, recover_folder, replace_dir, temp_path_besid
 from builder.stages.context import StageContext
 from builder.publish.beir import write_beir
 from builder.publish.multilingual import write_multilingual
-from builder.run.backends import Backends
+from builder.run.backends import MOCK_CACHE, Backends
 from builder.run.load import load_corpus, load_key
 from builder.run.load_meter import LOAD_LABEL
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
@@ -93,13 +93,15 @@ class Runner:
         self.options = options
         self.console = console or Console(stderr=True)
         self.prompts = PromptLibrary(loaded.base_dir)
-        self.backends = Backends(self.recipe, self.prompts, options.run_root / "llm_cache.sqlite",
-                                 reask_failed=options.reask_failed, mock_llm=options.mock_llm)
         # A mock build gets run folders (so checkpoints) of its own: a real build never resumes from one.
         mock = ["mock-llm"] if options.mock_llm else []
         self._inputs_fp = _hash(self._sources_json(), self.recipe.tokenizer.model_dump(mode="json"), options.limit,
                                 *mock)
         self.run_dir = options.run_root / self.recipe.name / self._inputs_fp[:12]
+        # The mock's answers stay in its run folder, out of the LLM cache real builds share.
+        cache_path = self.run_dir / MOCK_CACHE if options.mock_llm else options.run_root / "llm_cache.sqlite"
+        self.backends = Backends(self.recipe, self.prompts, cache_path,
+                                 reask_failed=options.reask_failed, mock_llm=options.mock_llm)
         self._failed_stages: set[str | None] | None = None  # read from the cache on first need
 
     def _sources_json(self) -> list[Any]:
