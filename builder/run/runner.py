@@ -343,6 +343,8 @@ class Runner:
         summary: dict[str, Any] = {"recipe": self.recipe.name, "stages": [record.to_json() for record in stats]}
         if self.options.mock_llm:
             summary["mock_llm"] = True
+        if self.options.limit is not None:
+            summary["limit"] = self.options.limit
         return summary
 
 
