@@ -69,9 +69,13 @@ def _source(spec: Any, base_dir: Path, limit: int | None = None) -> dict[str, An
     return {**out, **_read_rows(spec, None, limit)}
 
 
-def pinned_inputs(loaded: LoadedRecipe, stages: list[StageRecord], limit: int | None = None) -> dict[str, Any]:
-    """`limit` is the run's `--limit` (rows read per source), None when it read them all."""
+def pinned_inputs(loaded: LoadedRecipe, stages: list[StageRecord], limit: int | None = None,
+                  mock_llm: bool = False) -> dict[str, Any]:
+    """`limit` is the run's `--limit` (rows read per source), None when it read them all;
+    `mock_llm` names the mock as every model (it answered for all of them)."""
     from importlib.metadata import version
+
+    from builder.backends.llm.mock_backend import mock_stand_in
 
     recipe = loaded.recipe
     return {
@@ -81,7 +85,7 @@ def pinned_inputs(loaded: LoadedRecipe, stages: list[StageRecord], limit: int | 
         **({"limit": limit} if limit is not None else {}),
         "sources": [_source(s, loaded.base_dir, limit) for s in recipe.sources],
         "tokenizer": recipe.tokenizer.name or recipe.tokenizer.kind,
-        "models": {name: m.model for name, m in sorted(recipe.models.items())},
+        "models": {name: mock_stand_in(m.model) if mock_llm else m.model for name, m in sorted(recipe.models.items())},
         "rerankers": {name: getattr(r, "model", None) or r.backend for name, r in sorted(recipe.rerankers.items())},
         "prompts": {st.stage: dict(sorted(st.prompts.items())) for st in stages if st.prompts},
     }

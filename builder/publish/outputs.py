@@ -77,7 +77,8 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats,
 
         kept = dict(run_stats) if isinstance(run_stats, Mapping) else {}  # e.g. the mock_llm mark
         run_stats = {**kept, "recipe": name, "stages": [r.to_json() for r in stage_list(run_stats)],
-                     "inputs": pinned_inputs(loaded_recipe, stage_list(run_stats), kept.get("limit"))}
+                     "inputs": pinned_inputs(loaded_recipe, stage_list(run_stats), kept.get("limit"),
+                                             built_with_mock(kept))}
     stats, plots = write_stats(bench, out_dir, run_stats, name)
     layout = write_hub_layout(bench, out_dir)
     layout.configs += subset_configs(out_dir)

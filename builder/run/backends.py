@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import LLMBackend, LLMCache, LLMUsage, make_llm
 from builder.backends.llm.factory import start_warm_up
+from builder.backends.llm.mock_backend import MOCK_CACHE
 from builder.backends.rerankers import AnyRerankerConfig, Reranker, make_reranker, reranker_configs
 from builder.backends.tokenizers import TokenCounter, make_counter
 from builder.executors import Executor, make_executor
@@ -19,9 +20,6 @@ if TYPE_CHECKING:
     import polars as pl
 
     from builder.backends.rerankers.pooled import ModelPool
-
-# Where a mock build keeps the mock's answers: in its own run folder, never the LLM cache.
-MOCK_CACHE = "mock_answers.sqlite"
 
 
 class Backends:

@@ -31,7 +31,8 @@ from builder.atomic import recover, recover_folder, replace_dir, temp_path_besid
 from builder.stages.context import StageContext
 from builder.publish.beir import write_beir
 from builder.publish.multilingual import write_multilingual
-from builder.run.backends import MOCK_CACHE, Backends
+from builder.backends.llm.mock_backend import MOCK_CACHE
+from builder.run.backends import Backends
 from builder.run.load import load_corpus, load_key
 from builder.run.load_meter import LOAD_LABEL
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
@@ -326,7 +327,7 @@ class Runner:
                         "answers were asked for by the prompt alone")
                 self._notice(f"{label}: {line}")
                 record.warnings.append(line)
-        scorers = qc_scorers(stage, self.recipe)
+        scorers = qc_scorers(stage, self.recipe, self.options.mock_llm)
         if scorers:
             record.figures["qc_scorers"] = scorers
         new = "".join(f", {n} new {kind}" for kind, n in (("docs", record.docs_added),

@@ -1,6 +1,6 @@
 """A `--mock-llm` build ships its answers, marked mock: a mock build `--from` it reuses
 them offline (the mock makes no new answer for an unchanged request), and a real build
-refuses them in one line."""
+refuses them in one line. Everything that names the models says the mock answered."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ stages:
   - sample_by_length: {buckets: [200, 800, 4000], weights: [1, 1], n_docs: 4}
   - generate_queries: {llm: gen, questions_per_call: 2, calls_per_doc: 1}
   - localize_spans: {llm: gen, questions_per_call: 4}
+  - llm_relevance: {llm: gen, min_grade: 1}
 """
 runner = CliRunner()
 
@@ -71,3 +72,22 @@ def test_a_mock_build_ships_marked_answers_that_a_mock_build_reuses_and_a_real_o
     assert len(said.splitlines()) == 1, said
     assert "built with the mock LLM" in said and "--mock-llm" in said
     assert not (tmp_path / "real").exists()
+
+
+def test_a_mock_build_is_named_mock_in_inputs_qc_scorers_card_and_cache(recipe, tmp_path):
+    out, runs = tmp_path / "out-mock", tmp_path / "runs"
+    made = runner.invoke(app, ["build", str(recipe), "--mock-llm", "--out", str(out), "--run-dir", str(runs)])
+    assert made.exit_code == 0, made.output
+    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    named = "build-bench mock LLM (standing in for some/model)"
+    assert stats["inputs"]["models"] == {"gen": named}
+    assert [(q["stage"], q["model"]) for q in stats["qc_scorers"]] == [("04_llm_relevance", named)]
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert f"| `04_llm_relevance` | `gen` | llm | {named} |" in card
+    assert f"| model `gen` | `{named}` | name |" in card
+
+    cache = runner.invoke(app, ["cache", str(runs)])
+    said = " ".join(cache.output.split())
+    assert cache.exit_code == 2
+    assert ("its builds ran with --mock-llm, and mock builds never write an LLM cache: the mock's answers "
+            "stay in their run folders and ship in each output's llm_answers.parquet") in said

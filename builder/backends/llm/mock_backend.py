@@ -27,6 +27,8 @@ from builder.backends.llm.mock_prompts import (STOPWORDS, Sentence, between, con
                                                prompt_text, sentences)
 
 MOCK_NAME = "build-bench mock LLM"
+# Where a mock build keeps the mock's answers: in its own run folder, never the LLM cache.
+MOCK_CACHE = "mock_answers.sqlite"
 _THIRDS = {"first": 0, "middle": 1, "final": 2}
 # A question restates a clause of its sentence, as a searcher who half-remembers it would ask.
 _QUESTION_FORMS = (
@@ -172,6 +174,11 @@ _ANSWERS: dict[str, Callable[[str, random.Random], str]] = {
     "translate": lambda t, rng: _translate(t),
     "refusal_check": lambda t, rng: _refusal(t),
 }
+
+
+def mock_stand_in(model: str | None) -> str:
+    """How outputs name a model the mock answered for."""
+    return f"{MOCK_NAME} (standing in for {model})"
 
 
 def mock_answer(messages: Sequence[Message], seed: int) -> str | None:
