@@ -122,12 +122,17 @@ def build(
     from builder.run.report import print_run_summary
     from builder.run.runner import Runner, RunOptions
     from builder.run.errors import friendly_errors
+    from builder.run.grow import mock_refusal, release_is_mock
 
     loaded = _load(recipe, _with_executor(overrides, executor))
     _preflight(loaded, network=True, llm_models=not mock_llm)
     if from_ref and not from_ref.startswith("hf://") and not Path(from_ref).is_dir():
         err.print(f"--from {from_ref}: no such folder (a built folder or hf://datasets/org/name@rev)",
                   markup=False, highlight=False)
+        raise typer.Exit(2)
+    if from_ref and not from_ref.startswith("hf://") and not mock_llm and release_is_mock(Path(from_ref)):
+        # Before the models are checked: a real build cannot use this release whatever they say.
+        err.print(f"error: {mock_refusal(from_ref)}", markup=False, highlight=False)
         raise typer.Exit(2)
     if reask_unverified and not from_ref:
         err.print("--reask-unverified applies to the answers of a --from release; there is none",
@@ -148,6 +153,7 @@ def validate(
 ) -> None:
     """Check recipes without running anything."""
     from builder.io.sources import SourceError
+    from builder.recipe.preflight import unchecked_models
     from builder.run.window_check import sample_texts, window_warnings
 
     failed = False
@@ -159,6 +165,11 @@ def validate(
             failed = True  # said why; the other recipes are still checked
             continue
         out.print(f"[green]ok[/] {loaded.path} ({len(loaded.recipe.stage_objects())} stages)")
+        unchecked = unchecked_models(loaded)
+        if unchecked:
+            err.print(f"note: not checked (validate works offline): {', '.join(unchecked)} "
+                      f"{'is' if len(unchecked) == 1 else 'are'} not in the Hugging Face cache; "
+                      "`build-bench plan` asks the Hub for them", markup=False, highlight=False)
         try:
             texts = sample_texts(loaded)
         except SourceError as exc:  # the data may live elsewhere until the build runs

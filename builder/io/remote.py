@@ -105,6 +105,7 @@ def _fetch_url(ref: str) -> Path:
     except (ConnectionError, FileNotFoundError, OSError, ValueError) as exc:
         raise SourceError(f"could not download {url}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
                           + ("; offline mode is on and it is not in the datasets cache" if offline() else "")
+                          + "; download it on a machine with network, or point the recipe at a local copy"
                           ) from None
     path = local / inner if inner else local
     if not path.exists():

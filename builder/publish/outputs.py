@@ -40,7 +40,9 @@ def stats_document(bench: Bench, run_stats: RunStats, recipe_name: str | None) -
     inputs = run_stats.get("inputs") if isinstance(run_stats, Mapping) else None
     # The digest of the shipped LLM answers, which `--from` checks the file against.
     answers = run_stats.get("llm_answers") if isinstance(run_stats, Mapping) else None
-    return {"recipe": recipe_name, **mock, **compute_stats(bench, run_stats), "stages": records,
+    limit = run_stats.get("limit") if isinstance(run_stats, Mapping) else None
+    return {"recipe": recipe_name, **mock, **({"limit": limit} if limit is not None else {}),
+            **compute_stats(bench, run_stats), "stages": records,
             **({"inputs": inputs} if inputs else {}), **({"llm_answers": answers} if answers else {})}
 
 
@@ -75,7 +77,8 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats,
 
         kept = dict(run_stats) if isinstance(run_stats, Mapping) else {}  # e.g. the mock_llm mark
         run_stats = {**kept, "recipe": name, "stages": [r.to_json() for r in stage_list(run_stats)],
-                     "inputs": pinned_inputs(loaded_recipe, stage_list(run_stats))}
+                     "inputs": pinned_inputs(loaded_recipe, stage_list(run_stats), kept.get("limit"),
+                                             built_with_mock(kept))}
     stats, plots = write_stats(bench, out_dir, run_stats, name)
     layout = write_hub_layout(bench, out_dir)
     layout.configs += subset_configs(out_dir)
@@ -98,8 +101,9 @@ def read_run_stats(folder: Path) -> dict[str, Any]:
     data = json.loads(path.read_text(encoding="utf-8"))
     mock = {"mock_llm": True} if data.get("mock_llm") is True else {}
     answers = {"llm_answers": data["llm_answers"]} if data.get("llm_answers") else {}
-    return {"recipe": data.get("recipe"), **mock, "stages": data.get("stages", []), "inputs": data.get("inputs"),
-            **answers}
+    limit = {"limit": data["limit"]} if data.get("limit") is not None else {}
+    return {"recipe": data.get("recipe"), **mock, **limit, "stages": data.get("stages", []),
+            "inputs": data.get("inputs"), **answers}
 
 
 def refresh_stats(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:

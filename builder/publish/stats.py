@@ -16,7 +16,7 @@ import polars as pl
 from builder.bench import Bench
 from builder.publish.qtypes import QUERY_TYPES, query_type
 from builder.run.qc_scorers import recorded_qc_scorers
-from builder.run.run_warnings import run_warnings
+from builder.run.run_warnings import position_group_warnings, run_warnings
 from builder.run.stage_record import StageRecord
 from builder.textutil.positions import length_bucket, position_bin, rel_pos, third_of
 
@@ -45,11 +45,12 @@ def compute_stats(bench: Bench, run_stats: RunStats = None) -> dict[str, Any]:
     stages = stage_list(run_stats)
     notes: list[str] = []
     positions = _query_positions(bench, notes)
+    summary = _position_summary(positions)
     return {
         "counts": {**bench.counts(), "drops": bench.drops.height,
                    "languages": _n_unique(bench.corpus, "lang"), "domains": _n_unique(bench.corpus, "domain")},
         "doc_lengths": _doc_lengths(bench.corpus, stages),
-        "positions": _position_summary(positions),
+        "positions": summary,
         "length_buckets": _length_buckets(positions),
         "position_by_length": _position_by_length(positions),
         "query_types": _query_types(bench.queries),
@@ -58,10 +59,15 @@ def compute_stats(bench: Bench, run_stats: RunStats = None) -> dict[str, Any]:
         "stage_table": _stage_table(stages),
         "drop_table": _drop_table(bench.drops),
         "llm": _llm_usage(stages, bench.queries.height),
-        "warnings": run_warnings(stages),
+        "warnings": run_warnings(stages) + position_group_warnings(summary["tags"]),
         "qc_scorers": recorded_qc_scorers(stages),
         "notes": notes,
     }
+
+
+def position_tag_counts(bench: Bench) -> dict[str, int]:
+    """Queries per position third (beginning, middle, end), as stats.json counts them."""
+    return _position_summary(_query_positions(bench, []))["tags"]
 
 
 def _n_unique(df: pl.DataFrame, col: str) -> int:

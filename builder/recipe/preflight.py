@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.backends.rerankers.config import reranker_configs
-from builder.backends.tokenizers import TokenizerLoadError, resolve_local
+from builder.backends.tokenizers import TokenizerLoadError, resolve_local, tokenizer_download
 from builder.install_hint import install_command
 from builder.io.remote import fetch_input, is_remote, offline
 from builder.io.sources import SourceError, resolve_path
@@ -93,9 +93,23 @@ def model_problem(name: str, what: str, *, network: bool) -> str | None:
     if _in_hub_cache(name):
         return None
     if offline():
+        how = tokenizer_download(name) if what == "tokenizer" else f"hf download {name}"
         return (f"{what}: {name} is not in the Hugging Face cache and offline mode is on; download it "
-                f"where there is network (hf download {name}), or name a local folder")
+                f"where there is network ({how}), or name a local folder")
     return _ask_hub(name, what) if network else None
+
+
+def unchecked_models(loaded: Any) -> list[str]:
+    """The Hub models and tokenizer (`what name`) that a check without the network cannot
+    vouch for: neither local, packaged nor in the Hugging Face cache, with offline mode off."""
+    if offline():
+        return []  # then such a model is a problem already, not a gap
+    out = []
+    for _, what, name in _models(loaded.recipe, llm_models=True):
+        local = name.startswith("pkg:") or Path(name).expanduser().exists()
+        if not local and name.count("/") == 1 and not _in_hub_cache(name):
+            out.append(f"{what} {name}")
+    return out
 
 
 def _package_problem(name: str, what: str) -> str | None:

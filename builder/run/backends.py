@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import LLMBackend, LLMCache, LLMUsage, make_llm
 from builder.backends.llm.factory import start_warm_up
+from builder.backends.llm.mock_backend import MOCK_CACHE
 from builder.backends.rerankers import AnyRerankerConfig, Reranker, make_reranker, reranker_configs
 from builder.backends.tokenizers import TokenCounter, make_counter
 from builder.executors import Executor, make_executor
@@ -30,7 +31,7 @@ class Backends:
         self.prompts = prompts
         self.cache_path = cache_path
         self.reask_failed = reask_failed
-        # Every model answered by the in-process mock, which never reads or writes the cache.
+        # Every model answered by the in-process mock, from its own cache at `cache_path`.
         self.mock_llm = mock_llm
         self._stage: str | None = None
         self._llms: dict[str, LLMBackend] = {}
@@ -103,7 +104,7 @@ class Backends:
         if name not in self._llms and self.mock_llm:
             from builder.backends.llm.mock_backend import MockLLMBackend
 
-            self._llms[name] = MockLLMBackend(name, self.recipe.models[name], self.recipe.seed)
+            self._llms[name] = MockLLMBackend(name, self.recipe.models[name], self.recipe.seed, self._open_cache())
         if name not in self._llms:
             if self._warming is not None:
                 self._warming.join()

@@ -11,6 +11,9 @@ Otherwise it stops (or, with `--reask-unverified`, leaves the file out and asks 
 model), so answers edited after the release never reach a build unnoticed. The digest
 tells a changed or swapped file; it is not a signature (whoever can rewrite both files
 can make them agree). A build from a folder never writes into that folder.
+
+A `--mock-llm` build ships the mock's answers too, marked `mock` in that record: a mock
+build grows from them offline, and a real build refuses them (they are no model's).
 """
 
 from __future__ import annotations
@@ -50,7 +53,8 @@ def ship_answers(run_dir: Path, labels: list[str], backends: Backends, out_dir: 
     if answers is None or not answers.height:
         return None
     write_parquet(answers, out_dir / ANSWERS_FILE)
-    return {"file": ANSWERS_FILE, "sha256": file_digest(out_dir / ANSWERS_FILE), "answers": answers.height}
+    record = {"file": ANSWERS_FILE, "sha256": file_digest(out_dir / ANSWERS_FILE), "answers": answers.height}
+    return {**record, "mock": True} if backends.mock_llm else record
 
 
 def check_out_dir_apart(ref: str, out_dir: Path) -> None:
@@ -83,6 +87,13 @@ def seed_from(ref: str, backends: Backends, console: Console, reask_unverified: 
         folder = Path(ref)
     if not folder.is_dir():
         raise SourceError(f"--from {ref}: no such folder")
+    made_by_mock = release_is_mock(folder)
+    if made_by_mock and not backends.mock_llm:
+        raise UnverifiedAnswers(mock_refusal(ref))
+    if not made_by_mock and backends.mock_llm:
+        console.print(f"[yellow]--from {ref}: a real release; the mock LLM answers every request itself, "
+                      "so its answers are not read[/]", highlight=False)
+        return
     if not (folder / ANSWERS_FILE).is_file():
         console.print(f"[yellow]--from {ref}: it ships no LLM answers ({ANSWERS_FILE}), so any LLM request "
                       "goes to the model[/]", highlight=False)
@@ -97,8 +108,27 @@ def seed_from(ref: str, backends: Backends, console: Console, reask_unverified: 
                       "request goes to the model[/]", highlight=False)
         return
     added = backends.seed_answers(answers, ref)
-    console.print(f"--from {ref}: {answers.height} answers (sha256 checked), {added} new to this cache",
+    made = ", made by the mock LLM" if made_by_mock else ""
+    console.print(f"--from {ref}: {answers.height} answers (sha256 checked{made}), {added} new to this cache",
                   highlight=False)
+
+
+def mock_refusal(ref: str) -> str:
+    return (f"--from {ref}: that release was built with the mock LLM, so its answers are no model's and a "
+            "real build cannot grow from them; add --mock-llm to grow it as a mock build, or grow from a "
+            "release built without --mock-llm")
+
+
+def release_is_mock(folder: Path) -> bool:
+    """Whether the release in `folder` says it was built with the mock LLM (stats.json)."""
+    try:
+        stats = json.loads((folder / STATS_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    if not isinstance(stats, dict):
+        return False
+    record = stats.get("llm_answers")
+    return stats.get("mock_llm") is True or (isinstance(record, dict) and record.get("mock") is True)
 
 
 def verified_answers(folder: Path) -> pl.DataFrame:

@@ -12,9 +12,11 @@ if TYPE_CHECKING:
     from builder.stages.base import Stage
 
 
-def qc_scorers(stage: Stage, recipe: Any) -> list[dict[str, Any]]:
+def qc_scorers(stage: Stage, recipe: Any, mock_llm: bool = False) -> list[dict[str, Any]]:
     """One entry per scorer a QueryFilter stage names: {name, backend, model}; an LLM
-    (as judge or behind an llm_judge reranker) has backend `llm` and its model id."""
+    (as judge or behind an llm_judge reranker) has backend `llm` and its model id, or
+    the mock's name when `mock_llm` (the build answered every LLM with it)."""
+    from builder.backends.llm.mock_backend import mock_stand_in
     from builder.backends.rerankers import reranker_configs
     from builder.stages.base import QueryFilter
 
@@ -28,11 +30,13 @@ def qc_scorers(stage: Stage, recipe: Any) -> list[dict[str, Any]]:
         backend = getattr(config, "backend", name)
         if backend == "llm_judge":
             llm = models.get(getattr(config, "llm", ""))
-            out.append({"name": name, "backend": "llm", "model": getattr(llm, "model", None)})
+            model = getattr(llm, "model", None)
+            out.append({"name": name, "backend": "llm", "model": mock_stand_in(model) if mock_llm else model})
         else:
             out.append({"name": name, "backend": backend, "model": getattr(config, "model", None)})
     for name in stage.models_used():
-        out.append({"name": name, "backend": "llm", "model": getattr(models.get(name), "model", None)})
+        model = getattr(models.get(name), "model", None)
+        out.append({"name": name, "backend": "llm", "model": mock_stand_in(model) if mock_llm else model})
     return out
 
 

@@ -25,7 +25,8 @@ def _dropped(record: StageRecord) -> str:
 
 
 def print_run_summary(console: Console, result: RunResult) -> None:
-    from builder.run.run_warnings import run_warnings
+    from builder.publish.stats import position_tag_counts
+    from builder.run.run_warnings import position_group_warnings, run_warnings
     from builder.stages.qc.windowing import format_kept_by_third
 
     table = Table(title=f"build finished: {result.out_dir}", title_justify="left")
@@ -44,7 +45,7 @@ def print_run_summary(console: Console, result: RunResult) -> None:
             f"{st.seconds or 0:.1f}",
         )
     console.print(table)
-    for text in run_warnings(result.stage_stats):
+    for text in run_warnings(result.stage_stats) + position_group_warnings(position_tag_counts(result.bench)):
         console.print(f"[yellow]warning: {escape(text)}[/]", highlight=False)
     counts = result.bench.counts()
     console.print(f"{counts['docs']} documents, {counts['queries']} queries, "

@@ -1,12 +1,13 @@
 """The warnings of a run, read from its stage records: what the stages warned about
 themselves, plus the checks the runner applies to every stage (position thirds kept
-unevenly, over half of a kind of row removed). The summary prints them; stats.json
-and the data card carry the same list.
+unevenly, over half of a kind of row removed), and one on the finished benchmark: a
+position third that holds no queries, or almost none. The summary prints them;
+stats.json and the data card carry the same list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
 
 SKEW_POINTS = 10  # kept shares of two thirds further apart than this get a warning
 LARGE_REMOVAL = 0.5  # a stage that removes more than this share of a kind of row gets a warning
+THIN_GROUP = 0.05  # a position third with a smaller share of the final queries gets a warning
 
 
 def skew(kept: dict | None) -> float | None:
@@ -52,3 +54,15 @@ def stage_warnings(record: StageRecord) -> list[str]:
 
 def run_warnings(records: Iterable[StageRecord]) -> list[str]:
     return [text for record in records for text in stage_warnings(record)]
+
+
+def position_group_warnings(tags: Mapping[str, int]) -> list[str]:
+    """A warning for each position third (tag -> queries in the finished benchmark) that
+    holds fewer than `THIN_GROUP` of its queries; none for a benchmark without positions."""
+    total = sum(tags.values())
+    if not total:
+        return []
+    return [f"the benchmark is lopsided: {n} of its {total} queries ({n / total:.0%}) locate their evidence in "
+            f"the {tag} third (under {THIN_GROUP:.0%}); position-group figures on it say little, so check the "
+            "generation stage's thirds and the filters that removed queries"
+            for tag, n in tags.items() if n / total < THIN_GROUP]

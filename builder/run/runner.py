@@ -32,6 +32,7 @@ from builder.stages.context import StageContext
 from builder.publish.beir import write_beir
 from builder.publish.multilingual import write_multilingual
 from builder.backends.llm.base import LLMUsage
+from builder.backends.llm.mock_backend import MOCK_CACHE
 from builder.run.backends import Backends
 from builder.run.ledger import usage_usd
 from builder.run.load import load_corpus, load_key
@@ -95,13 +96,15 @@ class Runner:
         self.options = options
         self.console = console or Console(stderr=True)
         self.prompts = PromptLibrary(loaded.base_dir)
-        self.backends = Backends(self.recipe, self.prompts, options.run_root / "llm_cache.sqlite",
-                                 reask_failed=options.reask_failed, mock_llm=options.mock_llm)
         # A mock build gets run folders (so checkpoints) of its own: a real build never resumes from one.
         mock = ["mock-llm"] if options.mock_llm else []
         self._inputs_fp = _hash(self._sources_json(), self.recipe.tokenizer.model_dump(mode="json"), options.limit,
                                 *mock)
         self.run_dir = options.run_root / self.recipe.name / self._inputs_fp[:12]
+        # The mock's answers stay in its run folder, out of the LLM cache real builds share.
+        cache_path = self.run_dir / MOCK_CACHE if options.mock_llm else options.run_root / "llm_cache.sqlite"
+        self.backends = Backends(self.recipe, self.prompts, cache_path,
+                                 reask_failed=options.reask_failed, mock_llm=options.mock_llm)
         self._failed_stages: set[str | None] | None = None  # read from the cache on first need
 
     def _sources_json(self) -> list[Any]:
@@ -331,7 +334,7 @@ class Runner:
                         "answers were asked for by the prompt alone")
                 self._notice(f"{label}: {line}")
                 record.warnings.append(line)
-        scorers = qc_scorers(stage, self.recipe)
+        scorers = qc_scorers(stage, self.recipe, self.options.mock_llm)
         if scorers:
             record.figures["qc_scorers"] = scorers
         new = "".join(f", {n} new {kind}" for kind, n in (("docs", record.docs_added),
@@ -348,6 +351,8 @@ class Runner:
         summary: dict[str, Any] = {"recipe": self.recipe.name, "stages": [record.to_json() for record in stats]}
         if self.options.mock_llm:
             summary["mock_llm"] = True
+        if self.options.limit is not None:
+            summary["limit"] = self.options.limit
         return summary
 
 

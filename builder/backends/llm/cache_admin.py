@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder.backends.llm.cache import add_columns
+from builder.backends.llm.mock_backend import MOCK_CACHE
 from builder.secrets import mask_string
 
 CACHE_FILE = "llm_cache.sqlite"
@@ -63,7 +64,10 @@ def cache_path(run_dir: Path) -> Path:
     if not path.is_file():
         if not run_dir.is_dir():
             raise CacheAdminError(f"{run_dir} is not a folder: no LLM cache to show or clear")
-        raise CacheAdminError(f"{run_dir} has no LLM cache ({CACHE_FILE}): nothing to show or clear")
+        mock = ("; its builds ran with --mock-llm, and mock builds never write an LLM cache: the mock's "
+                f"answers stay in their run folders and ship in each output's llm_answers.parquet"
+                if any(run_dir.glob(f"*/*/{MOCK_CACHE}")) else "")
+        raise CacheAdminError(f"{run_dir} has no LLM cache ({CACHE_FILE}): nothing to show or clear{mock}")
     return path
 
 

@@ -6,7 +6,10 @@ references copied character for character, grades by how much of a question one 
 of the text covers, summaries made of the document's lead sentences, and "translations"
 that copy the text (markers included). It is for trying a recipe offline, not for
 building a benchmark anyone should publish. Answers depend only on the request and the
-recipe seed, and never enter the LLM cache, so a later real run asks the real model.
+recipe seed. They are kept in a cache of their own (in the mock build's run folder, never
+the LLM cache, so a later real run asks the real model) under keys no real model shares,
+and ship with the output like real answers: a mock build `--from` a mock release reuses
+them, as a real build reuses a real release's.
 """
 
 from __future__ import annotations
@@ -18,11 +21,14 @@ import re
 from collections.abc import Callable, Sequence
 
 from builder.backends.llm.base import ChatRequest, ChatResponse, LLMUsage, Message
+from builder.backends.llm.cache import LLMCache, Origin, fill, key_for, split_cached
 from builder.backends.llm.config import OpenAIModelConfig, VLLMModelConfig
 from builder.backends.llm.mock_prompts import (STOPWORDS, Sentence, between, content_words, identify, numbered,
                                                outside, prompt_text, sentences)
 
 MOCK_NAME = "build-bench mock LLM"
+# Where a mock build keeps the mock's answers: in its own run folder, never the LLM cache.
+MOCK_CACHE = "mock_answers.sqlite"
 _THIRDS = {"first": 0, "middle": 1, "final": 2}
 # A question restates a clause of its sentence, as a searcher who half-remembers it would ask.
 _QUESTION_FORMS = (
@@ -172,6 +178,11 @@ _ANSWERS: dict[str, Callable[[str, random.Random], str]] = {
 }
 
 
+def mock_stand_in(model: str | None) -> str:
+    """How outputs name a model the mock answered for."""
+    return f"{MOCK_NAME} (standing in for {model})"
+
+
 def mock_answer(messages: Sequence[Message], seed: int) -> str | None:
     """The mock's answer to a conversation, or None when it is not one of our prompts."""
     kind = identify(messages)
@@ -183,25 +194,41 @@ def mock_answer(messages: Sequence[Message], seed: int) -> str | None:
 
 
 class MockLLMBackend:
-    """Same interface as the OpenAI and vLLM backends; answers in process, without a cache."""
+    """Same interface as the OpenAI and vLLM backends; answers in process, from `cache`
+    first (the mock's own, see the module docstring)."""
 
-    def __init__(self, name: str, config: OpenAIModelConfig | VLLMModelConfig, seed: int) -> None:
+    def __init__(self, name: str, config: OpenAIModelConfig | VLLMModelConfig, seed: int,
+                 cache: LLMCache | None = None) -> None:
         self.name = name
         self._config = config
         self.seed = seed
+        self.cache = cache if cache is not None else LLMCache.memory()
         self.usage = LLMUsage()
 
     @property
     def config(self) -> OpenAIModelConfig | VLLMModelConfig:
         return self._config
 
+    def key(self, request: ChatRequest) -> str:
+        """The answer depends on the messages and the seed alone, whatever model the recipe names."""
+        return key_for("mock", MOCK_NAME, {"seed": self.seed}, request.messages, None)
+
     def chat_many(self, requests: Sequence[ChatRequest],
                   on_done: Callable[[int], None] | None = None) -> list[ChatResponse]:
-        responses = [self._answer(r) for r in requests]
-        self.usage.record(responses)
-        if on_done is not None and responses:
-            on_done(len(responses))
-        return responses
+        responses, missing = split_cached(self.cache, [self.key(r) for r in requests])
+        made = []
+        for key, positions in missing.items():
+            answer = self._answer(requests[positions[0]])
+            fill(responses, positions, answer)
+            if answer.text is not None:
+                made.append((key, answer.text, 0, 0, None, Origin(model=MOCK_NAME)))
+        if made:
+            self.cache.put_many(made)
+        done = [r for r in responses if r is not None]
+        self.usage.record(done)
+        if on_done is not None and done:
+            on_done(len(done))
+        return done
 
     def _answer(self, request: ChatRequest) -> ChatResponse:
         text = mock_answer(request.messages, self.seed)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,9 +38,25 @@ def _where(model: str) -> str:
     return str(local) if local is not None else model
 
 
+@contextmanager
+def _no_loading_bar() -> Iterator[None]:
+    """transformers' "Loading weights" bar, hidden while a scorer loads: the load takes a
+    second and the bar, in every build and eval log, says nothing a user can act on."""
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
+
+
 def _load(model: str, build: Any) -> Any:
     try:
-        return build(_where(model))
+        with _no_loading_bar():
+            return build(_where(model))
     except Exception as exc:  # noqa: BLE001 - any load failure gets the same advice
         raise RerankerLoadError(
             f"could not load reranker model {model!r}: {exc}. Offline, give a local folder "
@@ -170,7 +187,10 @@ class _Lazy(RerankerBase):
         counts as the text's mean tokens per word."""
         tokenizer = self.tokenizer
         try:
-            offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+            # The whole text, longer than the model reads, is tokenized only to find where to
+            # cut its windows: verbose=False keeps transformers from warning about its length.
+            offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
+                                verbose=False)["offset_mapping"]
             return [end for _, end in offsets]
         except (NotImplementedError, TypeError, KeyError):
             words = super().token_ends(text)

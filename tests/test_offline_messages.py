@@ -1,0 +1,63 @@
+"""Offline, or with no network, every message says what to do: URL inputs as Hub inputs
+do, a missing tokenizer by downloading only its tokenizer files, and `validate` says
+which models it left unchecked instead of a bare `ok`. No test here reaches the network:
+the Hub endpoint is a closed local port, or offline mode is on."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from builder.backends.tokenizers import HFCounter, TokenizerLoadError
+from builder.cli import app
+from builder.io.remote import fetch_input
+from builder.io.sources import SourceError
+from builder.recipe.preflight import model_problem
+
+CLOSED = "http://127.0.0.1:9"  # nothing listens there: a refused connection, at once
+REPO_ID = "someorg/not-downloaded-model-xyz"
+TOKENIZER_FILES = f"hf download {REPO_ID} --include 'tokenizer*' 'vocab*' 'merges.txt' '*.model' 'special_tokens_map.json'"
+
+
+def test_an_unreachable_url_input_says_what_to_do(monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", CLOSED)
+    with pytest.raises(SourceError) as caught:
+        fetch_input(f"{CLOSED}/docs.jsonl", None)
+    said = str(caught.value)
+    assert said.startswith(f"could not download {CLOSED}/docs.jsonl")
+    assert said.endswith("; download it on a machine with network, or point the recipe at a local copy")
+    assert "\n" not in said
+
+
+def test_a_missing_tokenizer_is_downloaded_alone(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    said = model_problem(REPO_ID, "tokenizer", network=False)
+    assert said is not None and TOKENIZER_FILES in said
+    assert f"hf download {REPO_ID})" in model_problem(REPO_ID, "reranker 'a'", network=False)
+    with pytest.raises(TokenizerLoadError) as caught:
+        HFCounter(REPO_ID)
+    assert TOKENIZER_FILES in str(caught.value)
+
+
+RECIPE = f"""
+name: hub_models
+sources: [{{type: python_docs}}]
+tokenizer: {{kind: hf, name: {REPO_ID}}}
+rerankers:
+  judge_a: {{backend: cross_encoder, model: someorg/not-downloaded-reranker-xyz}}
+stages:
+  - sample_by_length: {{buckets: [0, 1000], weights: [1], n_docs: 2}}
+"""
+
+
+def test_validate_says_which_models_it_left_for_plan(tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", CLOSED)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(RECIPE, encoding="utf-8")
+    result = CliRunner().invoke(app, ["validate", str(recipe)])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert (f"not checked (validate works offline): tokenizer {REPO_ID}, reranker 'judge_a' "
+            "someorg/not-downloaded-reranker-xyz are not in the Hugging Face cache; `build-bench plan` asks "
+            "the Hub for them") in said
