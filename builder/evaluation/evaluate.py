@@ -126,6 +126,9 @@ def definitions(data: EvalData, bootstrap: BootstrapSettings, averaging: Averagi
         "positions": data.positions, "anchor": data.anchor,
         "bins": "right-closed (PosIR)" if data.positions == "posir" else "left-closed",
         "length_averaging": averaging, "intervals": bootstrap.describe(),
+        "tests": {"permutations": bootstrap.permutations, "correction": "Holm, within each family",
+                  "psi_null": "position labels shuffled among the queries of each length bucket; groups under "
+                              "min_group " + ("included" if bootstrap.psi_small_groups else "left out")},
     }
 
 
