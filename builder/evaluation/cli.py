@@ -80,18 +80,19 @@ def eval_command(
             raise typer.Exit(2)
     bootstrap = BootstrapSettings(resamples=resamples, seed=seed, min_group=min_group, permutations=permutations,
                                   psi_small_groups=psi_small_groups)
+    out_dir = out or folder / "eval"
     try:
         specs = [parse_spec(text, defaults) for text in retrievers]
         data = load_eval_data(folder, positions, anchor)  # type: ignore[arg-type]
         factories = reranker_factories(data, [s.reranker for s in specs if s.reranker])
         report = evaluate(data, specs, cache_dir or folder / ".eval_cache", batch_size,
                           rerankers=factories, log=lambda line: err.print(line, highlight=False),
-                          bootstrap=bootstrap, averaging=length_averaging)  # type: ignore[arg-type]
+                          bootstrap=bootstrap, averaging=length_averaging,  # type: ignore[arg-type]
+                          runs_dir=runs_dir or out_dir)
     except EvalError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from None
     notes = add_circular_notes(report, specs, folder)
-    out_dir = out or folder / "eval"
     path = write_json(report, out_dir)
     picture = plot(report, out_dir)
     _update_card(folder, out_dir, report, err)

@@ -12,12 +12,15 @@ from pathlib import Path
 import polars as pl
 
 from builder.atomic import write_text_atomic
+from builder.evaluation.comparison import comparison_table
 from builder.evaluation.data import EvalData
 from builder.evaluation.figures import Averaging, Figures
 from builder.evaluation.intervals import BootstrapSettings
 from builder.evaluation.metrics import NDCG, per_query_scores, position_trend, with_relative_bins
 from builder.evaluation.probes import colder_report, probe_pairs
 from builder.evaluation.retrievers import RerankerFactory, Retrieval, RetrieverSpec, get_scorer, rerank
+from builder.evaluation.runs import (PER_QUERY_FILE, judged_at, per_query_columns, run_file_name, run_summary,
+                                     write_per_query, write_run)
 from builder.evaluation.search import first_stage
 from builder.evaluation.significance import compare_retrievers
 
@@ -77,20 +80,30 @@ def retrieve(spec: RetrieverSpec, data: EvalData, cache: RunCache, batch_size: i
 
 def evaluate(data: EvalData, specs: list[RetrieverSpec], cache_dir: Path, batch_size: int = 32,
              rerankers: Mapping[str, RerankerFactory] | None = None, log: Log = lambda _: None,
-             bootstrap: BootstrapSettings = BootstrapSettings(), averaging: Averaging | None = None) -> dict:
-    """The whole report (the content of eval.json) for every retriever."""
+             bootstrap: BootstrapSettings = BootstrapSettings(), averaging: Averaging | None = None,
+             runs_dir: Path | None = None) -> dict:
+    """The whole report (the content of eval.json) for every retriever; with `runs_dir`,
+    each retriever's TREC run file and the per-query table are written there."""
     cache = RunCache(cache_dir, data.fingerprint)
     averaging = averaging or default_averaging(data)
     report: dict = {"dataset": _describe(data), "definitions": definitions(data, bootstrap, averaging),
                     "retrievers": {}}
     pairs = probe_pairs(data)
-    per_query = {}
+    per_query: dict[str, pl.DataFrame] = {}
+    tables: dict[str, pl.DataFrame] = {}
     for spec in specs:
         started = time.perf_counter()
         log(f"retrieving with {spec.label}")
         retrieval, cached = retrieve(spec, data, cache, batch_size, rerankers)
         per_query[spec.label] = scores_of(data, retrieval)
         section = analyze(data, retrieval, bootstrap, averaging, per_query[spec.label])
+        section["run"] = run_summary(data.qrels, retrieval.run)
+        if runs_dir is not None:
+            path = write_run(Path(runs_dir) / run_file_name(spec.label), retrieval.run,
+                             data.queries["query_id"].to_list(), spec.label)
+            section["run"]["file"] = str(path)
+            tables[spec.label] = per_query[spec.label].join(judged_at(data.qrels, retrieval.run), on="query_id",
+                                                            how="left")
         if pairs is not None:
             log(f"{spec.label}: scoring {pairs.height} ColDeR probe pairs")
             section["probes"] = colder_report(spec, data, pairs, batch_size, rerankers,
@@ -102,6 +115,11 @@ def evaluate(data: EvalData, specs: list[RetrieverSpec], cache_dir: Path, batch_
         log(f"{spec.label}: nDCG@10 {section['overall'][NDCG]['value']:.4f}" + (" (cached run)" if cached else ""))
     if len(per_query) > 1:
         report["comparisons"] = compare_retrievers(per_query, compared_partitions(data, per_query), bootstrap)
+    report["comparison_table"] = comparison_table(report)
+    if runs_dir is not None and tables:
+        columns = per_query_columns(next(iter(tables.values())), data.groupings())
+        report["per_query_file"] = str(write_per_query(Path(runs_dir) / PER_QUERY_FILE,
+                                                       {k: v.select(columns) for k, v in tables.items()}))
     return report
 
 

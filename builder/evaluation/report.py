@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from builder.atomic import write_text_atomic
+from builder.evaluation.comparison import write_comparison
 from builder.evaluation.metrics import N_BINS, NDCG, RECALL
 from builder.evaluation.multiple import p_text, significance_mark
 from builder.evaluation.psi_null import psi_null_text
@@ -22,8 +23,11 @@ PLOT_NAME = "ndcg_by_position.png"
 
 
 def write_json(report: dict, out_dir: Path) -> Path:
+    """eval.json, and the comparison table beside it as Markdown and LaTeX."""
     path = out_dir / "eval.json"
     write_text_atomic(path, json.dumps(report, indent=2))
+    if report.get("comparison_table"):
+        write_comparison(report["comparison_table"], out_dir)
     return path
 
 
@@ -33,7 +37,7 @@ def _f(value: float | None, digits: int = 4) -> str:
 
 def figure_text(figure: dict | None, digits: int = 3) -> str:
     """A figure with its interval: `0.812 [0.700, 0.901]`; `0.875 (n 4: no interval)` for a
-    small group; `1.000 [no spread]` where every resample gave the same value (a zero-width
+    small group; `1.000 (no spread)` where every resample gave the same value (a zero-width
     interval is not certainty); a PSI on a small group gets `*`."""
     if not figure or figure.get("value") is None:
         return "-"
@@ -41,7 +45,7 @@ def figure_text(figure: dict | None, digits: int = 3) -> str:
     if figure.get("no_interval"):
         text += f" (n {figure['n']}: no interval)"
     elif figure.get("ci_low") is not None and figure["ci_low"] == figure["ci_high"]:
-        text += " [no spread]"
+        text += " (no spread)"
     elif figure.get("ci_low") is not None:
         text += f" [{figure['ci_low']:.{digits}f}, {figure['ci_high']:.{digits}f}]"
     return text + ("*" if figure.get("small") else "")
@@ -94,19 +98,22 @@ def print_report(console: Console, report: dict) -> None:
         console.print(_comparison_table(comparison))
     if any(r.get("probes") for r in runs.values()):
         console.print(_probes_table(runs))
+    if report.get("comparison_table"):
+        console.print(_paper_table(report["comparison_table"]))
     console.print(definitions_line(report), highlight=False)
 
 
 def _summary(runs: dict, groupings: list[str]) -> Table:
     table = Table(title="retrievers", title_justify="left")
     for col in ("retriever", "queries", "nDCG@10", "R@100", *(f"PSI {GROUPING_NAMES[g]}" for g in groupings),
-                "slope", "Spearman", "run"):
+                "slope", "Spearman", "Judged@10", "missing", "run"):
         table.add_column(col, justify="left" if col == "retriever" else "right")
     for label, r in runs.items():
         psis = [psi_cell(r["groupings"][g]["psi"]) + _empties(r["groupings"][g]) for g in groupings]
         table.add_row(label, str(r["overall"]["n"]), figure_text(r["overall"][NDCG]),
                       figure_text(r["overall"][RECALL]), *psis,
                       _f(r["trend"]["slope"], 3), _f(r["trend"]["spearman"], 3),
+                      _f(r.get("run", {}).get("judged@10"), 3), str(r.get("run", {}).get("queries_missing", "-")),
                       "cached" if r["cached"] else f"{r['seconds']:.1f}s")
     return table
 
@@ -226,6 +233,19 @@ def _comparison_table(comparison: dict) -> Table:
         for row in rows:
             table.add_row(GROUPING_NAMES.get(grouping, grouping), str(row["group"]), *paired_test_cells(row))
     return table
+
+
+def _paper_table(table: dict) -> Table:
+    """The comparison table (also comparison.md and comparison.tex beside eval.json)."""
+    shown = Table(title="comparison (nDCG@10; comparison.md, comparison.tex)", title_justify="left",
+                  caption=table["note"], caption_justify="left")
+    shown.add_column("retriever")
+    for column in table["columns"]:
+        shown.add_column(column, justify="right")
+    for row in table["rows"]:
+        shown.add_row(row["retriever"], *("-" if c["value"] is None else f"{c['value']:.3f}{c['mark']}"
+                                          for c in row["cells"]))
+    return shown
 
 
 def _probes_table(runs: dict) -> Table:

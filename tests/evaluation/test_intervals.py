@@ -91,7 +91,7 @@ def test_small_groups_get_no_interval_and_say_why():
 
 
 def test_a_zero_width_interval_is_not_printed_as_certain():
-    assert figure_text({"value": 1.0, "n": 104, "ci_low": 1.0, "ci_high": 1.0}) == "1.000 [no spread]"
+    assert figure_text({"value": 1.0, "n": 104, "ci_low": 1.0, "ci_high": 1.0}) == "1.000 (no spread)"
     assert figure_text({"value": 0.5, "n": 40, "ci_low": 0.4, "ci_high": 0.6}) == "0.500 [0.400, 0.600]"
 
 
