@@ -84,7 +84,12 @@ def compare_retrievers(scores: dict[str, pl.DataFrame], partitions: list[str], s
             for group in group_universe(column, values):
                 mask = np.array([v == group for v in values], dtype=bool)
                 result = paired_test(a[mask], b[mask], settings)
-                rows.append({"group": group, **result, "small": result["n"] < settings.min_group})
+                small = result["n"] < settings.min_group
+                if small and result["n"]:
+                    # As for the groups' own figures: a few queries' bootstrap interval is too narrow.
+                    result.update(difference_ci=None,
+                                  no_interval=f"{result['n']} queries, fewer than --min-group {settings.min_group}")
+                rows.append({"group": group, **result, "small": small})
             apply_holm(rows, f"{first} vs {second}: {column}")
             entry["groupings"][column] = rows
         out.append(entry)

@@ -47,6 +47,8 @@ def test_compare_retrievers_per_group_pairs_queries_by_id():
     assert entry["overall"]["family"] == "overall" and entry["overall"]["family_size"] == 1
     assert middle["n"] == 0 and middle["p"] is None
     assert (end["mean_difference"], end["p"], end["small"]) == (0.0, 1.0, True)
+    assert (end["difference_ci"], end["no_interval"]) == (None, "1 queries, fewer than --min-group 2")
+    assert begin["difference_ci"] == [1.0, 1.0] and "no_interval" not in begin
     assert entry["overall"]["mean_difference"] == 0.75
 
 
