@@ -13,6 +13,7 @@ import polars as pl
 
 from builder.atomic import write_text_atomic
 from builder.evaluation.comparison import comparison_table
+from builder.evaluation.confounds import describe, psi_by_overlap, query_features
 from builder.evaluation.data import EvalData
 from builder.evaluation.figures import Averaging, Figures
 from builder.evaluation.intervals import BootstrapSettings
@@ -89,6 +90,9 @@ def evaluate(data: EvalData, specs: list[RetrieverSpec], cache_dir: Path, batch_
     report: dict = {"dataset": _describe(data), "definitions": definitions(data, bootstrap, averaging),
                     "retrievers": {}}
     pairs = probe_pairs(data)
+    features = query_features(data)
+    if features is not None:
+        report["confounds"] = confounds_by_grouping(data, features, bootstrap.min_group)
     per_query: dict[str, pl.DataFrame] = {}
     tables: dict[str, pl.DataFrame] = {}
     for spec in specs:
@@ -98,6 +102,9 @@ def evaluate(data: EvalData, specs: list[RetrieverSpec], cache_dir: Path, batch_
         per_query[spec.label] = scores_of(data, retrieval)
         section = analyze(data, retrieval, bootstrap, averaging, per_query[spec.label])
         section["run"] = run_summary(data.qrels, retrieval.run)
+        if features is not None:
+            section["psi_by_overlap"] = {g: psi_by_overlap(per_query[spec.label], features, g,
+                                                           bootstrap.null_settings()) for g in data.groupings()}
         if runs_dir is not None:
             path = write_run(Path(runs_dir) / run_file_name(spec.label), retrieval.run,
                              data.queries["query_id"].to_list(), spec.label)
@@ -121,6 +128,12 @@ def evaluate(data: EvalData, specs: list[RetrieverSpec], cache_dir: Path, batch_
         report["per_query_file"] = str(write_per_query(Path(runs_dir) / PER_QUERY_FILE,
                                                        {k: v.select(columns) for k, v in tables.items()}))
     return report
+
+
+def confounds_by_grouping(data: EvalData, features: pl.DataFrame, min_group: int) -> dict:
+    """For each of the dataset's groupings, what else differs between its groups."""
+    joined = features.join(data.queries.select("query_id", *data.groupings()), on="query_id", how="left")
+    return {g: describe(features, joined[g], min_group, g) for g in data.groupings()}
 
 
 def compared_partitions(data: EvalData, per_query: dict[str, pl.DataFrame]) -> list[str]:

@@ -87,8 +87,17 @@ def print_report(console: Console, report: dict) -> None:
     for label, r in runs.items():
         for note in r.get("notes", []):
             console.print(f"[yellow]warning: {escape(label)}: {escape(note)}[/]", highlight=False)
+    for grouping, found in (report.get("confounds") or {}).items():
+        for line in found["warnings"]:
+            console.print(f"[yellow]warning: confound: {escape(line)}[/]", highlight=False)
     for grouping in groupings:
         console.print(_grouping_table(runs, grouping))
+        for label, r in runs.items():
+            strata = (r.get("psi_by_overlap") or {}).get(grouping) or []
+            if any(t["psi"]["value"] is not None for t in strata):  # else every group within a tertile is small
+                console.print(f"{escape(label)}: PSI by {GROUPING_NAMES.get(grouping, grouping)} within overlap "
+                              "tertiles: " + "; ".join(f"{t['tertile']} (n {t['n']}) {psi_null_text(t['psi'])}"
+                                                       for t in strata), highlight=False)
     if "position_bin" not in groupings and all(r["relative_bins"] for r in runs.values()):
         console.print(_bins_table(runs))
     if any(r["length_buckets"] for r in runs.values()):

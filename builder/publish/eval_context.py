@@ -50,7 +50,8 @@ def eval_warnings(report: dict[str, Any]) -> list[str]:
     """What the card warns about the evaluation: circular QC, and PSIs resting on small groups."""
     groupings = report["dataset"]["groupings"]
     min_group = report["definitions"]["intervals"]["min_group"]
-    out: list[str] = []
+    out: list[str] = [f"confound: {line}" for found in (report.get("confounds") or {}).values()
+                      for line in found["warnings"]]
     for label, run in report["retrievers"].items():
         out += [f"`{label}`: {note}" for note in run.get("circular_qc", [])]
         for name, grouping in _psi_sources(run, groupings):
