@@ -20,7 +20,8 @@ def test_marks_follow_the_holm_adjusted_p_against_the_first_retriever(tmp_path: 
             "groupings": {"position_tag": [{"group": "beginning", "p_holm": 0.03}, {"group": "middle", "p_holm": 0.2},
                                            {"group": "end", "p_holm": None}]}}
     report = {"dataset": {"groupings": ["char_bucket", "position_tag"]}, "comparisons": [test],
-              "retrievers": {"bm25": _run(0.8, [0.9, 0.7, 0.8], 0.222, 0.3), "dense": _run(0.5, [0.6, 0.4, 0.5], 0.333, 0.004)}}
+              "retrievers": {"bm25": _run(0.8, [0.9, 0.7, 0.8], 0.222, 0.3),
+                             "dense": _run(0.5, [0.6, 0.4, 0.5], 0.333, 0.004)}}
     table = comparison_table(report)
     assert table["columns"] == ["overall", "beginning", "middle", "end", "PSI"]
     assert markdown(table).splitlines()[:4] == [

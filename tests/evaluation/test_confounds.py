@@ -20,7 +20,8 @@ from tests.evaluation.test_eval_cli import built  # noqa: F401  (the fixture)
 def test_overlap_question_type_and_smd_by_hand():
     stop = stopwords(BM25Config())
     # Content words: which, goats, produce, blue, cheese, oskara; the span holds goats, cheese, oskara.
-    assert overlap_share("Which goats produce blue cheese in Oskara?", "Brindle goats in Oskara make cheese.", stop) == 0.5
+    span = "Brindle goats in Oskara make cheese."
+    assert overlap_share("Which goats produce blue cheese in Oskara?", span, stop) == 0.5
     assert overlap_share("the a of", "anything", stop) is None  # no content word to find
     assert [question_type(q) for q in ("When was it?", "how many", "Name the city", "")] == \
         ["when", "how", "other", "other"]
@@ -57,7 +58,8 @@ def test_psi_within_overlap_tertiles():
     strata = psi_by_overlap(scores, _features(overlap.tolist(), ["what"] * n), "position_tag",
                             NullSettings(permutations=99, min_group=5))
     assert [(t["tertile"], t["n"]) for t in strata] == [("low", 30), ("middle", 30), ("high", 30)]
-    assert strata[0]["overlap_from"] == pytest.approx(overlap.min()) and strata[2]["overlap_to"] == pytest.approx(overlap.max())
+    assert strata[0]["overlap_from"] == pytest.approx(overlap.min())
+    assert strata[2]["overlap_to"] == pytest.approx(overlap.max())
     assert all(t["psi"]["groups"] == ["beginning", "middle", "end"] for t in strata)
 
 

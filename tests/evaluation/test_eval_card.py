@@ -219,7 +219,7 @@ def test_colder_probe_tests_reach_the_card():
            "length_buckets": {}, "probes": [probe], "circular_qc": []}
     card = splice_evaluation("# x\n\n## Construction\n", evaluation_context(_report({"bm25": run})))
     # A report from before Judged@10 shows "-" for it.
-    assert "| `bm25` | 40 | 0.500 [0.400, 0.600] | 0.500 [0.400, 0.600] | - | - |\n" in card
+    assert "| `bm25` | 40 | 0.500 [0.400, 0.600] | 0.500 [0.400, 0.600] | - | - |\n\n### `bm25`" in card
     assert "| `bm25` | brevity | R(D1) - R(D2) | 40 | +0.0123 | 3.46 | 4.0e-04 | - | - | 0.55 |" in card
     probe.update(p_holm=0.0008, family_size=2)
     card = splice_evaluation("# x\n\n## Construction\n", evaluation_context(_report({"bm25": run})))

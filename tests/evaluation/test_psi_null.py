@@ -65,7 +65,8 @@ def test_groups_below_min_group_are_left_out_and_named():
     assert asked["groups"] == [0, 1, 2] and asked["value"] == 1.0 and asked["small_groups_included"] is True
     assert "includes groups under the minimum size: 2" in psi_null_text(asked)
     none = psi_with_null(values, codes, [0, 1, 2], NullSettings(permutations=99, min_group=5))
-    assert none["value"] is None and none["reason"] == "fewer than 2 groups of at least 5 queries (3 smaller group(s) left out)"
+    assert none["value"] is None
+    assert none["reason"] == "fewer than 2 groups of at least 5 queries (3 smaller group(s) left out)"
     assert psi_null_text(none).startswith("no PSI: fewer than 2 groups")
 
 

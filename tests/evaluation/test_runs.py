@@ -3,6 +3,7 @@ nDCG@10 per query; Judged@10 and missing queries by hand."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -55,8 +56,6 @@ def test_pytrec_eval_on_the_written_run_gives_evals_ndcg_per_query(tmp_path: Pat
 def test_eval_writes_a_run_per_retriever_and_the_per_query_table(built: Path, tmp_path: Path):  # noqa: F811
     _eval(str(built), "-r", "bm25", "--out", str(tmp_path / "o"), "--runs-dir", str(tmp_path / "runs"),
           "--resamples", "20", "--permutations", "99")
-    import json
-
     report = json.loads((tmp_path / "o" / "eval.json").read_text())
     summary = report["retrievers"]["bm25"]["run"]
     assert summary["file"] == str(tmp_path / "runs" / "bm25.run") and summary["queries_missing"] == 0
