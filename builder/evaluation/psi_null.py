@@ -10,6 +10,7 @@ recomputing PSI each time. Reported beside the observed PSI:
 - `null_median` and `null_p95`: the median and 95th percentile of the null;
 - `debiased`: max(0, observed - null median).
 
+On very large sets the shuffles are capped (`shuffles_for`; the count used is reported).
 Only groups with at least `min_group` queries take part (their queries are shuffled
 among them) unless small groups are asked for; the groups left out are named.
 """
@@ -25,6 +26,15 @@ from builder.evaluation.intervals import psi_values
 
 # Cells (shuffles x queries) handled at once: bounds memory on large query sets.
 _CELLS_PER_BATCH = 4_000_000
+# Cells one null may take in all: past it, large sets get fewer shuffles (never under
+# MIN_SHUFFLES, whose floor of 0.001 is enough for a p that is not corrected further).
+_CELLS_PER_NULL = 200_000_000
+MIN_SHUFFLES = 999
+
+
+def shuffles_for(n: int, asked: int) -> int:
+    """The shuffles a null over `n` queries gets: `asked`, fewer on very large sets."""
+    return min(asked, max(MIN_SHUFFLES, _CELLS_PER_NULL // max(n, 1)))
 
 
 @dataclass(frozen=True)
@@ -38,13 +48,10 @@ class NullSettings:
 def stratified_shuffles(codes: np.ndarray, strata: np.ndarray, count: int,
                         rng: np.random.Generator) -> np.ndarray:
     """`count` rows of `codes`, each shuffled within every stratum (shape (count, n))."""
-    n = len(codes)
-    by_stratum = np.argsort(strata, kind="stable")  # rows grouped by stratum, in order
-    # Sorting stratum + a uniform key in [0, 1) keeps strata apart and shuffles within each.
-    keys = strata[by_stratum][None, :] + rng.random((count, n))
-    order = np.take_along_axis(np.broadcast_to(by_stratum, (count, n)), np.argsort(keys, axis=1), axis=1)
-    out = np.empty((count, n), dtype=codes.dtype)
-    out[:, by_stratum] = codes[order]
+    out = np.empty((count, len(codes)), dtype=codes.dtype)
+    for stratum in np.unique(strata):
+        rows = np.flatnonzero(strata == stratum)
+        out[:, rows] = rng.permuted(np.broadcast_to(codes[rows], (count, len(rows))), axis=1)
     return out
 
 
@@ -94,12 +101,13 @@ def psi_with_null(values: np.ndarray, codes: np.ndarray, labels: Sequence[object
     if not np.isfinite(observed):
         out["reason"] = "every group taking part scores 0"
         return out
-    null = shuffled_psis(kept_values, kept_codes, len(labels), kept_strata, settings.permutations, settings.seed)
+    shuffles = shuffles_for(len(rows), settings.permutations)
+    null = shuffled_psis(kept_values, kept_codes, len(labels), kept_strata, shuffles, settings.seed)
     null = null[np.isfinite(null)]
     # Ties within rounding count as reaching the observed value.
     reached = int(np.sum(null >= observed - 1e-12))
     median = float(np.median(null)) if null.size else None
-    out.update(value=observed, p=(1 + reached) / (1 + null.size),
+    out.update(value=observed, p=(1 + reached) / (1 + null.size), permutations=shuffles,
                null_median=median, null_p95=float(np.quantile(null, 0.95)) if null.size else None,
                debiased=max(0.0, observed - median) if median is not None else None)
     return out

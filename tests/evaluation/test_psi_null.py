@@ -11,7 +11,8 @@ from scipy import stats
 
 from builder.evaluation.figures import Figures
 from builder.evaluation.intervals import BootstrapSettings
-from builder.evaluation.psi_null import NullSettings, psi_null_text, psi_with_null, stratified_shuffles
+from builder.evaluation.psi_null import (NullSettings, psi_null_text, psi_with_null, shuffles_for,
+                                         stratified_shuffles)
 from builder.evaluation.report import psi_cell
 
 
@@ -102,3 +103,9 @@ def test_figures_attach_the_null_stratified_by_length_bucket():
     assert (psi["null"]["p"], psi["null"]["debiased"]) == (1.0, 0.0)
     assert psi_cell(psi) == "0.500 (null 0.500, p 1.000)"
     assert psi["interval"].startswith("bootstrap percentile interval of PSI itself: secondary")
+
+
+def test_large_sets_get_fewer_shuffles_never_under_999():
+    assert shuffles_for(104, 9999) == 9999
+    assert shuffles_for(100_000, 9999) == 2000
+    assert shuffles_for(10_000_000, 9999) == 999 and shuffles_for(10, 99) == 99
