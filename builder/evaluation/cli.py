@@ -42,10 +42,19 @@ def eval_command(
         "--length-averaging", help="A length bucket's figure: queries (mean over its queries) or bins (mean "
         "of its position-bin means, PosIR's way; the default under posir).")] = None,
     resamples: Annotated[int, typer.Option(
-        "--resamples", min=1, help="Bootstrap resamples for the 95% intervals and paired tests.")] = 1000,
+        "--resamples", min=1, help="Bootstrap resamples for the 95% intervals.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap and the permutation tests.")] = 0,
     min_group: Annotated[int, typer.Option(
-        "--min-group", min=1, help="Groups with fewer queries are marked small.")] = 30,
+        "--min-group", min=1, help="Groups with fewer queries are marked small, get no interval and are left "
+        "out of PSI.")] = 30,
+    permutations: Annotated[int, typer.Option(
+        "--permutations", min=1, help="Shuffles of the paired tests and of PSI's null (default 9999: the "
+        "two-sided floor is 2/10000).")] = 9999,
+    psi_small_groups: Annotated[bool, typer.Option(
+        "--psi-small-groups", help="Take groups under --min-group into PSI and its null (named as such).")] = False,
+    runs_dir: Annotated[Path | None, typer.Option(
+        "--runs-dir", help="Where the TREC run files and the per-query table go (default: the report's folder).")]
+    = None,
 ) -> None:
     """Score retrievers on a built benchmark: nDCG@10 and Recall@100 by position, PSI, length buckets."""
     from builder.evaluation.circular import add_circular_notes
@@ -69,19 +78,21 @@ def eval_command(
             err.print(f"[red]error:[/] {option} {escape(value)!r}: expected one of {', '.join(allowed)}",
                       highlight=False)
             raise typer.Exit(2)
-    bootstrap = BootstrapSettings(resamples=resamples, seed=seed, min_group=min_group)
+    bootstrap = BootstrapSettings(resamples=resamples, seed=seed, min_group=min_group, permutations=permutations,
+                                  psi_small_groups=psi_small_groups)
+    out_dir = out or folder / "eval"
     try:
         specs = [parse_spec(text, defaults) for text in retrievers]
         data = load_eval_data(folder, positions, anchor)  # type: ignore[arg-type]
         factories = reranker_factories(data, [s.reranker for s in specs if s.reranker])
         report = evaluate(data, specs, cache_dir or folder / ".eval_cache", batch_size,
                           rerankers=factories, log=lambda line: err.print(line, highlight=False),
-                          bootstrap=bootstrap, averaging=length_averaging)  # type: ignore[arg-type]
+                          bootstrap=bootstrap, averaging=length_averaging,  # type: ignore[arg-type]
+                          runs_dir=runs_dir or out_dir)
     except EvalError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from None
     notes = add_circular_notes(report, specs, folder)
-    out_dir = out or folder / "eval"
     path = write_json(report, out_dir)
     picture = plot(report, out_dir)
     _update_card(folder, out_dir, report, err)

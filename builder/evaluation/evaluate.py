@@ -12,12 +12,16 @@ from pathlib import Path
 import polars as pl
 
 from builder.atomic import write_text_atomic
+from builder.evaluation.comparison import comparison_table
+from builder.evaluation.confounds import describe, psi_by_overlap, query_features
 from builder.evaluation.data import EvalData
 from builder.evaluation.figures import Averaging, Figures
 from builder.evaluation.intervals import BootstrapSettings
 from builder.evaluation.metrics import NDCG, per_query_scores, position_trend, with_relative_bins
 from builder.evaluation.probes import colder_report, probe_pairs
 from builder.evaluation.retrievers import RerankerFactory, Retrieval, RetrieverSpec, get_scorer, rerank
+from builder.evaluation.runs import (PER_QUERY_FILE, judged_at, per_query_columns, run_file_name, run_summary,
+                                     write_per_query, write_run)
 from builder.evaluation.search import first_stage
 from builder.evaluation.significance import compare_retrievers
 
@@ -77,20 +81,36 @@ def retrieve(spec: RetrieverSpec, data: EvalData, cache: RunCache, batch_size: i
 
 def evaluate(data: EvalData, specs: list[RetrieverSpec], cache_dir: Path, batch_size: int = 32,
              rerankers: Mapping[str, RerankerFactory] | None = None, log: Log = lambda _: None,
-             bootstrap: BootstrapSettings = BootstrapSettings(), averaging: Averaging | None = None) -> dict:
-    """The whole report (the content of eval.json) for every retriever."""
+             bootstrap: BootstrapSettings = BootstrapSettings(), averaging: Averaging | None = None,
+             runs_dir: Path | None = None) -> dict:
+    """The whole report (the content of eval.json) for every retriever; with `runs_dir`,
+    each retriever's TREC run file and the per-query table are written there."""
     cache = RunCache(cache_dir, data.fingerprint)
     averaging = averaging or default_averaging(data)
     report: dict = {"dataset": _describe(data), "definitions": definitions(data, bootstrap, averaging),
                     "retrievers": {}}
     pairs = probe_pairs(data)
-    per_query = {}
+    features = query_features(data)
+    if features is not None:
+        report["confounds"] = confounds_by_grouping(data, features, bootstrap.min_group)
+    per_query: dict[str, pl.DataFrame] = {}
+    tables: dict[str, pl.DataFrame] = {}
     for spec in specs:
         started = time.perf_counter()
         log(f"retrieving with {spec.label}")
         retrieval, cached = retrieve(spec, data, cache, batch_size, rerankers)
         per_query[spec.label] = scores_of(data, retrieval)
         section = analyze(data, retrieval, bootstrap, averaging, per_query[spec.label])
+        section["run"] = run_summary(data.qrels, retrieval.run)
+        if features is not None:
+            section["psi_by_overlap"] = {g: psi_by_overlap(per_query[spec.label], features, g,
+                                                           bootstrap.null_settings()) for g in data.groupings()}
+        if runs_dir is not None:
+            path = write_run(Path(runs_dir) / run_file_name(spec.label), retrieval.run,
+                             data.queries["query_id"].to_list(), spec.label)
+            section["run"]["file"] = str(path)
+            tables[spec.label] = per_query[spec.label].join(judged_at(data.qrels, retrieval.run), on="query_id",
+                                                            how="left")
         if pairs is not None:
             log(f"{spec.label}: scoring {pairs.height} ColDeR probe pairs")
             section["probes"] = colder_report(spec, data, pairs, batch_size, rerankers,
@@ -102,7 +122,18 @@ def evaluate(data: EvalData, specs: list[RetrieverSpec], cache_dir: Path, batch_
         log(f"{spec.label}: nDCG@10 {section['overall'][NDCG]['value']:.4f}" + (" (cached run)" if cached else ""))
     if len(per_query) > 1:
         report["comparisons"] = compare_retrievers(per_query, compared_partitions(data, per_query), bootstrap)
+    report["comparison_table"] = comparison_table(report)
+    if runs_dir is not None and tables:
+        columns = per_query_columns(next(iter(tables.values())), data.groupings())
+        report["per_query_file"] = str(write_per_query(Path(runs_dir) / PER_QUERY_FILE,
+                                                       {k: v.select(columns) for k, v in tables.items()}))
     return report
+
+
+def confounds_by_grouping(data: EvalData, features: pl.DataFrame, min_group: int) -> dict:
+    """For each of the dataset's groupings, what else differs between its groups."""
+    joined = features.join(data.queries.select("query_id", *data.groupings()), on="query_id", how="left")
+    return {g: describe(features, joined[g], min_group, g) for g in data.groupings()}
 
 
 def compared_partitions(data: EvalData, per_query: dict[str, pl.DataFrame]) -> list[str]:
@@ -126,6 +157,9 @@ def definitions(data: EvalData, bootstrap: BootstrapSettings, averaging: Averagi
         "positions": data.positions, "anchor": data.anchor,
         "bins": "right-closed (PosIR)" if data.positions == "posir" else "left-closed",
         "length_averaging": averaging, "intervals": bootstrap.describe(),
+        "tests": {"permutations": bootstrap.permutations, "correction": "Holm, within each family",
+                  "psi_null": "position labels shuffled among the queries of each length bucket; groups under "
+                              "min_group " + ("included" if bootstrap.psi_small_groups else "left out")},
     }
 
 

@@ -2,9 +2,13 @@
 
 A figure is `{"value", "n", "ci_low", "ci_high"}`. Groups (position groups, 20-bin
 relative positions, length buckets, the model-window split) carry `n` and `small`
-(fewer queries than the minimum group size). A PSI carries the interval of PSI itself
-and `small` when its min or max group is small: such a PSI says more about that group's
-few queries than about the retriever.
+(fewer queries than the minimum group size); a small group's figures get no interval
+(`ci_low`/`ci_high` None and `no_interval` saying why): a percentile bootstrap of a few
+queries is too narrow, down to zero width at n 2. A PSI carries `small` when its min or
+max group is small, and `null`: the PSI over the groups large enough, with its
+permutation null (psi_null.py). PSI's own bootstrap interval stays as a secondary
+figure (`ci_low`, `ci_high`), labelled so: a min/max statistic's interval is biased
+upward and never reaches "no effect".
 
 Length buckets average either over queries (`queries`) or over the means of the
 bucket's position bins that hold queries (`bins`, PosIR's way); the choice is named in
@@ -20,6 +24,9 @@ import polars as pl
 
 from builder.evaluation.intervals import BootstrapSettings, Partition, bootstrap_group_means, interval, psi_values
 from builder.evaluation.metrics import METRICS, N_BINS, group_universe, natural_key
+from builder.evaluation.psi_null import psi_with_null
+
+PSI_INTERVAL = "bootstrap percentile interval of PSI itself: secondary, biased upward; read the null instead"
 
 Averaging = Literal["queries", "bins"]
 AVERAGINGS: tuple[Averaging, ...] = ("queries", "bins")
@@ -50,6 +57,7 @@ class Figures:
         partitions = {k: Partition(v, len(self.labels[k])) for k, v in codes.items()}
         self.counts = {k: np.bincount(v[v >= 0], minlength=partitions[k].size) for k, v in codes.items()}
         values = scores.select(METRICS).fill_null(0.0).to_numpy().astype(float)
+        self.codes, self.ndcg = codes, values[:, 0]
         self.point, self.resampled = bootstrap_group_means(values, partitions, settings)
 
     def _codes(self, scores: pl.DataFrame, column: str) -> np.ndarray:
@@ -67,14 +75,21 @@ class Figures:
     def has(self, partition: str) -> bool:
         return partition in self.point
 
-    def figure(self, point: float, distribution: np.ndarray, n: int) -> dict:
+    def figure(self, point: float, distribution: np.ndarray, n: int, small: bool = False) -> dict:
+        value = None if not np.isfinite(point) else float(point)
+        if small and n:
+            return {"value": value, "n": int(n), "ci_low": None, "ci_high": None,
+                    "no_interval": f"{n} queries, fewer than --min-group {self.settings.min_group}"}
         low, high = interval(distribution, self.settings.confidence)
-        return {"value": None if not np.isfinite(point) else float(point), "n": int(n), "ci_low": low, "ci_high": high}
+        return {"value": value, "n": int(n), "ci_low": low, "ci_high": high}
 
     def group(self, partition: str, k: int) -> dict:
         n = int(self.counts[partition][k])
-        return {"n": n, "small": n < self.settings.min_group,
-                **{m: self.figure(self.point[partition][k, j], self.resampled[partition][:, k, j], n)
+        # The whole set is not a group: its interval stands whatever its size.
+        small = n < self.settings.min_group
+        return {"n": n, "small": small,
+                **{m: self.figure(self.point[partition][k, j], self.resampled[partition][:, k, j], n,
+                                  small and partition != "overall")
                    for j, m in enumerate(METRICS)}}
 
     def overall(self) -> dict:
@@ -85,14 +100,17 @@ class Figures:
         """Each group's figures and the PSI over nDCG@10 of the groups that hold queries."""
         groups = [{"group": label, **self.group(partition, k)} for k, label in enumerate(self.labels[partition])]
         counts = self.counts[partition]
-        return {"groups": groups, "psi": self.psi(self.point[partition][:, 0], self.resampled[partition][..., 0],
-                                                  counts, self.labels[partition]),
+        psi = self.psi(self.point[partition][:, 0], self.resampled[partition][..., 0], counts, self.labels[partition])
+        psi["null"] = psi_with_null(self.ndcg, self.codes[partition], self.labels[partition],
+                                    self.settings.null_settings(), self.codes.get("length_bucket"))
+        return {"groups": groups, "psi": psi,
                 "groups_with_queries": int((counts > 0).sum()), "empty_groups": int((counts == 0).sum()),
                 "small_groups": int(((counts > 0) & (counts < self.settings.min_group)).sum())}
 
     def psi(self, means: np.ndarray, resampled: np.ndarray, counts: np.ndarray, labels: list[object]) -> dict:
         present = counts > 0
         out = self.figure(float(psi_values(means)), psi_values(resampled), int(counts.sum()))
+        out["interval"] = PSI_INTERVAL
         if out["value"] is None:
             return {**out, "small": False, "min_group": None, "max_group": None}
         shown = np.where(present, means, np.nan)
@@ -115,17 +133,21 @@ class Figures:
                 counts = self.counts["length_bin"][cells]
                 bins = list(range(width))
                 entry["psi_bins"] = self.psi(point[:, 0], resampled[..., 0], counts, bins)
+                in_bucket = self.codes["length_bucket"] == k
+                entry["psi_bins"]["null"] = psi_with_null(self.ndcg, np.where(in_bucket, self.codes["rel_bin"], -1),
+                                                          bins, self.settings.null_settings())
                 entry["bins_with_queries"], entry["empty_bins"] = int((counts > 0).sum()), int((counts == 0).sum())
             else:
                 entry["psi_bins"], entry["bins_with_queries"], entry["empty_bins"] = None, 0, N_BINS
             # Without relative positions there are no bins to average: the bucket averages queries.
             entry["averaging"] = averaging if self.has("length_bin") else "queries"
             if entry["averaging"] == "bins":
-                entry.update({m: self.figure(_nanmean(point[:, j]), _nanmean(resampled[..., j], axis=-1), n)
+                entry.update({m: self.figure(_nanmean(point[:, j]), _nanmean(resampled[..., j], axis=-1), n,
+                                             entry["small"])
                               for j, m in enumerate(METRICS)})
             else:
                 entry.update({m: self.figure(self.point["length_bucket"][k, j],
-                                             self.resampled["length_bucket"][:, k, j], n)
+                                             self.resampled["length_bucket"][:, k, j], n, entry["small"])
                               for j, m in enumerate(METRICS)})
             out[str(label)] = entry
         return out

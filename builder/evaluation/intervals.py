@@ -14,8 +14,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from builder.evaluation.psi_null import NullSettings
 
 # Rows of query indices drawn at once: bounds memory on large query sets.
 _CELLS_PER_BATCH = 4_000_000
@@ -26,11 +30,20 @@ class BootstrapSettings:
     resamples: int = 1000
     seed: int = 0
     confidence: float = 0.95
-    min_group: int = 30  # groups with fewer queries are marked small
+    min_group: int = 30  # groups with fewer queries are marked small and get no interval
+    # Shuffles of the permutation tests (paired tests, PSI's null): 9999 puts the two-sided
+    # floor at 2/10000, so even 20 Holm-corrected tests can reach 0.004.
+    permutations: int = 9999
+    psi_small_groups: bool = False  # take groups below min_group into PSI and its null
 
     def describe(self) -> dict[str, object]:
         return {"method": "paired percentile bootstrap over queries", "resamples": self.resamples,
                 "seed": self.seed, "confidence": self.confidence, "min_group": self.min_group}
+
+    def null_settings(self) -> NullSettings:
+        from builder.evaluation.psi_null import NullSettings
+
+        return NullSettings(self.permutations, self.seed, self.min_group, self.psi_small_groups)
 
 
 def draws(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:

@@ -64,6 +64,11 @@ def _first_pair(queries: pl.DataFrame) -> pl.Expr | None:
     return None
 
 
+def first_span(queries: pl.DataFrame) -> pl.Expr | None:
+    """Each query's evidence span as `[start, end]` (the first where it has several)."""
+    return _first_pair(queries)
+
+
 def _anchor_of(start: pl.Expr, end: pl.Expr, anchor: Anchor) -> pl.Expr:
     return start.cast(pl.Float64) if anchor == "start" else (start + end) / 2
 

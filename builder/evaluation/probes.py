@@ -7,7 +7,8 @@ reranker's score), and a paired t-test (`scipy.stats.ttest_rel`) runs per probe,
 paper's direction: R(D1) - R(D2), except the moving-evidence probe, which the paper
 reports as R(D_i) - R(D_1) (evidence at sentence i against evidence first; negative means
 the retriever prefers the evidence early), one test per position i. Effect size: Cohen's
-d for paired samples (mean difference / standard deviation of the differences).
+d for paired samples (mean difference / standard deviation of the differences). The tests
+of one probe kind (the 19 positions of moving evidence, say) are one family, Holm-corrected.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from scipy import stats
 
 from builder.atomic import write_text_atomic
 from builder.evaluation.data import EvalData, EvalError
+from builder.evaluation.multiple import apply_holm
 from builder.evaluation.retrievers import RerankerFactory, RetrieverSpec, document_inputs, get_scorer
 
 PAIRS_FILE = "pairs.parquet"
@@ -104,6 +106,8 @@ def probe_tests(scored: pl.DataFrame) -> list[dict]:
         wins = float(np.mean((b > a) if moving else (a > b)))
         out.append({"setting": setting, "difference": f"R({first}) - R({second})", **result,
                     "share_first_higher": wins, "test": "paired t-test (scipy.stats.ttest_rel)"})
+    for setting in dict.fromkeys(row["setting"] for row in out):
+        apply_holm([row for row in out if row["setting"] == setting], f"probe {setting}")
     return out
 
 

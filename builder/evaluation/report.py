@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -10,7 +11,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from builder.atomic import write_text_atomic
+from builder.evaluation.comparison import write_comparison
 from builder.evaluation.metrics import N_BINS, NDCG, RECALL
+from builder.evaluation.multiple import p_text, significance_mark
+from builder.evaluation.psi_null import psi_null_text
 
 GROUPING_NAMES = {"setting": "setting", "variant": "evidence position (setting/variant)",
                   "char_bucket": "character bucket",
@@ -19,8 +23,11 @@ PLOT_NAME = "ndcg_by_position.png"
 
 
 def write_json(report: dict, out_dir: Path) -> Path:
+    """eval.json, and the comparison table beside it as Markdown and LaTeX."""
     path = out_dir / "eval.json"
     write_text_atomic(path, json.dumps(report, indent=2))
+    if report.get("comparison_table"):
+        write_comparison(report["comparison_table"], out_dir)
     return path
 
 
@@ -29,13 +36,31 @@ def _f(value: float | None, digits: int = 4) -> str:
 
 
 def figure_text(figure: dict | None, digits: int = 3) -> str:
-    """A figure with its interval: `0.812 [0.700, 0.901]`; a PSI on a small group gets `*`."""
+    """A figure with its interval: `0.812 [0.700, 0.901]`; `0.875 (n 4: no interval)` for a
+    small group; `1.000 (no spread)` where every resample gave the same value (a zero-width
+    interval is not certainty); a PSI on a small group gets `*`."""
     if not figure or figure.get("value") is None:
         return "-"
     text = f"{figure['value']:.{digits}f}"
-    if figure.get("ci_low") is not None:
+    if figure.get("no_interval"):
+        text += f" (n {figure['n']}: no interval)"
+    elif figure.get("ci_low") is not None and figure["ci_low"] == figure["ci_high"]:
+        text += " (no spread)"
+    elif figure.get("ci_low") is not None:
         text += f" [{figure['ci_low']:.{digits}f}, {figure['ci_high']:.{digits}f}]"
     return text + ("*" if figure.get("small") else "")
+
+
+def psi_cell(psi: dict | None, digits: int = 3) -> str:
+    """A PSI as a table cell: the PSI over the groups large enough, its null median and
+    permutation p (`0.069 (null 0.071, p 0.420)`), or why there is none."""
+    null = (psi or {}).get("null")
+    if not null:
+        return figure_text(psi, digits)
+    if null["value"] is None:
+        return "n/a (groups too small)" if null["small_groups"] else "-"
+    mark = "*" if null["small_groups_included"] else ""
+    return f"{null['value']:.{digits}f}{mark} (null {null['null_median']:.{digits}f}, p {null['p']:.3f})"
 
 
 def n_text(group: dict) -> str:
@@ -49,8 +74,10 @@ def definitions_line(report: dict) -> str:
     averaging = "mean of position-bin means (PosIR)" if d["length_averaging"] == "bins" else "mean over queries"
     return (f"positions: {d['positions']} (anchor: span {d['anchor']}, {N_BINS} bins {d['bins']}); "
             f"length buckets: {averaging}; [ ] {i['confidence']:.0%} {i['method']} ({i['resamples']} resamples, "
-            f"seed {i['seed']}); * fewer than {i['min_group']} queries (small), or a PSI whose min or max "
-            "group is small")
+            f"seed {i['seed']}); * fewer than {i['min_group']} queries (small: no interval), or a PSI "
+            "whose min or max group is small; PSI over groups of at least that size, with the median of "
+            "its null (labels shuffled within length buckets) and one-sided permutation p"
+            + ("" if "tests" not in d else f" ({d['tests']['permutations']} shuffles)"))
 
 
 def print_report(console: Console, report: dict) -> None:
@@ -60,8 +87,17 @@ def print_report(console: Console, report: dict) -> None:
     for label, r in runs.items():
         for note in r.get("notes", []):
             console.print(f"[yellow]warning: {escape(label)}: {escape(note)}[/]", highlight=False)
+    for grouping, found in (report.get("confounds") or {}).items():
+        for line in found["warnings"]:
+            console.print(f"[yellow]warning: confound: {escape(line)}[/]", highlight=False)
     for grouping in groupings:
         console.print(_grouping_table(runs, grouping))
+        for label, r in runs.items():
+            strata = (r.get("psi_by_overlap") or {}).get(grouping) or []
+            if any(t["psi"]["value"] is not None for t in strata):  # else every group within a tertile is small
+                console.print(f"{escape(label)}: PSI by {GROUPING_NAMES.get(grouping, grouping)} within overlap "
+                              "tertiles: " + "; ".join(f"{t['tertile']} (n {t['n']}) {psi_null_text(t['psi'])}"
+                                                       for t in strata), highlight=False)
     if "position_bin" not in groupings and all(r["relative_bins"] for r in runs.values()):
         console.print(_bins_table(runs))
     if any(r["length_buckets"] for r in runs.values()):
@@ -71,19 +107,22 @@ def print_report(console: Console, report: dict) -> None:
         console.print(_comparison_table(comparison))
     if any(r.get("probes") for r in runs.values()):
         console.print(_probes_table(runs))
+    if report.get("comparison_table"):
+        console.print(_paper_table(report["comparison_table"]))
     console.print(definitions_line(report), highlight=False)
 
 
 def _summary(runs: dict, groupings: list[str]) -> Table:
     table = Table(title="retrievers", title_justify="left")
     for col in ("retriever", "queries", "nDCG@10", "R@100", *(f"PSI {GROUPING_NAMES[g]}" for g in groupings),
-                "slope", "Spearman", "run"):
+                "slope", "Spearman", "Judged@10", "missing", "run"):
         table.add_column(col, justify="left" if col == "retriever" else "right")
     for label, r in runs.items():
-        psis = [figure_text(r["groupings"][g]["psi"]) + _empties(r["groupings"][g]) for g in groupings]
+        psis = [psi_cell(r["groupings"][g]["psi"]) + _empties(r["groupings"][g]) for g in groupings]
         table.add_row(label, str(r["overall"]["n"]), figure_text(r["overall"][NDCG]),
                       figure_text(r["overall"][RECALL]), *psis,
                       _f(r["trend"]["slope"], 3), _f(r["trend"]["spearman"], 3),
+                      _f(r.get("run", {}).get("judged@10"), 3), str(r.get("run", {}).get("queries_missing", "-")),
                       "cached" if r["cached"] else f"{r['seconds']:.1f}s")
     return table
 
@@ -102,7 +141,9 @@ def _grouping_table(runs: dict, grouping: str) -> Table:
     for i, group in enumerate(first):
         cells = [figure_text(r["groupings"][grouping]["groups"][i][NDCG]) for r in runs.values()]
         table.add_row(str(group["group"]), n_text(group), *cells)
-    table.add_row("PSI", "", *[figure_text(r["groupings"][grouping]["psi"]) for r in runs.values()], style="bold")
+    table.add_row("PSI", "", *[psi_cell(r["groupings"][grouping]["psi"]) for r in runs.values()], style="bold")
+    table.caption = _psi_caption(runs, lambda r: r["groupings"][grouping]["psi"])
+    table.caption_justify = "left"
     return table
 
 
@@ -119,8 +160,21 @@ def _bins_table(runs: dict) -> Table:
         k = group["group"]
         cells = [figure_text(r["relative_bins"]["groups"][i][NDCG]) for r in runs.values()]
         table.add_row(f"{k / N_BINS:.2f}-{(k + 1) / N_BINS:.2f}", n_text(group), *cells)
-    table.add_row("PSI", "", *[figure_text(r["relative_bins"]["psi"]) for r in runs.values()], style="bold")
+    table.add_row("PSI", "", *[psi_cell(r["relative_bins"]["psi"]) for r in runs.values()], style="bold")
+    table.caption = _psi_caption(runs, lambda r: r["relative_bins"]["psi"])
+    table.caption_justify = "left"
     return table
+
+
+def _psi_caption(runs: dict, psi_of: Callable[[dict], dict]) -> str:
+    """Each retriever's PSI in full: null median and 95th percentile, p, debiased PSI, the
+    groups left out; the raw PSI over all groups with its bootstrap interval, labelled."""
+    lines = []
+    for label, r in runs.items():
+        psi = psi_of(r)
+        lines.append(f"{label}: PSI {psi_null_text(psi.get('null'))}; over all groups with queries "
+                     f"{figure_text(psi)} (bootstrap interval, secondary: biased upward)")
+    return "\n".join(lines)
 
 
 def _length_table(runs: dict) -> Table:
@@ -132,7 +186,7 @@ def _length_table(runs: dict) -> Table:
     buckets = next(iter(runs.values()))["length_buckets"]
     for bucket, stats in buckets.items():
         cells = [f"{figure_text(r['length_buckets'][bucket][NDCG])} / "
-                 f"{figure_text(r['length_buckets'][bucket]['psi_bins'])}"
+                 f"{psi_cell(r['length_buckets'][bucket]['psi_bins'])}"
                  for r in runs.values()]
         table.add_row(f"{bucket} ({stats['empty_bins']} empty bins)", n_text(stats), *cells)
     return table
@@ -148,47 +202,76 @@ def _window_table(runs: dict, grouping: str | None) -> Table:
     for label, r in runs.items():
         t = r["truncation"]
         q = t["queries"]
-        visible_psi = [figure_text(t.get("visible_only", r["groupings"])[grouping]["psi"])] if grouping else []
+        visible_psi = [psi_cell(t.get("visible_only", r["groupings"])[grouping]["psi"])] if grouping else []
         table.add_row(label, str(t["max_length"] or "none"), f"{t['positive_docs_over_limit']}/{t['positive_docs']}",
                       str(q["visible"]["n"]), figure_text(q["visible"].get(NDCG)), *visible_psi, str(q["beyond"]["n"]),
                       figure_text(q["beyond"].get(NDCG)), str(q["unknown"]["n"]))
     return table
 
 
-def p_text(value: float | None) -> str:
-    return "-" if value is None else (f"{value:.3f}" if value >= 0.001 else f"{value:.1e}")
-
-
 def signed_text(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:+.{digits}f}"
+
+
+def interval_text(pair: list[float] | None, digits: int = 3) -> str:
+    return "-" if not pair else f"[{pair[0]:+.{digits}f}, {pair[1]:+.{digits}f}]"
+
+
+def paired_test_cells(row: dict) -> list[str]:
+    """n, A - B with its interval, d_z, raw p, Holm p with its mark, and the family's size."""
+    return [n_text(row), signed_text(row["mean_difference"]), interval_text(row.get("difference_ci")),
+            _f(row.get("effect_size"), 2), p_text(row["p"], row.get("at_floor", False)),
+            p_text(row.get("p_holm"), row.get("at_floor", False)) + significance_mark(row.get("p_holm")),
+            str(row.get("family_size", "-"))]
+
+
+TEST_COLUMNS = ("queries", "A - B", "95% interval", "d_z", "p", "p Holm", "tests in family")
 
 
 def _comparison_table(comparison: dict) -> Table:
     """A paired test of two retrievers' nDCG@10, overall and in every position group."""
     title = f"paired test: {comparison['a']} vs {comparison['b']}, nDCG@10 difference (A - B)"
-    table = Table(title=title, title_justify="left", caption=comparison["test"], caption_justify="left")
-    for col in ("grouping", "group", "queries", "A - B", "p"):
+    caption = (f"{comparison['test']}; p Holm: Holm-corrected within the family (overall: every pair's overall "
+               "test; each grouping: its groups); ** < 0.01, * < 0.05 after correction; ≤: the least p the "
+               "shuffles can give")
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    for col in ("grouping", "group", *TEST_COLUMNS):
         table.add_column(col, justify="left" if col in ("grouping", "group") else "right")
-    overall = comparison["overall"]
-    table.add_row("overall", "", str(overall["n"]), signed_text(overall["mean_difference"]), p_text(overall["p"]))
+    table.add_row("overall", "", *paired_test_cells(comparison["overall"]))
     for grouping, rows in comparison["groupings"].items():
         for row in rows:
-            table.add_row(GROUPING_NAMES.get(grouping, grouping), str(row["group"]), n_text(row),
-                          signed_text(row["mean_difference"]), p_text(row["p"]))
+            table.add_row(GROUPING_NAMES.get(grouping, grouping), str(row["group"]), *paired_test_cells(row))
     return table
+
+
+def _paper_table(table: dict) -> Table:
+    """The comparison table (also comparison.md and comparison.tex beside eval.json)."""
+    shown = Table(title="comparison (nDCG@10; comparison.md, comparison.tex)", title_justify="left",
+                  caption=table["note"], caption_justify="left")
+    shown.add_column("retriever")
+    for column in table["columns"]:
+        shown.add_column(column, justify="right")
+    for row in table["rows"]:
+        shown.add_row(row["retriever"], *("-" if c["value"] is None else f"{c['value']:.3f}{c['mark']}"
+                                          for c in row["cells"]))
+    return shown
 
 
 def _probes_table(runs: dict) -> Table:
     """ColDeR's paired t-tests of retriever scores per probe, in the paper's direction."""
-    table = Table(title="ColDeR probes: paired t-test of retriever scores (scipy.stats.ttest_rel)",
+    table = Table(title="ColDeR probes: paired t-test of retriever scores (scipy.stats.ttest_rel), "
+                  "Holm-corrected per probe kind",
                   title_justify="left", caption="positive t: the first document of the difference scores higher",
                   caption_justify="left")
-    for col in ("retriever", "probe", "difference", "pairs", "mean diff", "t", "p", "Cohen's d", "first higher"):
+    for col in ("retriever", "probe", "difference", "pairs", "mean diff", "t", "p", "p Holm", "tests in family",
+                "Cohen's d", "first higher"):
         table.add_column(col, justify="left" if col in ("retriever", "probe", "difference") else "right")
     for label, r in runs.items():
         for row in r.get("probes", []):
             table.add_row(label, row["setting"], row["difference"], str(row["n"]), signed_text(row["mean_difference"]),
-                          _f(row["t"], 2), p_text(row["p"]), _f(row["cohens_d"], 2), f"{row['share_first_higher']:.0%}")
+                          _f(row["t"], 2), p_text(row["p"]),
+                          p_text(row.get("p_holm")) + significance_mark(row.get("p_holm")),
+                          str(row.get("family_size", "-")), _f(row["cohens_d"], 2), f"{row['share_first_higher']:.0%}")
     return table
 
 

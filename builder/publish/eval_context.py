@@ -7,7 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from builder.evaluation.report import GROUPING_NAMES, definitions_line, figure_text, n_text, p_text, signed_text
+from builder.evaluation.comparison import markdown
+from builder.evaluation.multiple import significance_mark
+from builder.evaluation.psi_null import psi_null_text
+from builder.evaluation.report import (GROUPING_NAMES, definitions_line, figure_text, interval_text, n_text, p_text,
+                                       psi_cell, signed_text)
 
 EVAL_REPORT = Path("eval") / "eval.json"
 _NDCG, _RECALL = "ndcg@10", "recall@100"
@@ -46,7 +50,8 @@ def eval_warnings(report: dict[str, Any]) -> list[str]:
     """What the card warns about the evaluation: circular QC, and PSIs resting on small groups."""
     groupings = report["dataset"]["groupings"]
     min_group = report["definitions"]["intervals"]["min_group"]
-    out: list[str] = []
+    out: list[str] = [f"confound: {line}" for found in (report.get("confounds") or {}).values()
+                      for line in found["warnings"]]
     for label, run in report["retrievers"].items():
         out += [f"`{label}`: {note}" for note in run.get("circular_qc", [])]
         for name, grouping in _psi_sources(run, groupings):
@@ -72,8 +77,9 @@ def _rows(run: dict[str, Any], groupings: list[str]) -> list[dict[str, Any]]:
     for name, grouping in _psi_sources(run, groupings):
         rows += [{"grouping": name, "group": g["group"], "n": n_text(g), "ndcg": figure_text(g[_NDCG]),
                   "recall": figure_text(g[_RECALL])} for g in grouping["groups"] if g["n"]]
-        rows.append({"grouping": name, "group": "PSI (nDCG@10)", "n": grouping["psi"]["n"],
-                     "ndcg": figure_text(grouping["psi"]), "recall": "-"})
+        psi = grouping["psi"]
+        rows.append({"grouping": name, "group": "PSI (nDCG@10)", "n": psi["n"],
+                     "ndcg": psi_null_text(psi["null"]) if psi.get("null") else figure_text(psi), "recall": "-"})
     for bucket, entry in (run.get("length_buckets") or {}).items():
         if entry["n"]:
             rows.append({"grouping": "length bucket", "group": bucket, "n": n_text(entry),
@@ -81,12 +87,19 @@ def _rows(run: dict[str, Any], groupings: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
+def _test_row(grouping: str, group: object, row: dict[str, Any]) -> dict[str, Any]:
+    at_floor = row.get("at_floor", False)
+    return {"grouping": grouping, "group": group, "n": n_text(row), "difference": signed_text(row["mean_difference"]),
+            "interval": interval_text(row.get("difference_ci")),
+            "effect": "-" if row.get("effect_size") is None else f"{row['effect_size']:.2f}",
+            "p": p_text(row["p"], at_floor),
+            "p_holm": p_text(row.get("p_holm"), at_floor) + significance_mark(row.get("p_holm")),
+            "tests": row.get("family_size", "-")}
+
+
 def _comparison(c: dict[str, Any]) -> dict[str, Any]:
-    overall = c["overall"]
-    rows = [{"grouping": "overall", "group": "all", "n": overall["n"],
-             "difference": signed_text(overall["mean_difference"]), "p": p_text(overall["p"])}]
-    rows += [{"grouping": _grouping_name(grouping), "group": row["group"], "n": n_text(row),
-              "difference": signed_text(row["mean_difference"]), "p": p_text(row["p"])}
+    rows = [_test_row("overall", "all", c["overall"])]
+    rows += [_test_row(_grouping_name(grouping), row["group"], row)
              for grouping, found in c["groupings"].items() for row in found if row["n"]]
     return {"a": c["a"], "b": c["b"], "test": c["test"], "rows": rows}
 
@@ -97,6 +110,8 @@ def _probe(label: str, row: dict[str, Any]) -> dict[str, Any]:
 
     return {"retriever": label, "probe": row["setting"], "difference": row["difference"], "n": row["n"],
             "mean_difference": signed_text(row["mean_difference"]), "t": num(row["t"]), "p": p_text(row["p"]),
+            "p_holm": p_text(row.get("p_holm")) + significance_mark(row.get("p_holm")),
+            "tests": row.get("family_size", "-"),
             "cohens_d": num(row["cohens_d"])}
 
 
@@ -115,11 +130,15 @@ def evaluation_context(report: dict[str, Any]) -> dict[str, Any]:
         "psi_columns": psi_names,
         "retrievers": [{"label": label, "n": run["overall"]["n"], "ndcg": figure_text(run["overall"][_NDCG]),
                         "recall": figure_text(run["overall"][_RECALL]),
-                        "psi": [figure_text(g["psi"]) for _, g in _psi_sources(run, groupings)],
+                        "psi": [psi_cell(g["psi"]) for _, g in _psi_sources(run, groupings)],
+                        "judged": "-" if (run.get("run") or {}).get("judged@10") is None
+                        else f"{run['run']['judged@10']:.3f}",
+                        "missing": (run.get("run") or {}).get("queries_missing", "-"),
                         "notes": run.get("circular_qc", []), "rows": _rows(run, groupings)}
                        for label, run in runs.items()],
         "comparisons": [_comparison(c) for c in report.get("comparisons", [])],
         "probes": [_probe(label, row) for label, run in runs.items() for row in run.get("probes") or []],
+        "comparison_table": markdown(report["comparison_table"]) if report.get("comparison_table") else None,
         "warnings": eval_warnings(report),
     }
 

@@ -93,12 +93,13 @@ def test_eval_puts_figures_and_warnings_in_the_card(qc_by_bm25: Path):
     assert "put the evaluation into the data card" in output
     card = _card(qc_by_bm25)
     evaluation = _section(card, "Evaluation")
-    # BM25 ranks every positive first: every figure is 1 with a zero-width interval.
-    assert "| `bm25` | 16 | 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] |" in evaluation
-    assert "| overall | all | 16 | 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] |" in evaluation
-    # Character buckets of 6, 3, 2, 2 and 3 queries: all under the minimum group size, marked.
-    assert "| character bucket | 0-100 | 6* | 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] |" in evaluation
-    assert "| position tag | PSI (nDCG@10) | 16 | 0.000 [0.000, 0.000]* | - |" in evaluation
+    # BM25 ranks every positive first: every figure is 1, and a zero-width interval says "no spread".
+    assert "| `bm25` | 16 | 1.000 (no spread) | 1.000 (no spread) | n/a (groups too small) |" in evaluation
+    assert "| overall | all | 16 | 1.000 (no spread) | 1.000 (no spread) |" in evaluation
+    # Character buckets of 6, 3, 2, 2 and 3 queries: all under the minimum group size, marked, no interval.
+    assert "| character bucket | 0-100 | 6* | 1.000 (n 6: no interval) | 1.000 (n 6: no interval) |" in evaluation
+    assert ("| position tag | PSI (nDCG@10) | 16 | no PSI: fewer than 2 groups of at least 30 queries "
+            "(3 smaller group(s) left out) | - |") in evaluation
     assert "fewer than 30 queries" in evaluation
     assert "200 resamples, seed 0" in evaluation and "anchor: span start" in evaluation
     assert "> **Warning:** circular QC: 01_false_negatives judged with bm25 [bm25]" in evaluation
@@ -106,7 +107,7 @@ def test_eval_puts_figures_and_warnings_in_the_card(qc_by_bm25: Path):
     warnings = _section(card, "Warnings")
     assert f"- 01_false_negatives: {SKEW}" in warnings
     assert "- `bm25`: circular QC: 01_false_negatives judged with bm25 [bm25]" in warnings
-    assert "- `bm25`: PSI by position tag (0.000 [0.000, 0.000]*) rests on its lowest and highest group" in warnings
+    assert "- `bm25`: PSI by position tag (0.000 (no spread)*) rests on its lowest and highest group" in warnings
     assert card.count("## Warnings") == 1
     # Everything the card had before is still there, in the same order.
     assert card.replace(_marked(card, "evaluation"), "").replace(_marked(card, "eval-warnings"), "") == before
@@ -217,8 +218,12 @@ def test_colder_probe_tests_reach_the_card():
     run = {"overall": {"n": 40, "ndcg@10": figure, "recall@100": figure}, "groupings": {}, "relative_bins": None,
            "length_buckets": {}, "probes": [probe], "circular_qc": []}
     card = splice_evaluation("# x\n\n## Construction\n", evaluation_context(_report({"bm25": run})))
-    assert "| `bm25` | 40 | 0.500 [0.400, 0.600] | 0.500 [0.400, 0.600] |\n" in card
-    assert "| `bm25` | brevity | R(D1) - R(D2) | 40 | +0.0123 | 3.46 | 4.0e-04 | 0.55 |" in card
+    # A report from before Judged@10 shows "-" for it.
+    assert "| `bm25` | 40 | 0.500 [0.400, 0.600] | 0.500 [0.400, 0.600] | - | - |\n\n### `bm25`" in card
+    assert "| `bm25` | brevity | R(D1) - R(D2) | 40 | +0.0123 | 3.46 | 4.0e-04 | - | - | 0.55 |" in card
+    probe.update(p_holm=0.0008, family_size=2)
+    card = splice_evaluation("# x\n\n## Construction\n", evaluation_context(_report({"bm25": run})))
+    assert "| `bm25` | brevity | R(D1) - R(D2) | 40 | +0.0123 | 3.46 | 4.0e-04 | 8.0e-04** | 2 | 0.55 |" in card
     assert "<!-- build-bench:eval-warnings -->" not in card  # nothing to warn about
     assert card.endswith("<!-- /build-bench:evaluation -->\n## Construction\n")
 

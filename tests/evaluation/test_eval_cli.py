@@ -162,21 +162,25 @@ def test_json_figures_carry_n_and_interval_and_small_groups_are_marked(built: Pa
     result = _eval(str(built), "-r", "bm25", "--json", "--min-group", "3", "--resamples", "50", "--seed", "4",
                    "--anchor", "midpoint", "--length-averaging", "bins", "--out", str(tmp_path / "o"))
     report = json.loads(result.stdout)
-    figures = list(_figures(report["retrievers"]))
+    # PSI's null (a dict with its own `value` and `p`) is not a figure with an interval.
+    figures = [f for f in _figures(report["retrievers"]) if "p" not in f]
     assert len(figures) > 50 and all({"n", "ci_low", "ci_high"} <= set(f) for f in figures)
     buckets = report["retrievers"]["bm25"]["groupings"]["char_bucket"]["groups"]
     assert [(g["n"], g["small"]) for g in buckets] == [(6, False), (3, False), (2, True), (2, True), (3, False)]
     assert report["definitions"] == {
         "positions": "native", "anchor": "midpoint", "bins": "left-closed", "length_averaging": "bins",
         "intervals": {"method": "paired percentile bootstrap over queries", "resamples": 50, "seed": 4,
-                      "confidence": 0.95, "min_group": 3}}
+                      "confidence": 0.95, "min_group": 3},
+        "tests": {"permutations": 9999, "correction": "Holm, within each family",
+                  "psi_null": "position labels shuffled among the queries of each length bucket; groups under "
+                              "min_group left out"}}
 
 
 def test_definitions_are_printed_with_the_tables(built: Path, tmp_path: Path):
     shown = " ".join(_eval(str(built), "-r", "bm25", "--out", str(tmp_path / "o")).stdout.split())
     assert "positions: native (anchor: span start, 20 bins left-closed); length buckets: mean over queries" in shown
     assert "[ ] 95% paired percentile bootstrap over queries (1000 resamples, seed 0)" in shown
-    assert "1.000 [1.000, 1.000]" in shown
+    assert "1.000 (no spread)" in shown and "[1.000, 1.000]" not in shown  # a zero-width interval is no certainty
 
 
 def test_unknown_anchor_or_averaging_exits_2(built: Path):

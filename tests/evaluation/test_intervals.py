@@ -13,6 +13,7 @@ from builder.evaluation.data import load_eval_data
 from builder.evaluation.evaluate import analyze
 from builder.evaluation.figures import Figures
 from builder.evaluation.intervals import BootstrapSettings, Partition, bootstrap_group_means, interval
+from builder.evaluation.report import figure_text
 from builder.evaluation.retrievers import Retrieval
 from tests.evaluation.test_posir_positions import posir_folder, run
 
@@ -68,12 +69,30 @@ def test_psi_interval_small_groups_and_what_psi_rests_on():
     # the 2.5th percentile of 1000 resamples.
     scores = _scores([1.0] * 5 + [0.5] * 5, setting=["a"] * 5 + ["b"] * 5)
     grouping = Figures(scores, ["setting"], BootstrapSettings(resamples=1000, min_group=5)).grouping("setting")
-    assert grouping["psi"] == {"value": 0.5, "n": 10, "ci_low": 0.5, "ci_high": 0.5, "small": False,
-                               "min_group": "b", "max_group": "a"}
+    psi = dict(grouping["psi"])
+    null, label = psi.pop("null"), psi.pop("interval")
+    assert psi == {"value": 0.5, "n": 10, "ci_low": 0.5, "ci_high": 0.5, "small": False,
+                   "min_group": "b", "max_group": "a"}
+    assert label.startswith("bootstrap percentile interval of PSI itself: secondary")
+    assert (null["value"], null["groups"]) == (0.5, ["a", "b"])
     assert [g["small"] for g in grouping["groups"]] == [False, False]
     small = Figures(scores, ["setting"], BootstrapSettings(resamples=100, min_group=6)).grouping("setting")
     assert small["psi"]["small"] is True and small["small_groups"] == 2
     assert [(g["n"], g["small"]) for g in small["groups"]] == [(5, True), (5, True)]
+
+
+def test_small_groups_get_no_interval_and_say_why():
+    scores = _scores([1.0, 0.0, 1.0, 0.5, 0.5], setting=["a", "a", "a", "b", "b"])
+    groups = Figures(scores, ["setting"], BootstrapSettings(resamples=100, min_group=3)).grouping("setting")["groups"]
+    assert groups[0]["ndcg@10"]["ci_low"] is not None and "no_interval" not in groups[0]["ndcg@10"]
+    assert groups[1]["ndcg@10"] == {"value": 0.5, "n": 2, "ci_low": None, "ci_high": None,
+                                    "no_interval": "2 queries, fewer than --min-group 3"}
+    assert figure_text(groups[1]["ndcg@10"]) == "0.500 (n 2: no interval)"
+
+
+def test_a_zero_width_interval_is_not_printed_as_certain():
+    assert figure_text({"value": 1.0, "n": 104, "ci_low": 1.0, "ci_high": 1.0}) == "1.000 (no spread)"
+    assert figure_text({"value": 0.5, "n": 40, "ci_low": 0.4, "ci_high": 0.6}) == "0.500 [0.400, 0.600]"
 
 
 def test_length_bucket_averaging_over_queries_or_bin_means():

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 from scipy import stats
+from statsmodels.stats.multitest import multipletests
 
 from builder.evaluation.data import load_eval_data
 from builder.evaluation.evaluate import evaluate
@@ -17,7 +18,8 @@ from builder.evaluation.intervals import BootstrapSettings
 from builder.evaluation.data import EvalData
 from builder.evaluation.probes import paired_t, probe_tests, with_roles
 from builder.evaluation.retrievers import parse_spec
-from builder.evaluation.significance import compare_retrievers, paired_randomization
+from builder.evaluation.multiple import apply_holm, holm_adjust, p_text
+from builder.evaluation.significance import compare_retrievers, difference_interval, paired_randomization
 from tests.evaluation.test_every_kind_of_set import probe_like
 
 
@@ -25,7 +27,7 @@ def test_randomization_p_on_a_hand_case():
     # Differences 1, 2, 3: the 2**3 = 8 sign flips (exact, fewer than the resamples) give
     # means +-2, +-4/3, +-2/3, +-0; |mean| >= 2 happens for all-plus and all-minus: p = 2/8.
     result = paired_randomization(np.array([2.0, 3.0, 4.0]), np.array([1.0, 1.0, 1.0]), BootstrapSettings())
-    assert result == {"n": 3, "mean_difference": 2.0, "p": pytest.approx(0.25)}
+    assert result == {"n": 3, "mean_difference": 2.0, "p": pytest.approx(0.25), "exact": True, "at_floor": False}
     assert paired_randomization(np.ones(4), np.ones(4), BootstrapSettings())["p"] == 1.0
     assert paired_randomization(np.array([]), np.array([]), BootstrapSettings())["p"] is None
     assert paired_randomization(np.array([0.5]), np.array([0.0]), BootstrapSettings())["p"] == 1.0
@@ -38,9 +40,15 @@ def test_compare_retrievers_per_group_pairs_queries_by_id():
     (entry,) = compare_retrievers({"A": a, "B": b}, ["position_tag"], BootstrapSettings(min_group=2))
     assert (entry["a"], entry["b"]) == ("A", "B") and "permutation_test" in entry["test"]
     begin, middle, end = entry["groupings"]["position_tag"]
-    assert begin == {"group": "beginning", "n": 3, "mean_difference": 1.0, "p": pytest.approx(0.25), "small": False}
+    assert {k: begin[k] for k in ("group", "n", "mean_difference", "p", "small")} == \
+        {"group": "beginning", "n": 3, "mean_difference": 1.0, "p": pytest.approx(0.25), "small": False}
+    # Family: beginning and end (middle has no queries): Holm doubles the smaller p, 0.25 -> 0.5.
+    assert (begin["p_holm"], begin["family_size"], begin["family"]) == (pytest.approx(0.5), 2, "A vs B: position_tag")
+    assert entry["overall"]["family"] == "overall" and entry["overall"]["family_size"] == 1
     assert middle["n"] == 0 and middle["p"] is None
     assert (end["mean_difference"], end["p"], end["small"]) == (0.0, 1.0, True)
+    assert (end["difference_ci"], end["no_interval"]) == (None, "1 queries, fewer than --min-group 2")
+    assert begin["difference_ci"] == [1.0, 1.0] and "no_interval" not in begin
     assert entry["overall"]["mean_difference"] == 0.75
 
 
@@ -123,3 +131,51 @@ def test_eval_runs_the_probe_tests_and_compares_retrievers(tmp_path: Path):
     assert (comparison["a"], comparison["b"]) == ("bm25", "rerank:bm25+length")
     assert list(comparison["groupings"]) == ["setting", "variant", "rel_bin"]
     assert report["retrievers"]["bm25"]["notes"] == []
+
+
+def test_holm_matches_statsmodels_and_a_hand_case():
+    # Sorted 0.01, 0.03, 0.04 of 3 tests: 3 x 0.01 = 0.03, 2 x 0.03 = 0.06, max(1 x 0.04, 0.06) = 0.06.
+    assert holm_adjust([0.01, 0.04, None, 0.03]) == [pytest.approx(0.03), pytest.approx(0.06), None,
+                                                      pytest.approx(0.06)]
+    ps = list(np.random.default_rng(0).random(12) ** 3)
+    assert holm_adjust(ps) == pytest.approx(list(multipletests(ps, method="holm")[1]))
+    tests = [{"p": 0.01}, {"p": None}, {"p": 0.02}]
+    apply_holm(tests, "probe position_i")
+    assert [t["p_holm"] for t in tests] == [pytest.approx(0.02), None, pytest.approx(0.02)]
+    assert {t["family_size"] for t in tests} == {2}
+
+
+def test_a_p_at_the_floor_of_the_shuffles_prints_as_a_bound():
+    # 20 queries, all A above B: no random flip reaches the observed mean, so p = 2 / (99 + 1).
+    result = paired_randomization(np.ones(20), np.zeros(20), BootstrapSettings(permutations=99))
+    assert (result["p"], result["exact"], result["at_floor"]) == (pytest.approx(0.02), False, True)
+    assert p_text(result["p"], result["at_floor"]) == "≤ 0.02"
+    assert p_text(0.25) == "0.250" and p_text(0.0004) == "4.0e-04"
+    exact = paired_randomization(np.ones(5), np.zeros(5), BootstrapSettings(permutations=99))
+    assert (exact["p"], exact["exact"], exact["at_floor"]) == (pytest.approx(2 / 32), True, False)
+    assert BootstrapSettings().permutations == 9999 and 20 * 2 / (9999 + 1) < 0.01  # 20 corrected tests
+
+
+def test_difference_interval_equals_scipy_bootstrap_and_effect_size_by_hand():
+    rng = np.random.default_rng(4)
+    a, b = rng.random(41), rng.random(41)
+    settings = BootstrapSettings(resamples=500, seed=9)
+    ours = difference_interval(a, b, settings)
+    theirs = stats.bootstrap((a - b,), np.mean, n_resamples=500, method="percentile",
+                             rng=np.random.default_rng(9)).confidence_interval
+    assert ours["difference_ci"] == pytest.approx([theirs.low, theirs.high], abs=1e-12)
+    assert ours["effect_size"] == pytest.approx(np.mean(a - b) / np.std(a - b, ddof=1))
+    # Differences 1, 2, 3: mean 2, sd 1: d_z = 2.
+    assert difference_interval(np.array([2.0, 3.0, 4.0]), np.ones(3), settings)["effect_size"] == pytest.approx(2.0)
+    assert difference_interval(np.ones(3), np.ones(3), settings)["effect_size"] is None
+
+
+def test_probe_positions_are_one_family():
+    rows = {"query_id": ["q1", "q2", "q3"] * 2, "setting": ["position_i"] * 6,
+            "doc_a": ["a1", "a2", "a3"] * 2, "doc_b": ["b1", "b2", "b3", "c1", "c2", "c3"],
+            "score_a": [3.0, 4.0, 5.0] * 2, "score_b": [1.0, 3.0, 2.0, 2.0, 3.5, 4.0],
+            "variant_a": ["pos01"] * 6, "variant_b": ["pos02"] * 3 + ["pos03"] * 3}
+    first, second = probe_tests(pl.DataFrame(rows))
+    expected = multipletests([first["p"], second["p"]], method="holm")[1]
+    assert (first["p_holm"], second["p_holm"]) == (pytest.approx(expected[0]), pytest.approx(expected[1]))
+    assert first["family"] == "probe position_i" and first["family_size"] == 2
