@@ -41,6 +41,7 @@ from builder.run.locks import RUN_LOCK, FileLock, out_lock_path
 from builder.run.outcome import check_result
 from builder.run.outdir import check_out_dir_contents, check_out_dir_place, output_is_current, write_marker
 from builder.run.progress import RichProgress
+from builder.run.run_warnings import LARGE_REMOVAL, THRESHOLD_FIGURE
 from builder.run.stage_record import StageRecord
 from builder.run.qc_scorers import qc_scorers
 from builder.prompt_templates import PromptLibrary
@@ -324,6 +325,8 @@ class Runner:
                         "answers were asked for by the prompt alone")
                 self._notice(f"{label}: {line}")
                 record.warnings.append(line)
+        if self.recipe.warn_removed_above != LARGE_REMOVAL:
+            record.figures[THRESHOLD_FIGURE] = self.recipe.warn_removed_above
         scorers = qc_scorers(stage, self.recipe)
         if scorers:
             record.figures["qc_scorers"] = scorers

@@ -44,7 +44,34 @@ def test_a_sampled_corpus_is_scaled_up():
     out, estimate = stage.plan(flow)
     assert out.docs == 9 + 12  # targets 12 and 12; the first bucket has only 9
     assert out.doc_tokens == (2 * 9 + 12.5 * 12) / 21
-    assert estimate.notes == ["eligible documents counted on a sample of 10 of 30: 21 of 24 wanted"]
+    assert estimate.notes == ["eligible documents counted on a sample of 10 of 30: 21 of 24 wanted",
+                              "bucket [0, 10): takes 9 of 9 eligible (wants 12)",
+                              "bucket [10, 20): takes 12 of 12 eligible (wants 12)",
+                              "falls outside: 9 documents (outside_length_buckets 9); widen `buckets` "
+                              "(and weights) or the word limits to keep them"]
+
+
+def test_plan_with_per_counts_each_stratum_and_what_falls_outside():
+    # Two languages; per stratum 2 documents wanted in [0, 100) and 2 in [100, 200).
+    # en: 3 short, 1 medium, 2 too long; de: 1 short, 2 medium, 1 too long.
+    sample = pl.DataFrame({
+        "doc_id": [f"d{i}" for i in range(10)], "text": ["w"] * 10,
+        "lang": ["en"] * 6 + ["de"] * 4, "domain": ["general"] * 10,
+        "n_tokens": [10, 20, 30, 150, 900, 4000, 40, 120, 130, 2500]})
+    flow = Flow(docs=10, queries=0, doc_tokens=0.0, sample=sample, scale=1.0)
+    stage = SampleByLength(SampleParams(buckets=[0, 100, 200], weights=[1, 1], n_docs=4, per=["lang"]))
+    out, estimate = stage.plan(flow)
+    # en takes 2 short + 1 medium, de 1 short + 2 medium: 6 of the 8 wanted.
+    assert out.docs == 6
+    assert out.doc_tokens == (10 + 20 + 150 + 40 + 120 + 130) / 6
+    assert estimate.notes == [
+        "only 6 of the 8 documents wanted are eligible",
+        "2 strata (de, en), n_docs=4 each",
+        "bucket [0, 100): takes 3 of 4 eligible (wants 4)",
+        "bucket [100, 200): takes 3 of 3 eligible (wants 4)",
+        "falls outside: 3 documents (outside_length_buckets 3); widen `buckets` (and weights) or the "
+        "word limits to keep them",
+    ]
 
 
 def test_a_large_corpus_is_counted_on_a_seeded_sample(write_recipe, monkeypatch):
