@@ -45,7 +45,7 @@ def _removal_check(label: str) -> tuple[bool, frozenset[str]]:
 def _top_reason(dropped: dict[str, int], kind: str, chosen: frozenset[str]) -> tuple[str, int] | None:
     """The most frequent reason among the removals of `kind` (a document's own reasons
     leave out the queries that went with it)."""
-    counts = {r: n for r, n in dropped.items() if r not in chosen
+    counts = {r: n for r, n in dropped.items() if r.removeprefix(_CASCADE) not in chosen
               and (kind == "queries" or not r.startswith(_CASCADE))}
     if not counts:
         return None
@@ -60,11 +60,12 @@ def _removals(record: StageRecord, chosen: frozenset[str]) -> list[str]:
             ("documents", record.docs_in, record.docs_added, record.docs_dropped),
             ("queries", record.queries_in, record.queries_added, record.queries_dropped)):
         total = (got or 0) + (added or 0)
-        if chosen and kind == "documents":
-            # Only the reasons the stage did not choose; a sampling stage drops no queries of its own.
-            dropped = sum(n for r, n in record.dropped.items() if r not in chosen and not r.startswith(_CASCADE))
-        elif chosen:
-            continue
+        if chosen and dropped:
+            # Only removals with a reason the stage did not choose (a query that went with a
+            # document left out by choice is by choice too); no reason recorded, no warning.
+            own = sum(n for r, n in record.dropped.items() if r.removeprefix(_CASCADE) not in chosen
+                      and (kind == "queries" or not r.startswith(_CASCADE)))
+            dropped = min(dropped, own)
         if not (dropped and total and dropped / total > limit):
             continue
         line = f"{record.stage} removed {dropped / total:.0%} of the {kind} it had ({dropped} of {total})"
