@@ -48,7 +48,8 @@ from builder.prompt_templates import PromptLibrary
 from builder.publish.hub import push
 from builder.publish.outputs import publish_outputs
 from builder.recipe.model import LoadedRecipe
-from builder.stages.base import Stage
+from builder.recipe.yaml_text import Problem, RecipeError, line_of
+from builder.stages.base import Stage, StageParamError
 
 if TYPE_CHECKING:
     from builder.backends.tokenizers import TokenCounter
@@ -310,7 +311,11 @@ class Runner:
         refused_before = self.backends.schema_refusals()
         self.backends.enter_stage(label)
         t0 = time.perf_counter()
-        out = stage.run(bench, ctx)
+        try:
+            out = stage.run(bench, ctx)
+        except StageParamError as exc:
+            loc = ("stages", index - 1, stage.name, exc.param)
+            raise RecipeError(self.loaded.path, [Problem(loc, str(exc), line_of(self.loaded.text, loc))]) from None
         seconds = time.perf_counter() - t0
         record = check_invariants(bench, out, stage, label)
         usage = self.backends.usage() - before

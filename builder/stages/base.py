@@ -19,6 +19,15 @@ if TYPE_CHECKING:
     from builder.stages.context import StageContext
 
 
+class StageParamError(ValueError):
+    """A stage's parameter that its input shows to be unusable (found only while it runs);
+    reported, like a recipe error, at the parameter's line of the recipe."""
+
+    def __init__(self, param: str, message: str) -> None:
+        self.param = param
+        super().__init__(message)
+
+
 class StageParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
