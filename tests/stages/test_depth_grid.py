@@ -136,3 +136,12 @@ def test_bad_depths_and_lengths_are_refused(params, message):
 
     with pytest.raises(ValidationError, match=message):
         GridParams(**params)
+
+
+def test_plan_counts_one_document_per_query_and_cell():
+    from builder.stages.base import Flow
+
+    stage = DepthGrid(GridParams(depths=[0, 0.5, 1], lengths=[512, 1024], max_queries=40))
+    out, estimate = stage.plan(Flow(docs=36, queries=108, doc_tokens=800.0))
+    assert (out.docs, out.queries, out.doc_tokens) == (240, 240, 768.0)
+    assert estimate.notes == ["6 cells (3 depths x 2 lengths): at most 240 documents and queries"]

@@ -26,7 +26,8 @@ import polars as pl
 from pydantic import Field, field_validator
 
 from builder.bench import SPAN_DTYPE, Bench
-from builder.stages.base import Stage, StageParamError, StageParams, Verdicts, register_stage
+from builder.stages.base import (Estimate, Flow, Stage, StageParamError, StageParams, Verdicts,
+                                 register_stage)
 from builder.stages.contracts import DOCUMENTS, QUERIES, SPANS
 from builder.stages.grid.evidence import Evidence, widen
 from builder.stages.grid.padding import Passage, fill, near_duplicate, passages_of, shingles
@@ -140,6 +141,15 @@ class DepthGrid(Stage):
                              "padding_excluded": dict(sorted(excluded.items())),
                              **_errors(corpus)}
         return Bench.of(corpus=corpus, queries=grid_queries, qrels=qrels, drops=kept.drops)
+
+    def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
+        """Every query (at most max_queries) once per cell; queries whose padding runs out go."""
+        p = self.params
+        n = flow.queries if p.max_queries is None else min(flow.queries, p.max_queries)
+        cells = len(p.depths) * len(p.lengths)
+        note = (f"{cells} cells ({len(p.depths)} depths x {len(p.lengths)} lengths): at most {n * cells:,} "
+                "documents and queries")
+        return Flow(docs=n * cells, queries=n * cells, doc_tokens=sum(p.lengths) / len(p.lengths)), Estimate(notes=[note])
 
     def _sample(self, queries: pl.DataFrame, ctx: StageContext, verdicts: Verdicts) -> pl.DataFrame:
         n = self.params.max_queries
