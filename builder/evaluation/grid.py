@@ -135,13 +135,14 @@ def paired_tests(scores: dict[str, dict[str, float]], cells: pl.DataFrame) -> li
 
 
 def cell_text(cell: dict, metric: str = NDCG) -> str:
-    """`0.812 [0.70, 0.90]`, or `beyond window` where the model read none of the evidence."""
-    if cell["beyond_window"] and cell["beyond_window"] >= cell["n"]:
-        return "beyond window"
+    """`0.812 [0.70, 0.90]`, marked `beyond window` where the model read none of the
+    evidence (or how many of its queries it could not read)."""
     figure = cell[metric]
     if figure["value"] is None:
         return "-"
     text = f"{figure['value']:.3f} [{_f(figure['ci_low'])}, {_f(figure['ci_high'])}]"
+    if cell["beyond_window"] and cell["beyond_window"] >= cell["n"]:
+        return text + " beyond window"
     if cell["beyond_window"]:
         text += f" ({cell['beyond_window']}/{cell['n']} beyond window)"
     return text
@@ -206,7 +207,7 @@ def plot_grid(report: dict, out_dir: Path) -> Path:
                 if cell is None:
                     continue
                 beyond = cell["beyond_window"] and cell["beyond_window"] >= cell["n"]
-                text = "beyond\nwindow" if beyond else ("-" if np.isnan(values[i, j]) else f"{values[i, j]:.2f}")
+                text = "-" if np.isnan(values[i, j]) else f"{values[i, j]:.2f}" + ("\nbeyond\nwindow" if beyond else "")
                 ax.text(j, i, text, ha="center", va="center", fontsize=7,
                         color="white" if np.nan_to_num(values[i, j]) < 0.6 else "black")
         ax.set_xticks(range(len(lengths)), [str(n) for n in lengths])
