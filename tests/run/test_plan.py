@@ -114,3 +114,20 @@ def test_plan_states_how_long_a_request_to_a_dead_server_can_take(write_recipe):
     assert result.exit_code == 0, result.output
     assert ("model gen: a request gives up after at most 93 s (3 attempts of at most timeout_s 30 s, "
             "3 s of backoff); replies over 4,194,304 bytes are refused") in " ".join(result.output.split())
+
+
+def test_plan_of_my_domain_counts_long_documents_as_falling_outside(tmp_path, monkeypatch):
+    """The issue's case: long documents through my_domain. plan takes only those inside the
+    buckets, so its generation calls are the run's, and names what falls outside."""
+    from builder.resources import find_recipe
+
+    docs = [{"id": f"long{i}", "text": f"page {i} " + " ".join(["word"] * 3000), "title": "t"} for i in range(6)]
+    docs += [{"id": f"short{i}", "text": f"note {i} " + " ".join(["word"] * 100), "title": "t"} for i in range(4)]
+    path = tmp_path / "docs.jsonl"
+    path.write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    monkeypatch.setenv("MY_DOCS", str(path))
+    rows = make_plan(parse_recipe(find_recipe("my_domain"), ["stages.sample_by_length.n_docs=30"]), None)
+    assert rows[1].flow_out.docs == 4
+    assert rows[2].estimate.calls == 4  # one generation call per document taken
+    assert ("falls outside: 6 documents (outside_length_buckets 6); widen `buckets` (and weights) or the "
+            "word limits to keep them") in rows[1].estimate.notes
