@@ -72,8 +72,10 @@ def eval_command(
     bootstrap = BootstrapSettings(resamples=resamples, seed=seed, min_group=min_group)
     from builder.evaluation.grid import is_grid
 
-    if is_grid(folder):
-        _eval_grid(folder, retrievers, defaults, out, cache_dir, batch_size, bootstrap, json_out, err, console)
+    if is_grid(folder):  # a depth_grid build: one retrieval task per cell
+        from builder.evaluation.grid_cli import eval_grid
+
+        eval_grid(folder, retrievers, defaults, out, cache_dir, batch_size, bootstrap, json_out, err, console)
         return
     try:
         specs = [parse_spec(text, defaults) for text in retrievers]
@@ -115,34 +117,3 @@ def _update_card(folder: Path, out_dir: Path, report: dict, err: Console) -> Non
     else:
         err.print(f"put the evaluation into the data card {escape(str(card))}", highlight=False)
 
-
-def _eval_grid(folder: Path, retrievers: list[str], defaults: dict, out: Path | None, cache_dir: Path | None,
-               batch_size: int, bootstrap, json_out: bool, err: Console, console: Console) -> None:
-    """A depth_grid build: one retrieval task per cell (builder/evaluation/grid.py)."""
-    from builder.evaluation.data import EvalError
-    from builder.evaluation.grid import check_grid, evaluate_grid, plot_grid, print_grid, update_grid_card
-    from builder.evaluation.report import write_json
-    from builder.evaluation.rerankers import reranker_factories
-    from builder.evaluation.retrievers import parse_spec
-
-    try:
-        specs = [parse_spec(text, defaults) for text in retrievers]
-        check_grid(folder)
-        factories = reranker_factories(None, [s.reranker for s in specs if s.reranker])
-        report = evaluate_grid(folder, specs, cache_dir or folder / ".eval_cache", batch_size, factories,
-                               log=lambda line: err.print(line, highlight=False), bootstrap=bootstrap)
-    except EvalError as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from None
-    out_dir = out or folder / "eval"
-    path = write_json(report, out_dir)
-    picture = plot_grid(report, out_dir)
-    if out_dir.resolve() == (folder / "eval").resolve() and update_grid_card(
-            folder, report, picture.resolve().relative_to(folder.resolve()).as_posix()):
-        err.print(f"put the grid's table and heatmap into the data card {escape(str(folder / 'README.md'))}",
-                  highlight=False)
-    if json_out:
-        typer.echo(json.dumps(report, indent=2))
-    else:
-        print_grid(console, report)
-        console.print(f"wrote {path} and {picture}")
