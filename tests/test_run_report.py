@@ -52,3 +52,50 @@ def test_summary_prints_stage_warnings_and_large_removals(tmp_path):
     text = console.export_text()
     assert "warning: 05_span_contrast removed 71% of the queries it had (24 of 34)" in text
     assert "0→4 (+10 new)" in text
+
+
+def test_documents_outside_the_length_buckets_are_warned_of_with_the_top_reason():
+    from builder.run.run_warnings import run_warnings
+
+    # The case: 24 of 30 manual pages longer than the last bucket edge.
+    outside = StageRecord(stage="01_sample_by_length", docs_in=30, docs_out=6, docs_dropped=24,
+                          queries_in=0, queries_out=0, queries_dropped=0,
+                          dropped={"outside_length_buckets": 20, "too_many_words": 4})
+    # Left out by choice (more eligible documents than n_docs): no warning.
+    chosen = StageRecord(stage="01_sample_by_length", docs_in=79, docs_out=36, docs_dropped=43,
+                         queries_in=0, queries_out=0, queries_dropped=0, dropped={"not_sampled": 43})
+    # 40 % of the queries: over the default 30 %, and the commonest reason is named.
+    spans = StageRecord(stage="03_localize_spans", docs_in=6, docs_out=6, queries_in=10, queries_out=6,
+                        queries_dropped=4, dropped={"span_not_found": 3, "empty_quote": 1})
+    assert run_warnings([outside, chosen, spans]) == [
+        "01_sample_by_length removed 80% of the documents it had (24 of 30); top reason: "
+        "outside_length_buckets (20)",
+        "03_localize_spans removed 40% of the queries it had (4 of 10); top reason: span_not_found (3)",
+    ]
+    # A recipe's own share (kept in each record by the runner) moves the line.
+    lenient = spans.model_copy(update={"figures": {"warn_removed_above": 0.5}})
+    assert run_warnings([lenient]) == []
+
+
+def test_the_recipe_sets_the_warning_share_and_the_runner_records_it(write_recipe, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from builder.cli import app
+
+    recipe = write_recipe("name: narrow\nwarn_removed_above: 0.2\nsources: [{type: python_docs}]\n"
+                          "tokenizer: {kind: words}\nstages:\n"
+                          "  - sample_by_length: {buckets: [0, 300], weights: [1], n_docs: 500}\n")
+    result = CliRunner().invoke(app, ["build", str(recipe), "--out", str(tmp_path / "out"),
+                                      "--run-dir", str(tmp_path / "runs"), "--allow-empty"])
+    assert result.exit_code == 0, result.output
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    (sampled,) = [s for s in stats["stages"] if s["stage"] == "01_sample_by_length"]
+    assert sampled["warn_removed_above"] == 0.2
+    dropped = sampled["docs_dropped"]
+    line = (f"01_sample_by_length removed {dropped / 78:.0%} of the documents it had ({dropped} of 78); "
+            f"top reason: outside_length_buckets ({dropped})")
+    assert line in stats["warnings"]
+    assert line in " ".join(result.output.split())
+    assert line in (tmp_path / "out" / "README.md").read_text()

@@ -80,6 +80,13 @@ def eval_command(
             raise typer.Exit(2)
     bootstrap = BootstrapSettings(resamples=resamples, seed=seed, min_group=min_group, permutations=permutations,
                                   psi_small_groups=psi_small_groups)
+    from builder.evaluation.grid import is_grid
+
+    if is_grid(folder):  # a depth_grid build: one retrieval task per cell
+        from builder.evaluation.grid_cli import eval_grid
+
+        eval_grid(folder, retrievers, defaults, out, cache_dir, batch_size, bootstrap, json_out, err, console)
+        return
     out_dir = out or folder / "eval"
     try:
         specs = [parse_spec(text, defaults) for text in retrievers]
@@ -120,3 +127,4 @@ def _update_card(folder: Path, out_dir: Path, report: dict, err: Console) -> Non
         err.print(f"left {escape(str(folder / 'README.md'))} as it is: build-bench did not write it", highlight=False)
     else:
         err.print(f"put the evaluation into the data card {escape(str(card))}", highlight=False)
+

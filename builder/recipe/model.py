@@ -48,6 +48,8 @@ class RecipeBase(BaseModel):
     push: PushConfig | None = None
     card: CardConfig = CardConfig()
     executor: ExecutorConfig = ExecutorConfig()
+    warn_removed_above: float = Field(default=0.3, gt=0, le=1, description=(
+        "a stage that removes more than this share of its documents or queries gets a warning"))
 
     @field_validator("name")
     @classmethod

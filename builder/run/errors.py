@@ -15,6 +15,7 @@ from builder.executors import ExecutorUnavailable
 from builder.io.sources import SourceError
 from builder.prompt_templates import PromptError
 from builder.publish.hub import PushError
+from builder.recipe.yaml_text import RecipeError
 from builder.run.disk_full import DiskFull
 from builder.run.grow import UnverifiedAnswers
 from builder.run.locks import LockBusy
@@ -26,7 +27,7 @@ from builder.run.stopping import stop_line
 _EXPECTED = (SourceError, TokenizerLoadError, BackendUnavailable, PromptError, PushError, OSError,
              EmptyResult, ExecutorUnavailable, DiskFull)
 # Refused before any work: the command line points at something it must not touch or trust.
-_REFUSED = (OutDirError, LockBusy, UnverifiedAnswers)
+_REFUSED = (OutDirError, LockBusy, UnverifiedAnswers, RecipeError)
 
 
 @contextmanager

@@ -64,7 +64,8 @@ def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
     recipe = loaded.recipe
     n_docs, sample = sample_documents(recipe.sources, loaded.base_dir, limit, SAMPLE_DOCS, seed=0)
     counts = make_counter(recipe.tokenizer).count_many(sample["text"].to_list())
-    sample = sample.select("doc_id", "text").with_columns(pl.Series("n_tokens", counts, dtype=pl.Int64))
+    # lang and domain stay: sampling per stratum counts each on its own.
+    sample = sample.select("doc_id", "text", "lang", "domain").with_columns(pl.Series("n_tokens", counts, dtype=pl.Int64))
     flow = Flow(docs=n_docs, queries=0, doc_tokens=sum(counts) / max(len(counts), 1),
                 sample=sample, scale=n_docs / max(sample.height, 1))
     rows = [PlanRow("00_load", [], flow, flow, Estimate(), sample["text"].to_list())]

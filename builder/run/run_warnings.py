@@ -1,8 +1,9 @@
 """The warnings of a run, read from its stage records: what the stages warned about
 themselves, plus the checks the runner applies to every stage (position thirds kept
-unevenly, over half of a kind of row removed), and one on the finished benchmark: a
-position third that holds no queries, or almost none. The summary prints them;
-stats.json and the data card carry the same list.
+unevenly, more than a share of a kind of row removed: 30 % unless the recipe's
+`warn_removed_above` says otherwise), and one on the finished benchmark: a position
+third that holds no queries, or almost none. The summary prints them; stats.json and
+the data card carry the same list.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ if TYPE_CHECKING:
     from builder.run.stage_record import StageRecord
 
 SKEW_POINTS = 10  # kept shares of two thirds further apart than this get a warning
-LARGE_REMOVAL = 0.5  # a stage that removes more than this share of a kind of row gets a warning
+LARGE_REMOVAL = 0.3  # a stage that removes more than this share of a kind of row gets a warning
+# Where a recipe sets another share, the runner keeps it in each stage record under this key.
+THRESHOLD_FIGURE = "warn_removed_above"
+_CASCADE = "doc_removed:"  # a query that went with its document
 THIN_GROUP = 0.05  # a position third with a smaller share of the final queries gets a warning
 
 
@@ -24,14 +28,54 @@ def skew(kept: dict | None) -> float | None:
     return 100 * (max(shares) - min(shares)) if len(shares) > 1 else None
 
 
-def _checks_removals(label: str) -> bool:
-    """Whether the runner's large-removal check applies: not to sampling stages, nor to
-    stages that warn about their removals themselves."""
+def _removal_check(label: str) -> tuple[bool, frozenset[str]]:
+    """Whether the runner's large-removal check applies, and the drop reasons it leaves out.
+    Stages that warn about their removals themselves are exempt; sampling stages count
+    only what they could not have kept (e.g. documents outside the length buckets), not
+    what they left out by choice."""
     from builder.publish.citations import stage_base_name
     from builder.stages import STAGES
 
     cls = STAGES.get(stage_base_name(label))
-    return cls is None or not (cls.removes_by_design or cls.warns_on_removals)
+    if cls is None:
+        return True, frozenset()
+    if cls.warns_on_removals or (cls.removes_by_design and cls.chosen_reasons is None):
+        return False, frozenset()
+    return True, cls.chosen_reasons or frozenset()
+
+
+def _top_reason(dropped: dict[str, int], kind: str, chosen: frozenset[str]) -> tuple[str, int] | None:
+    """The most frequent reason among the removals of `kind` (a document's own reasons
+    leave out the queries that went with it)."""
+    counts = {r: n for r, n in dropped.items() if r.removeprefix(_CASCADE) not in chosen
+              and (kind == "queries" or not r.startswith(_CASCADE))}
+    if not counts:
+        return None
+    reason = max(counts, key=lambda r: (counts[r], r))
+    return reason, counts[reason]
+
+
+def _removals(record: StageRecord, chosen: frozenset[str]) -> list[str]:
+    limit = float(record.figures.get(THRESHOLD_FIGURE, LARGE_REMOVAL))
+    out = []
+    for kind, got, added, dropped in (
+            ("documents", record.docs_in, record.docs_added, record.docs_dropped),
+            ("queries", record.queries_in, record.queries_added, record.queries_dropped)):
+        total = (got or 0) + (added or 0)
+        if chosen and dropped:
+            # Only removals with a reason the stage did not choose (a query that went with a
+            # document left out by choice is by choice too); no reason recorded, no warning.
+            own = sum(n for r, n in record.dropped.items() if r.removeprefix(_CASCADE) not in chosen
+                      and (kind == "queries" or not r.startswith(_CASCADE)))
+            dropped = min(dropped, own)
+        if not (dropped and total and dropped / total > limit):
+            continue
+        line = f"{record.stage} removed {dropped / total:.0%} of the {kind} it had ({dropped} of {total})"
+        top = _top_reason(record.dropped, kind, chosen)
+        if top is not None:
+            line += f"; top reason: {top[0]} ({top[1]})"
+        out.append(line)
+    return out
 
 
 def stage_warnings(record: StageRecord) -> list[str]:
@@ -41,14 +85,9 @@ def stage_warnings(record: StageRecord) -> list[str]:
     if gap is not None and gap > SKEW_POINTS:
         out.append(f"{record.stage} kept position thirds unevenly ({gap:.0f} points apart): "
                    "check the scorers' max_length and beyond_window")
-    if _checks_removals(record.stage):
-        for kind, got, added, dropped in (
-                ("documents", record.docs_in, record.docs_added, record.docs_dropped),
-                ("queries", record.queries_in, record.queries_added, record.queries_dropped)):
-            total = (got or 0) + (added or 0)
-            if dropped and total and dropped / total > LARGE_REMOVAL:
-                out.append(f"{record.stage} removed {dropped / total:.0%} of the {kind} it had "
-                           f"({dropped} of {total})")
+    checked, chosen = _removal_check(record.stage)
+    if checked:
+        out += _removals(record, chosen)
     return out
 
 

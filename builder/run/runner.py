@@ -44,13 +44,15 @@ from builder.run.locks import RUN_LOCK, FileLock, out_lock_path
 from builder.run.outcome import check_result
 from builder.run.outdir import check_out_dir_contents, check_out_dir_place, output_is_current, write_marker
 from builder.run.progress import RichProgress
+from builder.run.run_warnings import LARGE_REMOVAL, THRESHOLD_FIGURE
 from builder.run.stage_record import StageRecord
 from builder.run.qc_scorers import qc_scorers
 from builder.prompt_templates import PromptLibrary
 from builder.publish.hub import push
 from builder.publish.outputs import publish_outputs
 from builder.recipe.model import LoadedRecipe
-from builder.stages.base import Stage
+from builder.recipe.yaml_text import Problem, RecipeError, line_of
+from builder.stages.base import Stage, StageParamError
 
 if TYPE_CHECKING:
     from builder.backends.tokenizers import TokenCounter
@@ -315,7 +317,11 @@ class Runner:
         refused_before = self.backends.schema_refusals()
         self.backends.enter_stage(label)
         t0 = time.perf_counter()
-        out = stage.run(bench, ctx)
+        try:
+            out = stage.run(bench, ctx)
+        except StageParamError as exc:
+            loc = ("stages", index - 1, stage.name, exc.param)
+            raise RecipeError(self.loaded.path, [Problem(loc, str(exc), line_of(self.loaded.text, loc))]) from None
         seconds = time.perf_counter() - t0
         record = check_invariants(bench, out, stage, label)
         usage = self.backends.usage() - before
@@ -334,6 +340,8 @@ class Runner:
                         "answers were asked for by the prompt alone")
                 self._notice(f"{label}: {line}")
                 record.warnings.append(line)
+        if self.recipe.warn_removed_above != LARGE_REMOVAL:
+            record.figures[THRESHOLD_FIGURE] = self.recipe.warn_removed_above
         scorers = qc_scorers(stage, self.recipe, self.options.mock_llm)
         if scorers:
             record.figures["qc_scorers"] = scorers

@@ -19,6 +19,15 @@ if TYPE_CHECKING:
     from builder.stages.context import StageContext
 
 
+class StageParamError(ValueError):
+    """A stage's parameter that its input shows to be unusable (found only while it runs);
+    reported, like a recipe error, at the parameter's line of the recipe."""
+
+    def __init__(self, param: str, message: str) -> None:
+        self.param = param
+        super().__init__(message)
+
+
 class StageParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -58,6 +67,9 @@ class Stage(ABC):
     # Stages that select a sample: removing most of their input is their job, not a warning;
     # and stages that warn about their own removals, with a threshold of their own.
     removes_by_design: ClassVar[bool] = False
+    # For a sampling stage: the drop reasons that are its choice. Its other reasons (a document
+    # it could not take at all) are checked like any stage's removals; None exempts it wholly.
+    chosen_reasons: ClassVar[frozenset[str] | None] = None
     warns_on_removals: ClassVar[bool] = False
     # Its contract, in the words of builder.stages.contracts: what earlier stages (or the
     # recipe's sources, for documents) must have provided, and everything it can provide.

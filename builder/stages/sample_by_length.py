@@ -70,6 +70,7 @@ class SampleByLength(Stage):
     name = "sample_by_length"
     needs = frozenset({DOCUMENTS})
     removes_by_design = True
+    chosen_reasons = frozenset({"not_sampled"})  # documents outside the buckets are a loss, and warned of
     Params = SampleParams
     params: SampleParams
 
@@ -120,30 +121,49 @@ class SampleByLength(Stage):
             ctx.stats["shortfall"] = short
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
-        """The run's bucket arithmetic on the flow's documents (scaled up from a sample)."""
+        """The run's bucket arithmetic on the flow's documents (scaled up from a sample), per
+        stratum where `per` is set, with what each bucket takes and what falls outside."""
         p = self.params
-        if p.per:
-            # The number of strata is only known from the data; count every loaded document.
-            note = f"n_docs={p.n_docs} per stratum: later estimates are upper bounds"
-            return flow, Estimate(notes=[note])
-        if flow.sample is None:
-            n = min(flow.docs, p.n_docs)
-            return Flow(docs=n, queries=flow.queries, doc_tokens=flow.doc_tokens), Estimate()
-        eligible = classify(flow.sample, p).filter(pl.col("_reason").is_null())
-        got, kept = [], []
-        for k, target in enumerate(bucket_targets(p.n_docs, p.weights)):
+        if flow.sample is None or (p.per and not set(p.per) <= set(flow.sample.columns)):
+            n = flow.docs if p.per else min(flow.docs, p.n_docs)
+            notes = [f"n_docs={p.n_docs} per stratum: later estimates are upper bounds"] if p.per else []
+            return Flow(docs=n, queries=flow.queries, doc_tokens=flow.doc_tokens), Estimate(notes=notes)
+        classified = classify(flow.sample, p)
+        eligible = classified.filter(pl.col("_reason").is_null())
+        targets = bucket_targets(p.n_docs, p.weights)
+        strata = sorted(classified["_stratum"].unique().to_list())
+        kept: list[tuple[int, pl.DataFrame]] = []  # documents taken, and sample rows that stand for them
+        lines = []
+        for k, target in enumerate(targets):
             rows = eligible.filter(pl.col("_bucket") == k)
-            got.append(min(target, round(rows.height * flow.scale)))
-            # Rows that stand for the documents kept; at least one for a bucket that keeps any.
-            kept.append(rows.head(max(1, round(got[-1] / flow.scale)) if got[-1] else 0))
-        n, chosen = sum(got), pl.concat(kept).select("doc_id", "text", "n_tokens")
-        tokens = sum(g * r["n_tokens"].mean() for g, r in zip(got, kept) if g) / n if n else 0.0
+            taken = 0
+            for stratum in strata:
+                part = rows.filter(pl.col("_stratum") == stratum)
+                takes = min(target, round(part.height * flow.scale))
+                if takes:
+                    kept.append((takes, part.head(max(1, round(takes / flow.scale)))))
+                taken += takes
+            lines.append(f"bucket [{p.buckets[k]}, {p.buckets[k + 1]}): takes {taken} of "
+                         f"{round(rows.height * flow.scale)} eligible (wants {target * len(strata)})")
+        n = sum(takes for takes, _ in kept)
+        tokens = sum(takes * part["n_tokens"].mean() for takes, part in kept) / n if n else 0.0
+        chosen = pl.concat([part for _, part in kept]).select("doc_id", "text", "n_tokens") if kept else None
+        wanted = p.n_docs * len(strata)
         notes = []
         if flow.scale > 1:
             notes.append(f"eligible documents counted on a sample of {flow.sample.height} of "
-                         f"{flow.docs}: {n} of {p.n_docs} wanted")
-        elif n < p.n_docs:
-            notes.append(f"only {n} of the {p.n_docs} documents wanted are eligible")
+                         f"{flow.docs}: {n} of {wanted} wanted")
+        elif n < wanted:
+            notes.append(f"only {n} of the {wanted} documents wanted are eligible")
+        if p.per:
+            notes.append(f"{len(strata)} strata ({', '.join(strata)}), n_docs={p.n_docs} each")
+        notes += lines
+        outside = classified.filter(pl.col("_reason").is_not_null()).group_by("_reason").len().sort(
+            "len", "_reason", descending=[True, False])
+        if outside.height:
+            counts = ", ".join(f"{r} {round(c * flow.scale)}" for r, c in outside.iter_rows())
+            notes.append(f"falls outside: {round(outside['len'].sum() * flow.scale)} documents ({counts}); "
+                         f"widen `buckets` (and weights) or the word limits to keep them")
         out = Flow(docs=n, queries=flow.queries, doc_tokens=tokens, sample=chosen, scale=flow.scale)
         return out, Estimate(notes=notes)
 

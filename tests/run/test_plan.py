@@ -44,7 +44,34 @@ def test_a_sampled_corpus_is_scaled_up():
     out, estimate = stage.plan(flow)
     assert out.docs == 9 + 12  # targets 12 and 12; the first bucket has only 9
     assert out.doc_tokens == (2 * 9 + 12.5 * 12) / 21
-    assert estimate.notes == ["eligible documents counted on a sample of 10 of 30: 21 of 24 wanted"]
+    assert estimate.notes == ["eligible documents counted on a sample of 10 of 30: 21 of 24 wanted",
+                              "bucket [0, 10): takes 9 of 9 eligible (wants 12)",
+                              "bucket [10, 20): takes 12 of 12 eligible (wants 12)",
+                              "falls outside: 9 documents (outside_length_buckets 9); widen `buckets` "
+                              "(and weights) or the word limits to keep them"]
+
+
+def test_plan_with_per_counts_each_stratum_and_what_falls_outside():
+    # Two languages; per stratum 2 documents wanted in [0, 100) and 2 in [100, 200).
+    # en: 3 short, 1 medium, 2 too long; de: 1 short, 2 medium, 1 too long.
+    sample = pl.DataFrame({
+        "doc_id": [f"d{i}" for i in range(10)], "text": ["w"] * 10,
+        "lang": ["en"] * 6 + ["de"] * 4, "domain": ["general"] * 10,
+        "n_tokens": [10, 20, 30, 150, 900, 4000, 40, 120, 130, 2500]})
+    flow = Flow(docs=10, queries=0, doc_tokens=0.0, sample=sample, scale=1.0)
+    stage = SampleByLength(SampleParams(buckets=[0, 100, 200], weights=[1, 1], n_docs=4, per=["lang"]))
+    out, estimate = stage.plan(flow)
+    # en takes 2 short + 1 medium, de 1 short + 2 medium: 6 of the 8 wanted.
+    assert out.docs == 6
+    assert out.doc_tokens == (10 + 20 + 150 + 40 + 120 + 130) / 6
+    assert estimate.notes == [
+        "only 6 of the 8 documents wanted are eligible",
+        "2 strata (de, en), n_docs=4 each",
+        "bucket [0, 100): takes 3 of 4 eligible (wants 4)",
+        "bucket [100, 200): takes 3 of 3 eligible (wants 4)",
+        "falls outside: 3 documents (outside_length_buckets 3); widen `buckets` (and weights) or the "
+        "word limits to keep them",
+    ]
 
 
 def test_a_large_corpus_is_counted_on_a_seeded_sample(write_recipe, monkeypatch):
@@ -87,3 +114,20 @@ def test_plan_states_how_long_a_request_to_a_dead_server_can_take(write_recipe):
     assert result.exit_code == 0, result.output
     assert ("model gen: a request gives up after at most 93 s (3 attempts of at most timeout_s 30 s, "
             "3 s of backoff); replies over 4,194,304 bytes are refused") in " ".join(result.output.split())
+
+
+def test_plan_of_my_domain_counts_long_documents_as_falling_outside(tmp_path, monkeypatch):
+    """The issue's case: long documents through my_domain. plan takes only those inside the
+    buckets, so its generation calls are the run's, and names what falls outside."""
+    from builder.resources import find_recipe
+
+    docs = [{"id": f"long{i}", "text": f"page {i} " + " ".join(["word"] * 3000), "title": "t"} for i in range(6)]
+    docs += [{"id": f"short{i}", "text": f"note {i} " + " ".join(["word"] * 100), "title": "t"} for i in range(4)]
+    path = tmp_path / "docs.jsonl"
+    path.write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    monkeypatch.setenv("MY_DOCS", str(path))
+    rows = make_plan(parse_recipe(find_recipe("my_domain"), ["stages.sample_by_length.n_docs=30"]), None)
+    assert rows[1].flow_out.docs == 4
+    assert rows[2].estimate.calls == 4  # one generation call per document taken
+    assert ("falls outside: 6 documents (outside_length_buckets 6); widen `buckets` (and weights) or the "
+            "word limits to keep them") in rows[1].estimate.notes

@@ -1,0 +1,179 @@
+"""recipes/depth_grid.yaml end to end, offline on a CPU: every cell a BEIR set that BEIR's
+file layout and MTEB's configs load, `eval` prints the grid and draws its heatmap, and
+bad input exits 2 at the recipe line at fault."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from builder.cli import app
+from builder.resources import find_recipe
+from builder.stages.grid.depth_grid import cell_name
+
+runner = CliRunner()
+QUERIES = 6  # of the recipe's 40, to keep the suite quick; everything else as shipped
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("grid")
+    result = runner.invoke(app, ["build", str(find_recipe("depth_grid")), "--out", str(root / "out"),
+                                 "--run-dir", str(root / "runs"),
+                                 "--set", f"stages.depth_grid.max_queries={QUERIES}"])
+    assert result.exit_code == 0, result.output
+    return root / "out"
+
+
+def _recipe_grid() -> tuple[list[float], list[int]]:
+    from builder.recipe.model import parse_recipe
+
+    (stage,) = [s for s in parse_recipe(find_recipe("depth_grid")).recipe.stage_objects() if s.name == "depth_grid"]
+    return stage.params.depths, stage.params.lengths
+
+
+def test_the_shipped_grid_has_seven_depths_and_four_lengths_up_to_8k():
+    depths, lengths = _recipe_grid()
+    assert len(depths) >= 7 and len(lengths) >= 4 and max(lengths) >= 8192
+
+
+def test_every_cell_holds_each_query_once_at_its_depth_and_length(grid):
+    depths, lengths = _recipe_grid()
+    corpus = pl.read_parquet(grid / "corpus.parquet")
+    queries = pl.read_parquet(grid / "queries.parquet")
+    assert queries.height == corpus.height == QUERIES * len(depths) * len(lengths)
+    stats = json.loads((grid / "stats.json").read_text())
+    (stage,) = [s for s in stats["stages"] if s["stage"] == "04_depth_grid"]
+    assert stage["grid"]["queries"] == QUERIES and stage["grid"]["cells"] == len(depths) * len(lengths)
+    joined = queries.join(corpus.select("doc_id", pl.col("text").alias("doc"), "n_tokens", "grid_depth_actual"),
+                          on="doc_id")
+    for row in joined.iter_rows(named=True):
+        span = row["spans"][0]
+        evidence = row["doc"][row["evidence_start"]:row["evidence_end"]]
+        assert row["doc"].count(evidence) == 1
+        assert row["evidence_start"] <= span["start"] < span["end"] <= row["evidence_end"]
+        assert abs(row["n_tokens"] - row["grid_length"]) <= stage["grid"]["largest_length_gap_tokens"]
+        assert row["n_tokens"] <= row["grid_length"]
+    # The same evidence, character for character, in every cell of a query.
+    texts = joined.with_columns(pl.struct("doc", "evidence_start", "evidence_end").map_elements(
+        lambda r: r["doc"][r["evidence_start"]:r["evidence_end"]], return_dtype=pl.Utf8).alias("evidence"))
+    assert texts.group_by("source_query_id").agg(pl.col("evidence").n_unique())["evidence"].to_list() == [1] * QUERIES
+    at_zero = joined.filter(pl.col("grid_depth") == 0)
+    assert (at_zero["evidence_start"] == 0).all()
+
+
+def test_each_cell_loads_as_a_beir_folder_and_as_mteb_configs(grid, tmp_path):
+    import datasets
+
+    cell = cell_name(0.5, 2048)
+    folder = grid / "settings" / cell
+    # BEIR's GenericDataLoader: corpus.jsonl (_id, title, text), queries.jsonl (_id, text),
+    # qrels/test.tsv with a header row, read by csv.reader with tabs.
+    corpus = [json.loads(line) for line in (folder / "corpus.jsonl").read_text().splitlines()]
+    queries = [json.loads(line) for line in (folder / "queries.jsonl").read_text().splitlines()]
+    with (folder / "qrels" / "test.tsv").open() as handle:
+        reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_MINIMAL)
+        assert next(reader) == ["query-id", "corpus-id", "score"]
+        qrels = {(q, d): int(s) for q, d, s in reader}
+    assert len(corpus) == len(queries) == len(qrels) == QUERIES
+    assert all({"_id", "title", "text"} <= set(d) for d in corpus)
+    ids = {d["_id"] for d in corpus}
+    assert {d for _, d in qrels} == ids and {q for q, _ in qrels} == {q["_id"] for q in queries}
+    # MTEB's retrieval loader reads `<subset>-corpus`, `<subset>-queries`, `<subset>-qrels`.
+    cache = str(tmp_path / "cache")
+    loaded = {t: datasets.load_dataset(str(grid), f"{cell}-{t}", split="test", cache_dir=cache)
+              for t in ("corpus", "queries", "qrels")}
+    assert loaded["corpus"].column_names == ["_id", "title", "text"]
+    assert loaded["queries"].column_names == ["_id", "text"]
+    assert loaded["qrels"].column_names == ["query-id", "corpus-id", "score"]
+    assert set(loaded["corpus"]["_id"]) == ids and loaded["qrels"].num_rows == QUERIES
+
+
+def test_eval_prints_the_grid_with_intervals_and_writes_the_heatmap(grid):
+    result = runner.invoke(app, ["eval", str(grid), "-r", "bm25", "--resamples", "50"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert f"bm25: ndcg@10 by depth x length ({QUERIES} queries per cell, 95% interval)" in text
+    assert "PSI over depth per length: 512:" in text
+    assert "depth 100% vs 0%" in text and "Holm p" in text
+    report = json.loads((grid / "eval" / "eval.json").read_text())
+    section = report["retrievers"]["bm25"]
+    depths, lengths = _recipe_grid()
+    assert len(section["cells"]) == len(depths) * len(lengths)
+    assert all(c["n"] == QUERIES and c["ndcg@10"]["ci_low"] is not None for c in section["cells"])
+    assert len(section["paired"]) == (len(depths) - 1) * len(lengths)
+    assert (grid / "eval" / "grid_heatmap.png").stat().st_size > 0
+    card = (grid / "README.md").read_text()
+    assert "## Evaluation on the depth x length grid" in card and "(eval/grid_heatmap.png)" in card
+
+
+def test_bm25_cannot_tell_depths_apart(grid):
+    """The same words in the same documents, only in another order: BM25 scores each query's
+    document alike at every depth of a length (a bag of words has no position)."""
+    runner.invoke(app, ["eval", str(grid), "-r", "bm25", "--resamples", "50"])
+    report = json.loads((grid / "eval" / "eval.json").read_text())
+    for test in report["retrievers"]["bm25"]["paired"]:
+        assert test["mean_difference"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_from_built_grids_a_built_folder(write_recipe, tmp_path):
+    from builder.publish.beir import write_beir
+    from tests.stages.test_depth_grid import EVIDENCE, tiny_bench
+
+    write_beir(tiny_bench(), tmp_path / "built")
+    recipe = write_recipe(f"name: regrid\nsources: []\ntokenizer: {{kind: words}}\nstages:\n"
+                          f"  - from_built: {{path: {tmp_path / 'built'}}}\n"
+                          "  - depth_grid: {depths: [0, 1], lengths: [12, 24]}\n")
+    result = runner.invoke(app, ["build", str(recipe), "--out", str(tmp_path / "out"), "--run-dir", str(tmp_path / "runs")])
+    assert result.exit_code == 0, result.output
+    corpus = pl.read_parquet(tmp_path / "out" / "corpus.parquet").sort("grid_length", "grid_depth")
+    assert corpus["n_tokens"].to_list() == [12, 12, 24, 24]
+    assert [t.startswith(EVIDENCE) for t in corpus["text"]] == [True, False, True, False]
+    assert [t.endswith(EVIDENCE) for t in corpus["text"]] == [False, True, False, True]
+    assert sorted(p.name for p in (tmp_path / "out" / "settings").iterdir()) == [
+        "depth0_len12", "depth0_len24", "depth100_len12", "depth100_len24"]
+
+
+def test_a_folder_without_spans_exits_2_at_the_path_line(write_recipe, tmp_path):
+    from builder.bench import Bench
+    from builder.publish.beir import write_beir
+
+    plain = Bench.of(corpus=pl.DataFrame({"doc_id": ["d"], "text": ["Some text."], "n_tokens": [2]}),
+                     queries=pl.DataFrame({"query_id": ["q"], "text": ["text?"], "doc_id": ["d"]}),
+                     qrels=pl.DataFrame({"query_id": ["q"], "doc_id": ["d"], "score": [1]}))
+    write_beir(plain, tmp_path / "plain")
+    recipe = write_recipe(f"name: nospans\nsources: []\ntokenizer: {{kind: words}}\nstages:\n"
+                          f"  - from_built:\n      path: {tmp_path / 'plain'}\n  - depth_grid: {{}}\n")
+    result = runner.invoke(app, ["build", str(recipe), "--out", str(tmp_path / "out"), "--run-dir", str(tmp_path / "runs")])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert f"{recipe}:6: stages.0.from_built.path: {tmp_path / 'plain' / 'queries.parquet'} has no spans" in \
+        " ".join(result.output.split())
+
+
+def test_depths_outside_0_to_1_exit_2_at_their_line(write_recipe):
+    recipe = write_recipe("name: bad\nsources: [{type: python_docs}]\ntokenizer: {kind: words}\nstages:\n"
+                          "  - localize_spans: {}\n  - depth_grid:\n      depths: [0, 1.5]\n")
+    result = runner.invoke(app, ["validate", str(recipe)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{recipe}:7: stages.1.depth_grid.depths: " in result.output
+    assert "depths are shares of the document from 0 to 1; got 1.5" in result.output
+
+
+def test_lengths_below_the_evidence_exit_2_at_their_line(write_recipe, tmp_path):
+    recipe = write_recipe(
+        "name: short\nseed: 13\nsources: [{type: python_docs}]\ntokenizer: {kind: words}\nstages:\n"
+        "  - sample_by_length: {buckets: [0, 512], weights: [1], n_docs: 3}\n"
+        "  - generate_queries: {mode: extractive, questions_per_call: 1}\n"
+        "  - localize_spans: {}\n"
+        "  - depth_grid:\n      depths: [0, 1]\n      lengths: [3, 512]\n")
+    result = runner.invoke(app, ["build", str(recipe), "--out", str(tmp_path / "out"), "--run-dir", str(tmp_path / "runs")])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert f"{recipe}:11: stages.3.depth_grid.lengths: length 3 is below the evidence of every query" in \
+        " ".join(result.output.split())
