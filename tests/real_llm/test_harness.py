@@ -183,3 +183,29 @@ def test_path_command_says_how_to_build_when_absent(cache, capsys):
     _install_fake_server()
     assert llama_server.main(["path"]) == 0
     assert capsys.readouterr().out == f"{binary_path()}\n"
+
+
+def test_the_server_dies_with_the_process_that_started_it(cache, tmp_path):
+    """A test run killed outright (no teardown) must not leave a server running."""
+    import os
+
+    import psutil
+
+    from tests.conftest import REPO
+
+    _install_fake_server()
+    starter = ("import sys, time\nfrom pathlib import Path\nfrom builder.testing import llama_server\n"
+               f"llama_server.packaged_model = lambda: Path({str(tmp_path / 'm.gguf')!r})\n"
+               "server = llama_server.LlamaServer().start()\nprint(server._process.pid, flush=True)\ntime.sleep(120)\n")
+    parent = subprocess.Popen([sys.executable, "-c", starter], stdout=subprocess.PIPE, text=True, cwd=REPO,
+                              env={**os.environ, "BUILD_BENCH_CACHE": str(cache)})
+    assert parent.stdout is not None
+    child = psutil.Process(int(parent.stdout.readline()))
+    assert child.is_running() and child.status() != psutil.STATUS_ZOMBIE
+    parent.kill()
+    parent.wait()
+    try:
+        child.wait(timeout=10)
+    except psutil.NoSuchProcess:
+        pass
+    assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
