@@ -30,8 +30,11 @@ MODEL_SETTINGS = ("base_url", "model", "max_concurrency", "timeout_s")
 
 def _sets(base_url: str) -> list[str]:
     values = {"base_url": base_url, "model": MODEL_ALIAS, "max_concurrency": "2", "timeout_s": "900"}
-    return [arg for llm in ("gen", "judge") for key in MODEL_SETTINGS
+    sets = [arg for llm in ("gen", "judge") for key in MODEL_SETTINGS
             for arg in ("--set", f"models.{llm}.{key}={values[key]}")]
+    # The recipe leaves 4,096 tokens for notes before the JSON; SmolLM2 fills them with
+    # repetition at ~10 tokens/s on 2 busy cores. A cut answer is an llm_truncated drop.
+    return [*sets, "--set", "models.gen.max_tokens=1024"]
 
 
 def _stage_records(run_root: Path) -> list[dict[str, Any]]:
