@@ -33,7 +33,7 @@ def _sets(base_url: str) -> list[str]:
     sets = [arg for llm in ("gen", "judge") for key in MODEL_SETTINGS
             for arg in ("--set", f"models.{llm}.{key}={values[key]}")]
     # The recipe leaves 4,096 tokens for notes before the JSON; SmolLM2 fills them with
-    # repetition at ~10 tokens/s on 2 busy cores. A cut answer is an llm_truncated drop.
+    # repetition, minutes per answer on 2 busy cores. A cut answer is an llm_truncated drop.
     return [*sets, "--set", "models.gen.max_tokens=1024"]
 
 
