@@ -3,6 +3,9 @@ generation call whose answer never parses is a query made and dropped at once.""
 
 from __future__ import annotations
 
+import polars as pl
+import pytest
+
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
 from tests.fixtures.scripted_llm import scripted_llm
@@ -40,3 +43,18 @@ def test_every_stage_adds_up_with_failed_calls_counted(write_recipe, fake_openai
         for kind in ("docs", "queries"):
             got, added, out, dropped = (getattr(r, f"{kind}_{part}") or 0 for part in ("in", "added", "out", "dropped"))
             assert got + added == out + dropped, (r.stage, kind)
+
+
+def test_a_failed_build_says_what_may_help_for_the_reason_that_removed_the_most():
+    from builder.backends.llm import LLMUsage
+    from builder.bench import Bench
+    from builder.run.outcome import EmptyResult, check_result
+    from builder.run.stage_record import StageRecord
+
+    empty = Bench.of(corpus=pl.DataFrame({"doc_id": ["d1"], "text": ["t"]}))
+    stages = [StageRecord(stage="03_localize_spans", docs_in=1, queries_in=3, dropped={"span_not_found": 2})]
+    with pytest.raises(EmptyResult) as failed:
+        check_result(empty, stages, LLMUsage(calls=3))
+    assert ("03_localize_spans removed the most: 2 of 4 rows (span_not_found 2); what may help: a larger model "
+            "that copies passages verbatim, or localize_spans with methods [exact, normalized, fuzzy] and a lower "
+            "fuzzy_min_score") in str(failed.value)

@@ -14,15 +14,21 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from builder.evaluation.psi_null import NullSettings
-
 # Rows of query indices drawn at once: bounds memory on large query sets.
 _CELLS_PER_BATCH = 4_000_000
+
+
+@dataclass(frozen=True)
+class NullSettings:
+    """How PSI's label-permutation null is drawn (see psi_null)."""
+
+    permutations: int = 9999
+    seed: int = 0
+    min_group: int = 30
+    include_small: bool = False  # take groups below min_group into the PSI as well
 
 
 @dataclass(frozen=True)
@@ -41,8 +47,6 @@ class BootstrapSettings:
                 "seed": self.seed, "confidence": self.confidence, "min_group": self.min_group}
 
     def null_settings(self) -> NullSettings:
-        from builder.evaluation.psi_null import NullSettings
-
         return NullSettings(self.permutations, self.seed, self.min_group, self.psi_small_groups)
 
 

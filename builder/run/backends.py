@@ -140,6 +140,12 @@ class Backends:
         """A snapshot of each started model's counters (they keep counting after)."""
         return {name: backend.usage + LLMUsage() for name, backend in self._llms.items()}
 
+    def new_schema_refusals(self, before: dict[str, str]) -> list[str]:
+        """A warning for each model that fell back since `before` (a `schema_refusals()`)."""
+        return [f"model {name!r} refused structured output ({reason}): from then on its JSON answers "
+                "were asked for by the prompt alone"
+                for name, reason in self.schema_refusals().items() if name not in before]
+
     def usage(self) -> LLMUsage:
         total = LLMUsage()
         for backend in self._llms.values():

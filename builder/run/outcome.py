@@ -15,6 +15,28 @@ from builder.position_columns import PLACING_COLUMNS, placed_queries
 from builder.run.stage_record import StageRecord
 
 
+# What would help, by the reason that removed the most: the usual remedies a user controls.
+_REMEDIES = {
+    "llm_unparseable": "a larger model, or a server that enforces JSON schemas (structured_output)",
+    "llm_truncated": "a larger max_tokens, or a larger model that repeats itself less",
+    "doc_unusable": "a larger model (small ones call good documents unusable), or cleaner documents",
+    "span_not_found": ("a larger model that copies passages verbatim, or localize_spans with methods "
+                       "[exact, normalized, fuzzy] and a lower fuzzy_min_score"),
+    "off_target_region": "a larger model, or drop_off_target: false",
+    "llm_not_higher": "a larger judge model, or llm_relevance with contrast: false",
+    "outside_length_buckets": "wider sample_by_length buckets",
+    "contrast_not_higher": "span_contrast with require: any, or rerankers that tell the span apart better",
+    "span_beyond_window": "rerankers with a longer max_length, or beyond_window: window",
+}
+
+
+def _remedy(reason: str) -> str | None:
+    base = reason.split(":", 1)[0]
+    if base.startswith("llm_grade_below"):
+        return "a larger judge model, or a lower min_grade"
+    return _REMEDIES.get(base)
+
+
 class EmptyResult(RuntimeError):
     """The build produced nothing usable; nothing was written."""
 
@@ -35,7 +57,9 @@ def _worst_stage(stats: list[StageRecord]) -> str:
     _, removed, rows_in = _removed(worst)
     top = sorted(worst.dropped.items(), key=lambda kv: -kv[1])[:3]
     reasons = ", ".join(f"{reason} {count}" for reason, count in top)
-    return f"{worst.stage} removed the most: {removed} of {rows_in} rows ({reasons})"
+    remedy = _remedy(top[0][0])
+    return (f"{worst.stage} removed the most: {removed} of {rows_in} rows ({reasons})"
+            + (f"; what may help: {remedy}" if remedy else ""))
 
 
 def check_result(bench: Bench, stats: list[StageRecord], usage: LLMUsage) -> None:

@@ -334,12 +334,9 @@ class Runner:
         record.prompts = {n: self.prompts.get(n).sha256 for n in stage.prompts_used()}
         record.figures = dict(ctx.stats)
         record.warnings = list(ctx.warnings)
-        for name, reason in self.backends.schema_refusals().items():
-            if name not in refused_before:
-                line = (f"model {name!r} refused structured output ({reason}): from then on its JSON "
-                        "answers were asked for by the prompt alone")
-                self._notice(f"{label}: {line}")
-                record.warnings.append(line)
+        for line in self.backends.new_schema_refusals(refused_before):
+            self._notice(f"{label}: {line}")
+            record.warnings.append(line)
         if self.recipe.warn_removed_above != LARGE_REMOVAL:
             record.figures[THRESHOLD_FIGURE] = self.recipe.warn_removed_above
         scorers = qc_scorers(stage, self.recipe, self.options.mock_llm)

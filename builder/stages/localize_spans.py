@@ -62,8 +62,13 @@ def _references(entry: Any) -> list[str]:
     return [r for r in refs if r.strip()]
 
 
+# Bounds for a server that enforces the schema: a model that repeats itself stops there
+# instead of at max_tokens. A longer passage than this is no span a position benchmark uses.
+MAX_PASSAGES = 8
+MAX_PASSAGE_CHARS = 4000
 REFERENCES = IdList(read=_references, wrappers=("answers", "questions"),
-                    fields={"reference_texts": {"type": "array", "items": {"type": "string"}}})
+                    fields={"reference_texts": {"type": "array", "maxItems": MAX_PASSAGES,
+                                                "items": {"type": "string", "maxLength": MAX_PASSAGE_CHARS}}})
 
 
 @register_stage

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
 from builder.ids import query_id
-from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items
+from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items, question_list_schema
 from builder.textutil.positions import requested_of_region, tag_chunk
 
 if TYPE_CHECKING:
@@ -22,28 +22,10 @@ if TYPE_CHECKING:
     from builder.stages.context import StageContext
     from builder.stages.generate.params import GenerateParams
 
-# An object at the top, as hosted APIs require; `validate_answer` also takes the bare list.
-ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "questions": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string", "minLength": 1},
-                    "answer": {"type": "string"},
-                    "type": {"type": "string", "enum": ["simple", "complicated"]},
-                },
-                "required": ["question", "answer", "type"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    "required": ["questions"],
-    "additionalProperties": False,
-}
+def answer_schema(n: int) -> dict[str, Any]:
+    """An object at the top, as hosted APIs require; `validate_answer` also takes the bare list."""
+    return {"type": "object", "properties": {"questions": question_list_schema(n, ["simple", "complicated"])},
+            "required": ["questions"], "additionalProperties": False}
 
 
 def validate_answer(value: Any) -> list[dict[str, str]]:
@@ -99,7 +81,7 @@ def generate_chunked(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
             messages = ctx.render(p.prompt, summary=doc["summary"] or "", chunk=chunk,
                                   max_questions=p.questions_per_call)
             calls.append((doc["doc_id"], call_id, start, end, tag))
-            requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=ANSWER_SCHEMA))
+            requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=answer_schema(p.questions_per_call)))
     with ctx.progress.task("generating per chunk", len(requests)) as bar:
         answers = chat_json(ctx.llm(p.llm), requests, validate,
                             raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)

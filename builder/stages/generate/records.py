@@ -29,6 +29,29 @@ class GenerationOutcome:
     notes: dict[str, int] = field(default_factory=dict)
 
 
+# Bounds a server that enforces the schema writes within, so that a small model that
+# repeats itself ends its answer instead of filling max_tokens.
+MAX_QUESTION_CHARS = 500
+MAX_ANSWER_CHARS = 2000
+
+
+def question_list_schema(n: int, types: list[str] | None = None) -> dict[str, Any]:
+    """The JSON Schema of 1 to n question items that `check_question_items` accepts;
+    `types`, when given, are the only values the item's "type" may take."""
+    kind: dict[str, Any] = {"type": "string", "enum": types} if types else {"type": "string", "maxLength": 80}
+    item = {
+        "type": "object",
+        "properties": {
+            "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS},
+            "answer": {"type": "string", "maxLength": MAX_ANSWER_CHARS},
+            "type": kind,
+        },
+        "required": ["question", "answer", "type"],
+        "additionalProperties": False,
+    }
+    return {"type": "array", "items": item, "minItems": 1, "maxItems": n}
+
+
 def check_question_items(items: Any) -> list[dict[str, Any]]:
     """A model's question list: non-empty, each item with non-empty question and answer."""
     if not isinstance(items, list) or not items:

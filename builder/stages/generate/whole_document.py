@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
 from builder.ids import query_id
-from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items
+from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items, question_list_schema
 
 if TYPE_CHECKING:
     import polars as pl
@@ -22,31 +22,16 @@ REGION_INSTRUCTIONS = {
     "final": "Base every question mainly on the final third of the document.",
 }
 
-# A server that enforces this cannot write an answer `validate_answer` rejects: the
-# questions are required even of an unusable document (it ignores them then), since a
-# schema that made them depend on `usable` is beyond what most servers enforce.
-ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "usable": {"type": "boolean"},
-        "questions": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string", "minLength": 1},
-                    "answer": {"type": "string"},
-                    "type": {"type": "string"},
-                },
-                "required": ["question", "answer", "type"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    "required": ["usable", "questions"],
-    "additionalProperties": False,
-}
+def answer_schema(n: int) -> dict[str, Any]:
+    """What a server that enforces it may answer, all of which `validate_answer` takes: the
+    questions are required even of an unusable document (they are ignored then), since a
+    schema that made them depend on `usable` is beyond what most servers enforce."""
+    return {
+        "type": "object",
+        "properties": {"usable": {"type": "boolean"}, "questions": question_list_schema(n)},
+        "required": ["usable", "questions"],
+        "additionalProperties": False,
+    }
 
 
 def validate_answer(value: Any) -> dict[str, Any]:
@@ -87,7 +72,7 @@ def generate_whole_document(corpus: pl.DataFrame, ctx: StageContext, p: Generate
                 call_number=k + 1, calls=p.calls_per_doc,  # so two calls are never one cached request
             )
             calls.append((doc["doc_id"], call_id, region))
-            requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=ANSWER_SCHEMA))
+            requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=answer_schema(p.questions_per_call)))
     with ctx.progress.task("generating questions", len(requests)) as bar:
         answers = chat_json(ctx.llm(p.llm), requests, validate,
                             raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
