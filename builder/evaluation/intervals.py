@@ -14,12 +14,8 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from builder.evaluation.psi_null import NullSettings
 
 # Rows of query indices drawn at once: bounds memory on large query sets.
 _CELLS_PER_BATCH = 4_000_000
@@ -39,11 +35,6 @@ class BootstrapSettings:
     def describe(self) -> dict[str, object]:
         return {"method": "paired percentile bootstrap over queries", "resamples": self.resamples,
                 "seed": self.seed, "confidence": self.confidence, "min_group": self.min_group}
-
-    def null_settings(self) -> NullSettings:
-        from builder.evaluation.psi_null import NullSettings
-
-        return NullSettings(self.permutations, self.seed, self.min_group, self.psi_small_groups)
 
 
 def draws(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:

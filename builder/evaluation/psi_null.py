@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from builder.evaluation.intervals import psi_values
+from builder.evaluation.intervals import BootstrapSettings, psi_values
 
 # Cells (shuffles x queries) handled at once: bounds memory on large query sets.
 _CELLS_PER_BATCH = 4_000_000
@@ -43,6 +43,11 @@ class NullSettings:
     seed: int = 0
     min_group: int = 30
     include_small: bool = False  # take groups below min_group into the PSI as well
+
+
+def null_settings(bootstrap: BootstrapSettings) -> NullSettings:
+    """The null's settings from the bootstrap's: same seed, group floor and shuffle count."""
+    return NullSettings(bootstrap.permutations, bootstrap.seed, bootstrap.min_group, bootstrap.psi_small_groups)
 
 
 def stratified_shuffles(codes: np.ndarray, strata: np.ndarray, count: int,
