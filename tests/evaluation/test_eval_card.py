@@ -18,7 +18,7 @@ from builder.publish.beir import write_beir
 from builder.publish.eval_card import splice_evaluation
 from builder.publish.eval_context import evaluation_context
 from builder.publish.outputs import publish_outputs
-from builder.run.outdir import write_marker
+from builder.records.marker import write_marker
 from tests.evaluation.tiny_bench import tiny_bench
 
 app = typer.Typer()
