@@ -67,7 +67,7 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats,
     from builder.publish.card import card_context, render_card
     from builder.publish.eval_context import folder_evaluation
     from builder.publish.layout import write_hub_layout
-    from builder.publish.licenses import card_license
+    from builder.recipe.licenses import card_license
     from builder.publish.subsets import subset_configs
 
     out_dir = Path(out_dir)
