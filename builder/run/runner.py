@@ -19,12 +19,13 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import polars as pl
 from rich.console import Console
 
 from builder.backends.rerankers import reranker_fingerprint
+from builder.backends.tokenizers import TokenCounter
 from builder.bench import Bench
 from builder import __version__
 from builder.atomic import recover, recover_folder, replace_dir, temp_path_beside
@@ -54,9 +55,6 @@ from builder.publish.outputs import publish_outputs
 from builder.recipe.model import LoadedRecipe
 from builder.recipe.yaml_text import Problem, RecipeError, line_of
 from builder.stages.base import Stage, StageParamError
-
-if TYPE_CHECKING:
-    from builder.backends.tokenizers import TokenCounter
 
 
 class InvariantError(RuntimeError):
