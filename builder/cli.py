@@ -212,7 +212,7 @@ def stages() -> None:
 
 
 def _register_subcommands() -> None:
-    from builder.evaluation.cli import eval_command
+    from builder.eval_command import eval_command
     from builder.publish.cli import diff_command, push_command, stats_command
     from builder.run.cache_cli import cache_command
     from builder.mteb_export.cli import export_mteb_command

@@ -1,5 +1,6 @@
-"""Structure rules for builder/: no import cycles (lazy and type-only imports included)
-and no module over 400 lines."""
+"""Structure rules for builder/: no import cycles, no import from a lower rung of the
+ladder to a higher one (lazy and type-only imports included in both), and no module over
+400 lines. The ladder is written once, in the README's "Where things live"."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "builder"
+README = PACKAGE.parent / "README.md"
 MAX_LINES = 400
+LADDER_HEAD = "ladder, top to bottom"
+ROOT = "__init__"  # the rung name of builder/__init__.py itself
 
 
 def _modules() -> dict[str, Path]:
@@ -78,14 +82,54 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def _ladder(readme: str) -> list[list[str]]:
+    """The rungs, top first, from the fenced block headed `LADDER_HEAD` in the README's
+    "Where things live"; a `#` starts a comment."""
+    section = readme.split("### Where things live", 1)[1].split("\n##", 1)[0]
+    block = section.split(f"```text\n{LADDER_HEAD}\n", 1)[1].split("```", 1)[0]
+    rungs = [line.split("#", 1)[0].split() for line in block.splitlines()]
+    return [rung for rung in rungs if rung]
+
+
+def _top(module: str) -> str:
+    """`builder.run.runner` -> `run`; `builder` -> `__init__`."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ROOT
+
+
+def _upward(graph: dict[str, set[str]], ladder: list[list[str]]) -> list[str]:
+    """Every import of a module on a higher rung (nearer the top) than the importer's."""
+    rung = {name: i for i, names in enumerate(ladder) for name in names}
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                  if rung[_top(b)] < rung[_top(a)])
+
+
+def _graph() -> dict[str, set[str]]:
+    known = _modules()
+    return {name: _imports(name, path, known) for name, path in known.items()}
+
+
+def test_ladder_finder_sees_an_upward_import():
+    graph = {"builder.run.runner": {"builder.publish.card"}, "builder.publish.card": {"builder.run.outdir"},
+             "builder.run.outdir": set()}
+    assert _upward(graph, [["run"], ["publish"]]) == ["builder.publish.card -> builder.run.outdir"]
+
+
+def test_every_top_level_module_stands_on_one_rung():
+    names = [n for rung in _ladder(README.read_text(encoding="utf-8")) for n in rung]
+    assert sorted(names) == sorted({_top(m) for m in _modules()})
+
+
+def test_no_import_runs_up_the_ladder():
+    assert _upward(_graph(), _ladder(README.read_text(encoding="utf-8"))) == []
+
+
 def test_cycle_finder_sees_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
 def test_no_import_cycles_among_builder_modules():
-    known = _modules()
-    graph = {name: _imports(name, path, known) for name, path in known.items()}
-    assert _cycles(graph) == []
+    assert _cycles(_graph()) == []
 
 
 def test_no_module_over_400_lines():

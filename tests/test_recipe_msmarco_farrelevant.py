@@ -12,7 +12,7 @@ from collections import Counter
 
 from builder.backends.tokenizers import HFCounter
 from builder.bench import Bench
-from builder.publish.beir import read_beir
+from builder.io.built_folder import read_beir
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
 from tests.conftest import REPO, SHARED_INPUTS

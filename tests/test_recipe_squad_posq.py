@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from builder.publish.beir import read_beir
+from builder.io.built_folder import read_beir
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
 from tests.conftest import REPO, SHARED_INPUTS

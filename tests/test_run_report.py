@@ -9,7 +9,7 @@ from rich.console import Console
 from builder.bench import Bench
 from builder.run.report import print_run_summary
 from builder.run.runner import RunResult
-from builder.run.stage_record import StageRecord
+from builder.records.stage_record import StageRecord
 
 
 def _stage(label: str, kept: dict | None) -> StageRecord:
@@ -32,7 +32,7 @@ def test_summary_shows_kept_by_third_and_warns_on_skew(tmp_path):
 
 
 def test_summary_prints_stage_warnings_and_large_removals(tmp_path):
-    from builder.run.run_warnings import run_warnings
+    from builder.records.run_warnings import run_warnings
 
     fn = StageRecord(stage="04_false_negatives", docs_in=58, docs_out=12, docs_dropped=46, queries_in=158,
                      queries_out=34, queries_dropped=124, warnings=["removed 79% of the documents"])
@@ -55,7 +55,7 @@ def test_summary_prints_stage_warnings_and_large_removals(tmp_path):
 
 
 def test_documents_outside_the_length_buckets_are_warned_of_with_the_top_reason():
-    from builder.run.run_warnings import run_warnings
+    from builder.records.run_warnings import run_warnings
 
     # The case: 24 of 30 manual pages longer than the last bucket edge.
     outside = StageRecord(stage="01_sample_by_length", docs_in=30, docs_out=6, docs_dropped=24,

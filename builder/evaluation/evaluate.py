@@ -19,6 +19,7 @@ from builder.evaluation.figures import Averaging, Figures
 from builder.evaluation.intervals import BootstrapSettings
 from builder.evaluation.metrics import NDCG, per_query_scores, position_trend, with_relative_bins
 from builder.evaluation.probes import colder_report, probe_pairs
+from builder.evaluation.psi_null import null_settings
 from builder.evaluation.retrievers import RerankerFactory, Retrieval, RetrieverSpec, get_scorer, rerank
 from builder.evaluation.runs import (PER_QUERY_FILE, judged_at, per_query_columns, run_file_name, run_summary,
                                      write_per_query, write_run)
@@ -104,7 +105,7 @@ def evaluate(data: EvalData, specs: list[RetrieverSpec], cache_dir: Path, batch_
         section["run"] = run_summary(data.qrels, retrieval.run)
         if features is not None:
             section["psi_by_overlap"] = {g: psi_by_overlap(per_query[spec.label], features, g,
-                                                           bootstrap.null_settings()) for g in data.groupings()}
+                                                           null_settings(bootstrap)) for g in data.groupings()}
         if runs_dir is not None:
             path = write_run(Path(runs_dir) / run_file_name(spec.label), retrieval.run,
                              data.queries["query_id"].to_list(), spec.label)

@@ -24,7 +24,7 @@ import polars as pl
 
 from builder.evaluation.intervals import BootstrapSettings, Partition, bootstrap_group_means, interval, psi_values
 from builder.evaluation.metrics import METRICS, N_BINS, group_universe, natural_key
-from builder.evaluation.psi_null import psi_with_null
+from builder.evaluation.psi_null import null_settings, psi_with_null
 
 PSI_INTERVAL = "bootstrap percentile interval of PSI itself: secondary, biased upward; read the null instead"
 
@@ -102,7 +102,7 @@ class Figures:
         counts = self.counts[partition]
         psi = self.psi(self.point[partition][:, 0], self.resampled[partition][..., 0], counts, self.labels[partition])
         psi["null"] = psi_with_null(self.ndcg, self.codes[partition], self.labels[partition],
-                                    self.settings.null_settings(), self.codes.get("length_bucket"))
+                                    null_settings(self.settings), self.codes.get("length_bucket"))
         return {"groups": groups, "psi": psi,
                 "groups_with_queries": int((counts > 0).sum()), "empty_groups": int((counts == 0).sum()),
                 "small_groups": int(((counts > 0) & (counts < self.settings.min_group)).sum())}
@@ -135,7 +135,7 @@ class Figures:
                 entry["psi_bins"] = self.psi(point[:, 0], resampled[..., 0], counts, bins)
                 in_bucket = self.codes["length_bucket"] == k
                 entry["psi_bins"]["null"] = psi_with_null(self.ndcg, np.where(in_bucket, self.codes["rel_bin"], -1),
-                                                          bins, self.settings.null_settings())
+                                                          bins, null_settings(self.settings))
                 entry["bins_with_queries"], entry["empty_bins"] = int((counts > 0).sum()), int((counts == 0).sum())
             else:
                 entry["psi_bins"], entry["bins_with_queries"], entry["empty_bins"] = None, 0, N_BINS

@@ -22,16 +22,6 @@ _CELLS_PER_BATCH = 4_000_000
 
 
 @dataclass(frozen=True)
-class NullSettings:
-    """How PSI's label-permutation null is drawn (see psi_null)."""
-
-    permutations: int = 9999
-    seed: int = 0
-    min_group: int = 30
-    include_small: bool = False  # take groups below min_group into the PSI as well
-
-
-@dataclass(frozen=True)
 class BootstrapSettings:
     resamples: int = 1000
     seed: int = 0
@@ -45,9 +35,6 @@ class BootstrapSettings:
     def describe(self) -> dict[str, object]:
         return {"method": "paired percentile bootstrap over queries", "resamples": self.resamples,
                 "seed": self.seed, "confidence": self.confidence, "min_group": self.min_group}
-
-    def null_settings(self) -> NullSettings:
-        return NullSettings(self.permutations, self.seed, self.min_group, self.psi_small_groups)
 
 
 def draws(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:

@@ -18,10 +18,11 @@ among them) unless small groups are asked for; the groups left out are named.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from builder.evaluation.intervals import NullSettings, psi_values
+from builder.evaluation.intervals import BootstrapSettings, psi_values
 
 # Cells (shuffles x queries) handled at once: bounds memory on large query sets.
 _CELLS_PER_BATCH = 4_000_000
@@ -34,6 +35,19 @@ MIN_SHUFFLES = 999
 def shuffles_for(n: int, asked: int) -> int:
     """The shuffles a null over `n` queries gets: `asked`, fewer on very large sets."""
     return min(asked, max(MIN_SHUFFLES, _CELLS_PER_NULL // max(n, 1)))
+
+
+@dataclass(frozen=True)
+class NullSettings:
+    permutations: int = 9999
+    seed: int = 0
+    min_group: int = 30
+    include_small: bool = False  # take groups below min_group into the PSI as well
+
+
+def null_settings(bootstrap: BootstrapSettings) -> NullSettings:
+    """The null's settings from the bootstrap's: same seed, group floor and shuffle count."""
+    return NullSettings(bootstrap.permutations, bootstrap.seed, bootstrap.min_group, bootstrap.psi_small_groups)
 
 
 def stratified_shuffles(codes: np.ndarray, strata: np.ndarray, count: int,

@@ -14,7 +14,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from builder.io.jsonl import read_jsonl
-from builder.publish.config import license_field
+from builder.license_field import license_field
 
 
 class FieldMap(BaseModel):

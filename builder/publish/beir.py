@@ -67,17 +67,6 @@ def _write_tables(bench: Bench, folder: Path) -> None:
     write_parquet(bench.drops, folder / "drops.parquet")
 
 
-def read_beir(folder: Path) -> Bench:
-    """Read a folder written by `write_beir` (the parquet copies keep every column)."""
-    folder = Path(folder)
-    return Bench.of(
-        corpus=pl.read_parquet(folder / "corpus.parquet"),
-        queries=pl.read_parquet(folder / "queries.parquet"),
-        qrels=pl.read_parquet(folder / "qrels.parquet"),
-        drops=pl.read_parquet(folder / "drops.parquet"),
-    )
-
-
 def write_parquet(data: pl.DataFrame, path: Path) -> None:
     """Parquet with plain string and list types where polars would write 64-bit-offset
     ones (`large_string`, `large_list`): `datasets` 2.x can neither read `large_list` in a

@@ -16,16 +16,16 @@ import yaml
 from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
-from builder.publish.citations import papers_for, stage_base_name
+from builder.publish.citations import papers_for
 from builder.publish.languages import iso_639_1
 from builder.publish.masking import mask_recipe_text
+from builder.records.stage_record import StageRecord, stage_base_name
 from builder.resources import shipped_dir
 from builder.secrets import mask_mapping, mask_string
 
 if TYPE_CHECKING:
     from builder.publish.layout import HubLayout
     from builder.recipe.model import LoadedRecipe
-    from builder.run.stage_record import StageRecord
 
 DEFAULT_TEMPLATE = "default.md.j2"
 _SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),

@@ -80,12 +80,6 @@ STAGE_PAPERS: dict[str, tuple[str, ...]] = {
 }
 
 
-def stage_base_name(label: str) -> str:
-    """`03_localize_spans` -> `localize_spans`."""
-    head, _, rest = label.partition("_")
-    return rest if head.isdigit() and rest else label
-
-
 # A stage whose `mode` switches between papers' procedures.
 MODE_PAPERS: dict[tuple[str, str], tuple[str, ...]] = {
     ("generate_queries", "chunked"): ("posq",),

@@ -69,7 +69,7 @@ def push_command(
     from pydantic import ValidationError
     from rich.markup import escape
 
-    from builder.publish.config import PushConfig
+    from builder.recipe.sections import PushConfig
     from builder.publish.hub import PushError, mock_refusal, push
 
     err = console_for(stderr=True)

@@ -18,7 +18,7 @@ from builder.atomic import write_text_atomic
 from builder.publish.card import card_environment
 from builder.publish.eval_context import evaluation_context
 from builder.publish.outputs import CARD_FILE
-from builder.run.outdir import MARKER
+from builder.records.marker import MARKER
 
 PARTS_TEMPLATE = "evaluation.md.j2"
 _CARD_TAG = "build-bench"

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from builder.publish.hub_plan import PushError, PushPlan, RemoteState, make_plan, remote_state
-from builder.publish.licenses import UNKNOWN
+from builder.recipe.licenses import UNKNOWN
 from builder.publish.outputs import CARD_FILE, built_with_mock, publish_folder, read_run_stats
 
 __all__ = ["PushError", "PushResult", "mock_refusal", "push"]

@@ -14,7 +14,7 @@ from builder.secrets import mask_mapping, mask_string
 
 if TYPE_CHECKING:
     from builder.recipe.model import LoadedRecipe
-    from builder.run.stage_record import StageRecord
+    from builder.records.stage_record import StageRecord
 
 
 def _file_sha256(path: Path) -> str:

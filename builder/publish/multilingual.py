@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field
 
 from builder.bench import Bench
 from builder.atomic import replace_dir, temp_dir_beside
 from builder.publish.beir import write_beir, write_parquet
 from builder.publish.languages import posir_name
 from builder.publish.paths import safe_component
+from builder.recipe.sections import MultilingualOutput
 
 _INTERNAL = ("source_doc_id", "source_query_id", "piece_starts")
 _TRANSLATED_ID = r"@[a-z]{3}-[A-Z][a-z]{3}$"
@@ -30,14 +30,6 @@ TOP_LEVEL = frozenset({
     "queries.jsonl", "corpus.parquet", "queries.parquet", "qrels.parquet", "drops.parquet",
     "pairs.parquet", "stats.json", "README.md", ".build-bench",
 })
-
-
-class MultilingualOutput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    per_language: bool = Field(default=False, description="a BEIR folder per language: <out>/<lang>/")
-    posir_layout: bool = Field(default=False,
-                               description="<out>/posir/<lang>/<domain>/{corpus,queries,qrels/test}.parquet")
-    cross_lingual: bool = Field(default=False, description="<out>/cross/<X>-<source>/: queries in X, source corpus")
 
 
 def write_multilingual(bench: Bench, out_dir: Path, options: MultilingualOutput,

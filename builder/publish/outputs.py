@@ -67,7 +67,7 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats,
     from builder.publish.card import card_context, render_card
     from builder.publish.eval_context import folder_evaluation
     from builder.publish.layout import write_hub_layout
-    from builder.publish.licenses import card_license
+    from builder.recipe.licenses import card_license
     from builder.publish.subsets import subset_configs
 
     out_dir = Path(out_dir)
@@ -108,7 +108,7 @@ def read_run_stats(folder: Path) -> dict[str, Any]:
 
 def refresh_stats(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """Recompute stats.json and the plots of a folder written by `write_beir`."""
-    from builder.publish.beir import read_beir
+    from builder.io.built_folder import read_beir
 
     run = read_run_stats(folder)
     return write_stats(read_beir(Path(folder)), Path(folder), run, run.get("recipe"))
@@ -116,7 +116,7 @@ def refresh_stats(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def publish_folder(folder: Path) -> Published:
     """Everything `publish_outputs` writes, for a folder built without it (no recipe at hand)."""
-    from builder.publish.beir import read_beir
+    from builder.io.built_folder import read_beir
 
     folder = Path(folder)
     return publish_outputs(read_beir(folder), folder, read_run_stats(folder), None)

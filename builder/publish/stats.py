@@ -15,9 +15,9 @@ import polars as pl
 
 from builder.bench import Bench
 from builder.publish.qtypes import QUERY_TYPES, query_type
-from builder.run.qc_scorers import recorded_qc_scorers
-from builder.run.run_warnings import position_group_warnings, run_warnings
-from builder.run.stage_record import StageRecord
+from builder.records.qc_scorers import recorded_qc_scorers
+from builder.records.run_warnings import position_group_warnings, run_warnings
+from builder.records.stage_record import StageRecord
 from builder.textutil.positions import length_bucket, position_bin, rel_pos, third_of
 
 N_BINS = 20

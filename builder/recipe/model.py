@@ -17,10 +17,9 @@ from builder.backends.rerankers.config import BACKENDS as RERANKER_BACKENDS
 from builder.backends.rerankers.config import RERANKER_TYPES, RerankerConfig
 from builder.backends.tokenizers import TokenizerConfig
 from builder.executors.config import ExecutorConfig
-from builder.publish import CardConfig, PushConfig
-from builder.publish.multilingual import MultilingualOutput
 from builder.io.sources import HFSource, JsonlSource, ParquetSource, PythonDocsSource, SourceSpec
 from builder.recipe.checks import cross_check
+from builder.recipe.sections import CardConfig, MultilingualOutput, PushConfig
 from builder.recipe.values import number_problems, url_problems
 from builder.recipe.yaml_text import BadYaml, Problem, RecipeError, apply_overrides, expand_env, line_of, read_yaml
 from builder.stages import STAGES, Stage

@@ -25,7 +25,7 @@ import polars as pl
 
 from builder.atomic import replace_dir, temp_dir_beside
 from builder.bench import Bench
-from builder.run.stage_record import StageRecord
+from builder.records.stage_record import StageRecord
 
 STAMP = "checkpoint.json"
 STATS = "stats.json"

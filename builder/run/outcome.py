@@ -12,7 +12,7 @@ from __future__ import annotations
 from builder.backends.llm import LLMUsage
 from builder.bench import Bench
 from builder.position_columns import PLACING_COLUMNS, placed_queries
-from builder.run.stage_record import StageRecord
+from builder.records.stage_record import StageRecord
 
 
 # What would help, by the reason that removed the most: the usual remedies a user controls.

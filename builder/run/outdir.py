@@ -3,10 +3,9 @@ so it must never be pointed at a folder holding anything but an earlier build's 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-MARKER = ".build-bench"
+from builder.records.marker import MARKER
 
 
 class OutDirError(RuntimeError):
@@ -41,31 +40,3 @@ def check_out_dir_contents(out_dir: Path, overwrite: bool) -> None:
         raise OutDirError(f"output folder {out_dir} is a folder that build-bench did not write and it is not "
                           "empty; its contents would be replaced. Pick a new folder, or pass "
                           "--overwrite to replace it anyway")
-
-
-def _files(folder: Path) -> dict[str, list[int]]:
-    """Size and modification time of every file but the marker, by relative path."""
-    found = {}
-    for path in folder.rglob("*"):
-        if path.is_file() and path.name != MARKER:
-            st = path.stat()
-            found[path.relative_to(folder).as_posix()] = [st.st_size, st.st_mtime_ns]
-    return found
-
-
-def write_marker(folder: Path, recipe_name: str, fingerprint: str) -> None:
-    """Mark `folder` as build-bench's, with the fingerprint of what it holds and its files
-    as written, so a rerun can tell the folder is current and leave it alone."""
-    marker = {"written_by": "build-bench", "recipe": recipe_name, "fingerprint": fingerprint,
-              "files": _files(folder)}
-    (folder / MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
-
-
-def output_is_current(folder: Path, fingerprint: str) -> bool:
-    """True when `folder` was written for `fingerprint` and no file in it changed since."""
-    try:
-        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-        return (isinstance(marker, dict) and marker.get("fingerprint") == fingerprint
-                and marker.get("files") == _files(folder))
-    except (OSError, ValueError):
-        return False

@@ -11,7 +11,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from builder.run.runner import RunResult
-    from builder.run.stage_record import StageRecord
+    from builder.records.stage_record import StageRecord
 
 
 def _flow(got: int | None, out: int | None, added: int | None) -> str:
@@ -26,7 +26,7 @@ def _dropped(record: StageRecord) -> str:
 
 def print_run_summary(console: Console, result: RunResult) -> None:
     from builder.publish.stats import position_tag_counts
-    from builder.run.run_warnings import position_group_warnings, run_warnings
+    from builder.records.run_warnings import position_group_warnings, run_warnings
     from builder.stages.qc.windowing import format_kept_by_third
 
     table = Table(title=f"build finished: {result.out_dir}", title_justify="left")

@@ -19,12 +19,13 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import polars as pl
 from rich.console import Console
 
 from builder.backends.rerankers import reranker_fingerprint
+from builder.backends.tokenizers import TokenCounter
 from builder.bench import Bench
 from builder import __version__
 from builder.atomic import recover, recover_folder, replace_dir, temp_path_beside
@@ -42,20 +43,18 @@ from builder.run.disk_full import disk_full
 from builder.run.grow import check_out_dir_apart, seed_from, ship_answers
 from builder.run.locks import RUN_LOCK, FileLock, out_lock_path
 from builder.run.outcome import check_result
-from builder.run.outdir import check_out_dir_contents, check_out_dir_place, output_is_current, write_marker
+from builder.run.outdir import check_out_dir_contents, check_out_dir_place
 from builder.run.progress import RichProgress
-from builder.run.run_warnings import LARGE_REMOVAL, THRESHOLD_FIGURE
-from builder.run.stage_record import StageRecord
-from builder.run.qc_scorers import qc_scorers
+from builder.records.marker import output_is_current, write_marker
+from builder.records.qc_scorers import qc_scorers
+from builder.records.run_warnings import LARGE_REMOVAL, THRESHOLD_FIGURE
+from builder.records.stage_record import StageRecord
 from builder.prompt_templates import PromptLibrary
 from builder.publish.hub import push
 from builder.publish.outputs import publish_outputs
 from builder.recipe.model import LoadedRecipe
 from builder.recipe.yaml_text import Problem, RecipeError, line_of
 from builder.stages.base import Stage, StageParamError
-
-if TYPE_CHECKING:
-    from builder.backends.tokenizers import TokenCounter
 
 
 class InvariantError(RuntimeError):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from pydantic import Field, field_validator
 
-from builder.publish.config import license_field
+from builder.license_field import license_field
 from builder.bench import SPAN_DTYPE
 from builder.ids import content_id, text_digest
 from builder.io.sources import SourceError

@@ -13,12 +13,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from builder.evaluation.cli import eval_command
+from builder.eval_command import eval_command
 from builder.publish.beir import write_beir
 from builder.publish.eval_card import splice_evaluation
 from builder.publish.eval_context import evaluation_context
 from builder.publish.outputs import publish_outputs
-from builder.run.outdir import write_marker
+from builder.records.marker import write_marker
 from tests.evaluation.tiny_bench import tiny_bench
 
 app = typer.Typer()
@@ -149,7 +149,7 @@ def test_warnings_section_is_added_when_the_build_had_none(quiet_build: Path):
 def test_rewriting_the_card_gives_the_spliced_text(quiet_build: Path):
     """publish_outputs (push of a folder, a rewritten card) reads eval/eval.json and renders
     the same parts the eval spliced in."""
-    from builder.publish.beir import read_beir
+    from builder.io.built_folder import read_beir
     from builder.publish.outputs import read_run_stats
 
     _eval(quiet_build)
@@ -160,7 +160,7 @@ def test_rewriting_the_card_gives_the_spliced_text(quiet_build: Path):
 
 def test_an_eval_json_without_intervals_leaves_the_card_without_evaluation(quiet_build: Path):
     """An eval.json from before intervals (bare numbers) is no reason to fail writing the card."""
-    from builder.publish.beir import read_beir
+    from builder.io.built_folder import read_beir
     from builder.publish.outputs import read_run_stats
 
     before = _card(quiet_build)

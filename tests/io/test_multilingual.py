@@ -4,7 +4,8 @@ import polars as pl
 import pytest
 
 from builder.bench import Bench
-from builder.publish.multilingual import MultilingualOutput, language_views, write_multilingual
+from builder.publish.multilingual import language_views, write_multilingual
+from builder.recipe.sections import MultilingualOutput
 
 LANGS = ["eng-Latn", "fra-Latn", "deu-Latn"]
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from builder.publish.cli import push_command
 from builder.publish.hub import PushError, push
-from builder.publish.licenses import card_license
+from builder.recipe.licenses import card_license
 from builder.recipe.model import parse_recipe
 from builder.recipe.yaml_text import RecipeError
 from tests.conftest import FIXTURES

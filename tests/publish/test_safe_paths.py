@@ -7,7 +7,8 @@ import pytest
 
 from builder.bench import Bench
 from builder.publish.beir import write_beir
-from builder.publish.multilingual import MultilingualOutput, write_multilingual
+from builder.publish.multilingual import write_multilingual
+from builder.recipe.sections import MultilingualOutput
 from builder.publish.paths import safe_component
 
 HOSTILE = ["/abs/path", "../..", ".", "", "a/b", "x\x00y", "..\\up", "qrels", "CORPUS.JSONL"]

@@ -14,7 +14,8 @@ from rich.console import Console
 
 from builder.bench import Bench
 from builder.publish.beir import write_beir
-from builder.publish.multilingual import MultilingualOutput, write_multilingual
+from builder.publish.multilingual import write_multilingual
+from builder.recipe.sections import MultilingualOutput
 from builder.publish.hub import push
 from builder.publish.outputs import publish_outputs
 from tests.io.test_multilingual import _bench

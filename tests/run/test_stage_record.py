@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from builder.run.stage_record import StageRecord
+from builder.records.stage_record import StageRecord
 
 # A stage record as checkpoints and stats.json held it before StageRecord existed.
 OLD_STAGE = {

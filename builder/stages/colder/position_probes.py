@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from pydantic import Field, field_validator
 
-from builder.publish.config import license_field
+from builder.license_field import license_field
 from builder.bench import SPAN_DTYPE
 from builder.stages.base import Stage, StageParams, register_stage
 from builder.stages.contracts import DOCUMENTS, QUERIES, SPANS

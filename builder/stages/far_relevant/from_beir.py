@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 from pydantic import Field
 
-from builder.publish.config import license_field
+from builder.license_field import license_field
 from builder.io.beir_input import read_beir_input
 from builder.io.bench_rows import add_rows, input_path
 from builder.stages.base import Stage, StageParams, register_stage

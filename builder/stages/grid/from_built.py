@@ -35,7 +35,7 @@ class FromBuilt(Stage):
     params: FromBuiltParams
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
-        from builder.publish.beir import read_beir
+        from builder.io.built_folder import read_beir
 
         folder = Path(input_path(self.params.path, ctx.base_dir))
         try:

@@ -1,5 +1,6 @@
-"""The optional `push:` and `card:` sections of a recipe: where a build is released, and
-what its data card declares (the licence)."""
+"""The recipe's sections on what a build puts out: `output:` (the multilingual folders),
+`card:` (what the data card declares: the licence) and `push:` (where it is released).
+The publisher reads them; it never defines them."""
 
 from __future__ import annotations
 
@@ -7,15 +8,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from builder.license_field import LICENSE_HELP
+
 REPO_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$"
 # Release tags are semantic versions so the previous release can be found by ordering.
 TAG_PATTERN = r"^v\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$"
-LICENSE_HELP = "a Hub licence id (e.g. cc-by-sa-4.0, mit, odc-by), or other with license_name"
 
 
-def license_field() -> Any:
-    """`license:` on a source or a stage that reads data: the licence that data comes under."""
-    return Field(default=None, min_length=1, description=f"licence of this data: {LICENSE_HELP}")
+class MultilingualOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    per_language: bool = Field(default=False, description="a BEIR folder per language: <out>/<lang>/")
+    posir_layout: bool = Field(default=False,
+                               description="<out>/posir/<lang>/<domain>/{corpus,queries,qrels/test}.parquet")
+    cross_lingual: bool = Field(default=False, description="<out>/cross/<X>-<source>/: queries in X, source corpus")
 
 
 class PushConfig(BaseModel):

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from builder.run.stage_record import StageRecord
+    from builder.records.stage_record import StageRecord
     from builder.stages.base import Stage
 
 

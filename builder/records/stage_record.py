@@ -70,3 +70,9 @@ class StageRecord(BaseModel):
         fields = {k: v for k, v in data.items() if k in known}
         fields["figures"] = {k: v for k, v in data.items() if k not in known}
         return cls.model_validate(fields)
+
+
+def stage_base_name(label: str) -> str:
+    """`03_localize_spans` -> `localize_spans`."""
+    head, _, rest = label.partition("_")
+    return rest if head.isdigit() and rest else label

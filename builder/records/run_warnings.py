@@ -9,10 +9,8 @@ the data card carry the same list.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from builder.run.stage_record import StageRecord
+from builder.records.stage_record import StageRecord, stage_base_name
 
 SKEW_POINTS = 10  # kept shares of two thirds further apart than this get a warning
 LARGE_REMOVAL = 0.3  # a stage that removes more than this share of a kind of row gets a warning
@@ -33,7 +31,6 @@ def _removal_check(label: str) -> tuple[bool, frozenset[str]]:
     Stages that warn about their removals themselves are exempt; sampling stages count
     only what they could not have kept (e.g. documents outside the length buckets), not
     what they left out by choice."""
-    from builder.publish.citations import stage_base_name
     from builder.stages import STAGES
 
     cls = STAGES.get(stage_base_name(label))
