@@ -48,6 +48,23 @@ def _removed(st: StageRecord) -> tuple[float, int, int]:
     return (removed / rows_in if rows_in else 0.0), removed, rows_in
 
 
+def _reasons(st: StageRecord) -> tuple[str, str]:
+    """The stage's three commonest drop reasons as text, and what may help with the first."""
+    top = sorted(st.dropped.items(), key=lambda kv: -kv[1])[:3]
+    remedy = _remedy(top[0][0]) if top else None
+    return ", ".join(f"{reason} {count}" for reason, count in top), (f"; what may help: {remedy}" if remedy else "")
+
+
+def _last_queries(stats: list[StageRecord]) -> str | None:
+    """Where the queries ran out: the last stage that was given some and kept none."""
+    emptied = [st for st in stats if st.queries_in and st.queries_out == 0 and st.dropped]
+    if not emptied:
+        return None
+    st = emptied[-1]
+    reasons, remedy = _reasons(st)
+    return f"{st.stage} removed the last {st.queries_in} queries ({reasons}){remedy}"
+
+
 def _worst_stage(stats: list[StageRecord]) -> str:
     """The stage that removed the largest share of what it was given (a sampler that
     keeps 100 of 10,000 documents is doing its job; a stage that drops all 100 is not)."""
@@ -55,11 +72,8 @@ def _worst_stage(stats: list[StageRecord]) -> str:
     if worst is None or not worst.dropped:
         return "no stage dropped anything"
     _, removed, rows_in = _removed(worst)
-    top = sorted(worst.dropped.items(), key=lambda kv: -kv[1])[:3]
-    reasons = ", ".join(f"{reason} {count}" for reason, count in top)
-    remedy = _remedy(top[0][0])
-    return (f"{worst.stage} removed the most: {removed} of {rows_in} rows ({reasons})"
-            + (f"; what may help: {remedy}" if remedy else ""))
+    reasons, remedy = _reasons(worst)
+    return f"{worst.stage} removed the most: {removed} of {rows_in} rows ({reasons}){remedy}"
 
 
 def check_result(bench: Bench, stats: list[StageRecord], usage: LLMUsage) -> None:
@@ -76,6 +90,9 @@ def check_result(bench: Bench, stats: list[StageRecord], usage: LLMUsage) -> Non
     what = (f"every LLM call failed ({usage.failures})" if all_failed else
             f"the result has {counts['docs']} documents and {counts['queries']} queries")
     parts = [f"build failed: {what}", _worst_stage(stats)]
+    last = _last_queries(stats) if not all_failed else None
+    if last is not None and not last.startswith(parts[1].split(" removed", 1)[0] + " "):
+        parts.append(last)
     if usage.last_transport_error:
         parts.append(f"last LLM error: {usage.last_transport_error}")
     parts.append("nothing was written; pass --allow-empty to write an empty result anyway")
