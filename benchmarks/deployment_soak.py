@@ -50,8 +50,10 @@ def main() -> int:
         cases = ET.parse(report).getroot().iter("testcase")
         tried, passed, skipped = Counter(), Counter(), Counter()
         for case in cases:
-            path = case.get("classname", "").replace(".", "/").rsplit("/", 1)[0] + ".py"
-            family = next((name for name, file in FAMILIES.items() if path.endswith(file)), path)
+            # The class name is the test's module, dotted, with its class after it if it has one.
+            where = case.get("classname", "")
+            family = next((name for name, file in FAMILIES.items()
+                           if f"{where}.".startswith(file.removesuffix(".py").replace("/", ".") + ".")), where)
             outcome = {child.tag for child in case}
             if "skipped" in outcome:
                 skipped[family] += 1
