@@ -51,7 +51,8 @@ stages:
 
 
 def test_validate_says_which_models_it_left_for_plan(tmp_path, monkeypatch):
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):  # CI sets them
+        monkeypatch.delenv(flag, raising=False)
     monkeypatch.setenv("HF_ENDPOINT", CLOSED)
     recipe = tmp_path / "r.yaml"
     recipe.write_text(RECIPE, encoding="utf-8")

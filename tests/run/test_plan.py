@@ -120,7 +120,9 @@ def test_plan_of_my_domain_counts_long_documents_as_falling_outside(tmp_path, mo
     """The issue's case: long documents through my_domain. plan takes only those inside the
     buckets, so its generation calls are the run's, and names what falls outside."""
     from builder.resources import find_recipe
+    from tests.conftest import require_recipe_extras
 
+    require_recipe_extras(find_recipe("my_domain"))
     docs = [{"id": f"long{i}", "text": f"page {i} " + " ".join(["word"] * 3000), "title": "t"} for i in range(6)]
     docs += [{"id": f"short{i}", "text": f"note {i} " + " ".join(["word"] * 100), "title": "t"} for i in range(4)]
     path = tmp_path / "docs.jsonl"
