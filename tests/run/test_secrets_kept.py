@@ -109,7 +109,7 @@ def test_a_base_url_with_a_password_is_refused_before_anything_is_sent(write_rec
     ("https://host/v1?api_key=abc&token=def&model=m", "https://host/v1?api_key=***&token=***&model=m"),
     ("https://host/v1?X-Amz-Signature=abc", "https://host/v1?X-Amz-Signature=***"),
     ("https://host/v1?max_tokens=12", "https://host/v1?max_tokens=12"),
-    ("key sk-abcdefghijklmnopqrstuv used", "key *** used"),
+    ("key " + "sk-" + "abcdefghijklmnopqrstuv" + " used", "key *** used"),  # joined: no key-shaped literal
 ])
 def test_mask_string(text: str, masked: str) -> None:
     assert mask_string(text) == masked

@@ -2,12 +2,12 @@
 its output, and read into another machine's cache by `build-bench RECIPE --from OLD`,
 so the requests that did not change are answered without asking the model again.
 
-A file read back must be the file that was shipped (`file_digest`, checked by the caller
-against the digest the release records) and have the columns and types written here."""
+A file read back must be the file that was shipped (`builder.digests.file_sha256`,
+checked by the caller against the digest the release records) and have the columns and
+types written here."""
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -71,14 +71,6 @@ def seed_answers(cache: LLMCache, answers: pl.DataFrame, stage: str) -> int:
 
     return cache.guarded(write)
 
-
-def file_digest(path: Path) -> str:
-    """sha256 of the file's bytes, in hex."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def read_answers(path: Path) -> pl.DataFrame:
