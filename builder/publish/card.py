@@ -111,9 +111,19 @@ def construction(run_stages: list[StageRecord], loaded: LoadedRecipe | None) -> 
             "dropped": ", ".join(f"{r} {n}" for r, n in sorted(st.dropped.items(), key=lambda kv: -kv[1])),
             "llm_calls": int((st.llm or {}).get("calls", 0)),
             "kept_by_third": format_kept_by_third(st.kept_by_third),
+            **_padding(st.figures.get("grid")),
             "resumed": st.resumed,
         })
     return steps
+
+
+def _padding(grid: dict[str, Any] | None) -> dict[str, str]:
+    """A depth_grid step's judge and the padding it left out, by reason (most first)."""
+    if not grid:
+        return {"padding_judge": "", "padding_excluded": ""}
+    left_out = sorted(grid.get("padding_excluded", {}).items(), key=lambda kv: (-kv[1], kv[0]))
+    return {"padding_judge": str(grid.get("judge")),
+            "padding_excluded": ", ".join(f"{r} {n}" for r, n in left_out) or "none"}
 
 
 def _count(n: int | None) -> str:

@@ -98,7 +98,7 @@ def test_grid_places_the_evidence_exactly_at_each_depth_and_length(tmp_path):
     assert starts[(12, 0.0)] == starts[(24, 0.0)] == 0
     assert all(len(p) == 1 for p in padding.values())  # the same padding at every depth of a length
     grid = ctx.stats["grid"]
-    assert grid["padding_excluded"] == {"answers_query": 1, "near_duplicate_of_evidence": 1}
+    assert grid["padding_excluded"] == {"answers_query:bm25_score": 1, "near_duplicate_of_evidence": 1}
     assert grid["largest_length_gap_tokens"] == 0 and grid["largest_depth_gap"] == 0.5
     reasons = dict(out.drops.select("id", "reason").iter_rows())
     assert reasons == {"q2": "evidence_spans_paragraphs", "q3": "evidence_longer_than_length"}

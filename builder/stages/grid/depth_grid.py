@@ -3,8 +3,8 @@ each length, one BEIR set per (depth, length) cell.
 
 Per query, the padding is one walk through the other documents' paragraphs (documents in
 a seeded order, paragraphs and sentences in their own): a paragraph that repeats the
-evidence (`near_duplicate_of_evidence`) or that BM25 scores at least `max_score_ratio` of
-the evidence's score for the query (`answers_query`) is skipped, and counted. A length
+evidence (`near_duplicate_of_evidence`) or that the judge says could answer the query
+(`answers_query:<judge>`, see judges.py) is skipped, and counted by reason. A length
 takes the sentences of that walk while they fit beside the evidence, so a shorter
 length's padding is the start of a longer one's, and every depth of one length holds the
 same padding: only the evidence moves. Depth is the share of padding tokens (the
@@ -23,21 +23,26 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.bench import SPAN_DTYPE, Bench
 from builder.stages.base import (Estimate, Flow, Stage, StageParamError, StageParams, Verdicts,
                                  register_stage)
 from builder.stages.contracts import DOCUMENTS, QUERIES, SPANS
 from builder.stages.grid.evidence import Evidence, widen
-from builder.stages.grid.padding import Passage, fill, near_duplicate, passages_of, shingles
+from builder.stages.grid.judges import BM25Judge, LLMJudge, PaddingJudge, RerankerJudge
+from builder.stages.grid.padding import Passage, fill, passages_of
+from builder.stages.grid.walk import Walk, walk_all
 from builder.stages.grid.placement import place
+from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 from builder.stages.seeding import derive_seed
 
 if TYPE_CHECKING:
     from builder.stages.context import StageContext
 
 GRID_COLUMNS = ("grid_depth", "grid_length")
+_PARAGRAPH_TOKENS = 80  # the plan's guess at a padding paragraph, for the LLM judge's calls
 
 
 def cell_name(depth: float, length: int) -> str:
@@ -50,9 +55,26 @@ class GridParams(StageParams):
         "where the evidence goes: the share of padding tokens before it, 0 (first) to 1 (last)"))
     lengths: list[int] = Field(default=[512, 1024, 2048, 4096, 8192], min_length=1, description=(
         "document lengths in the recipe's tokenizer's tokens, evidence included"))
-    judge: Literal["bm25"] = Field(default="bm25", description="what checks that padding does not answer")
-    max_score_ratio: float = Field(default=0.5, gt=0, le=1, description=(
-        "padding that BM25 scores at least this share of the evidence's score for the query is left out"))
+    judge: Literal["bm25", "reranker", "llm"] = Field(default="bm25", description=(
+        "what checks that padding does not answer the query: BM25 (max_score_ratio, rank_margin), "
+        "the `reranker` named, or the `llm` judge"))
+    max_score_ratio: float | None = Field(default=0.5, gt=0, le=1, description=(
+        "bm25: padding that BM25 scores at least this share of the evidence's score for the query is "
+        "left out; null: no score check"))
+    rank_margin: int | None = Field(default=None, ge=0, description=(
+        "bm25: rank the query's padding pool by BM25 score; padding ranked at or above the evidence, "
+        "or among the rank_margin passages just below it, is left out (0: only those at or above)"))
+    reranker: RerankerRef | None = Field(default=None, description=(
+        "judge reranker: a rerankers: entry (or bm25) scoring the query against each passage"))
+    reranker_margin: float = Field(default=0.0, ge=0, description=(
+        "judge reranker: padding must score more than this below the evidence, in the reranker's units"))
+    llm: ModelRef | None = Field(default=None, description="judge llm: the model that grades each passage 0-4")
+    prompt: PromptRef = "relevance_grade"
+    max_grade: int = Field(default=1, ge=0, le=3, description=(
+        "judge llm: padding graded above this (0-4) against the query is left out"))
+    judge_batch: int = Field(default=16, ge=1, description=(
+        "judge reranker or llm: passages judged per query per round; the walk stops judging a query "
+        "once its padding is full"))
     near_duplicate: float = Field(default=0.5, gt=0, le=1, description=(
         "padding holding this share of the evidence's word trigrams (or the evidence itself) is left out"))
     max_queries: int | None = Field(default=None, ge=1, description="a seeded sample of this many queries")
@@ -76,6 +98,16 @@ class GridParams(StageParams):
         if len(set(lengths)) != len(lengths):
             raise ValueError("each length may be listed once")
         return sorted(lengths)
+
+    @model_validator(mode="after")
+    def _judge_needs(self) -> GridParams:
+        if self.judge == "bm25" and self.max_score_ratio is None and self.rank_margin is None:
+            raise ValueError("judge bm25 needs max_score_ratio or rank_margin")
+        if self.judge == "reranker" and self.reranker is None:
+            raise ValueError("judge reranker needs `reranker:` naming a rerankers: entry")
+        if self.judge == "llm" and self.llm is None:
+            raise ValueError("judge llm needs `llm:` naming a models: entry")
+        return self
 
 
 @dataclass
@@ -102,6 +134,8 @@ class DepthGrid(Stage):
     Params = GridParams
     params: GridParams
 
+    prompt_variables = GRADE_VARIABLES
+
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         p = self.params
         verdicts = Verdicts()
@@ -117,18 +151,18 @@ class DepthGrid(Stage):
             raise StageParamError("lengths", f"length {shortest} is below the evidence of every query "
                                              f"(the shortest holds {min(q.tokens for q in queries)} tokens): "
                                              "ask for longer lengths")
-        scorer = self._judge([x.text for ps in passages.values() for x in ps])
+        judge = self._judge([x.text for ps in passages.values() for x in ps], ctx)
         excluded: Counter[str] = Counter()
+        fits = [q for q in queries if q.tokens <= shortest]
+        verdicts.drop_all([q.query_id for q in queries if q.tokens > shortest], "evidence_longer_than_length")
+        walks = [self._walk(q, passages, ctx) for q in fits]
+        walk_all(walks, judge, tokens, p.near_duplicate, excluded)
         rows: list[tuple[_Query, int, float, Any]] = []
-        for q in queries:
-            if q.tokens > shortest:
-                verdicts.drop(q.query_id, "evidence_longer_than_length")
-                continue
-            usable = self._padding(q, passages, tokens, scorer, ctx, excluded)
-            if usable is None:
+        for q, walk in zip(fits, walks):
+            if not walk.full:
                 verdicts.drop(q.query_id, "padding_exhausted")
                 continue
-            placed = [(length, depth, place(fill(usable, tokens, length - q.tokens) or [], q.evidence.text, depth))
+            placed = [(length, depth, place(fill(walk.usable, tokens, length - q.tokens) or [], q.evidence.text, depth))
                       for length in p.lengths for depth in p.depths]
             if any(x.text.count(q.evidence.text) != 1 for _, _, x in placed):
                 verdicts.drop(q.query_id, "evidence_not_unique")
@@ -149,7 +183,15 @@ class DepthGrid(Stage):
         cells = len(p.depths) * len(p.lengths)
         note = (f"{cells} cells ({len(p.depths)} depths x {len(p.lengths)} lengths): at most {n * cells:,} "
                 "documents and queries")
-        return Flow(docs=n * cells, queries=n * cells, doc_tokens=sum(p.lengths) / len(p.lengths)), Estimate(notes=[note])
+        flow = Flow(docs=n * cells, queries=n * cells, doc_tokens=sum(p.lengths) / len(p.lengths))
+        if p.judge != "llm":
+            return flow, Estimate(notes=[note])
+        paragraphs = -(-max(p.lengths) // _PARAGRAPH_TOKENS)
+        calls = n * -(-paragraphs // p.judge_batch) * p.judge_batch
+        judged = (f"llm judge: about one call per padding paragraph (taken as {_PARAGRAPH_TOKENS} tokens), "
+                  f"in rounds of {p.judge_batch} per query")
+        return flow, Estimate(calls=calls, prompt_tokens=calls * (_PARAGRAPH_TOKENS + 250), completion_tokens=calls * 2,
+                              notes=[note, judged])
 
     def _sample(self, queries: pl.DataFrame, ctx: StageContext, verdicts: Verdicts) -> pl.DataFrame:
         n = self.params.max_queries
@@ -181,38 +223,21 @@ class DepthGrid(Stage):
             found.append(_Query(qid, text, doc, lang, evidence, n, span))
         return found
 
-    def _judge(self, corpus: list[str]) -> Any:
-        from builder.backends.rerankers import BM25Config
-        from builder.backends.rerankers.bm25 import BM25Scorer
-
-        scorer = BM25Scorer("grid_padding", BM25Config())
-        scorer.fit(corpus)
-        return scorer
-
-    def _padding(self, q: _Query, passages: dict[str, list[Passage]], tokens: dict[str, int], scorer: Any,
-                 ctx: StageContext, excluded: Counter[str]) -> list[Passage] | None:
-        """The passages the longest length needs, in walk order; None if they run out."""
+    def _judge(self, corpus: list[str], ctx: StageContext) -> PaddingJudge:
         p = self.params
+        if p.judge == "reranker":
+            assert p.reranker is not None  # the params check
+            return RerankerJudge(p.reranker, ctx.reranker(p.reranker), corpus, p.reranker_margin, p.judge_batch)
+        if p.judge == "llm":
+            assert p.llm is not None
+            return LLMJudge(ctx, p.llm, p.prompt, p.max_grade, p.judge_batch)
+        return BM25Judge(corpus, p.max_score_ratio, p.rank_margin)
+
+    def _walk(self, q: _Query, passages: dict[str, list[Passage]], ctx: StageContext) -> Walk:
+        """The other documents in a seeded order, their paragraphs in their own."""
         others = sorted(d for d in passages if d != q.doc_id)
         ctx.item_rng(q.query_id).shuffle(others)
-        pool = [x for d in others for x in passages[d]]
-        scores = scorer.score_pairs([(q.text, q.evidence.text)] + [(q.text, x.text) for x in pool])
-        bar = p.max_score_ratio * scores[0]
-        trigrams = shingles(q.evidence.text)
-        need = max(p.lengths) - q.tokens
-        usable: list[Passage] = []
-        have = 0
-        for passage, score in zip(pool, scores[1:]):
-            if have > need:
-                return usable
-            if near_duplicate(q.evidence.text, trigrams, passage.text, p.near_duplicate):
-                excluded["near_duplicate_of_evidence"] += 1
-            elif score > 0 and score >= bar:
-                excluded["answers_query"] += 1
-            else:
-                usable.append(passage)
-                have += sum(tokens[s] for s in passage.sentences)
-        return usable if have > need else None
+        return Walk(q.text, q.evidence.text, [x for d in others for x in passages[d]], max(self.params.lengths) - q.tokens)
 
     def _tables(self, rows: list[tuple[_Query, int, float, Any]], domains: dict[str, str],
                 ctx: StageContext) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
