@@ -4,7 +4,6 @@ bad input exits 2 at the recipe line at fault."""
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -67,31 +66,64 @@ def test_every_cell_holds_each_query_once_at_its_depth_and_length(grid):
     assert (at_zero["evidence_start"] == 0).all()
 
 
-def test_each_cell_loads_as_a_beir_folder_and_as_mteb_configs(grid, tmp_path):
+def _cell_rows(grid: Path, cell: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """The cell's documents (id -> text), queries (id -> text) and qrels (query -> document), as built."""
+    corpus = pl.read_parquet(grid / "corpus.parquet").filter(pl.col("setting") == cell)
+    queries = pl.read_parquet(grid / "queries.parquet").filter(pl.col("setting") == cell)
+    return (dict(corpus.select("doc_id", "text").iter_rows()), dict(queries.select("query_id", "text").iter_rows()),
+            dict(queries.select("query_id", "doc_id").iter_rows()))
+
+
+def test_each_cell_loads_in_beirs_own_loader(grid):
+    loader = pytest.importorskip("beir.datasets.data_loader", reason=(
+        "needs BEIR's GenericDataLoader: pip install --no-deps beir (as .ci/run's second pass does)"))
+    cell = cell_name(0.5, 2048)
+    corpus, queries, qrels = loader.GenericDataLoader(data_folder=str(grid / "settings" / cell)).load(split="test")
+    docs, texts, relevant = _cell_rows(grid, cell)
+    assert len(corpus) == len(queries) == len(qrels) == QUERIES
+    assert {d: v["text"] for d, v in corpus.items()} == docs
+    assert queries == texts
+    assert qrels == {q: {d: 1} for q, d in relevant.items()}
+
+
+def test_each_cell_loads_in_mtebs_retrieval_loader(grid, tmp_path, monkeypatch):
+    pytest.importorskip("mteb", reason="needs the mteb extra")
+    import datasets
+    from mteb.abstasks.retrieval_dataset_loaders import RetrievalDatasetLoader
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "cache")
+    cell = cell_name(0.5, 2048)
+    # MTEB reads a subset's `<subset>-corpus`, `<subset>-queries` and `<subset>-qrels` configs.
+    split = RetrievalDatasetLoader(hf_repo=str(grid), revision=None, config=cell).load()
+    docs, texts, relevant = _cell_rows(grid, cell)
+    assert len(split["corpus"]) == len(split["queries"]) == len(split["relevant_docs"]) == QUERIES
+    assert dict(zip(split["corpus"]["id"], split["corpus"]["text"])) == docs
+    assert dict(zip(split["queries"]["id"], split["queries"]["text"])) == texts
+    assert split["relevant_docs"] == {q: {d: 1} for q, d in relevant.items()}
+
+
+def test_each_cell_is_a_hub_config_in_mtebs_columns(grid, tmp_path):
     import datasets
 
     cell = cell_name(0.5, 2048)
-    folder = grid / "settings" / cell
-    # BEIR's GenericDataLoader: corpus.jsonl (_id, title, text), queries.jsonl (_id, text),
-    # qrels/test.tsv with a header row, read by csv.reader with tabs.
-    corpus = [json.loads(line) for line in (folder / "corpus.jsonl").read_text().splitlines()]
-    queries = [json.loads(line) for line in (folder / "queries.jsonl").read_text().splitlines()]
-    with (folder / "qrels" / "test.tsv").open() as handle:
-        reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_MINIMAL)
-        assert next(reader) == ["query-id", "corpus-id", "score"]
-        qrels = {(q, d): int(s) for q, d, s in reader}
-    assert len(corpus) == len(queries) == len(qrels) == QUERIES
-    assert all({"_id", "title", "text"} <= set(d) for d in corpus)
-    ids = {d["_id"] for d in corpus}
-    assert {d for _, d in qrels} == ids and {q for q, _ in qrels} == {q["_id"] for q in queries}
-    # MTEB's retrieval loader reads `<subset>-corpus`, `<subset>-queries`, `<subset>-qrels`.
     cache = str(tmp_path / "cache")
     loaded = {t: datasets.load_dataset(str(grid), f"{cell}-{t}", split="test", cache_dir=cache)
               for t in ("corpus", "queries", "qrels")}
     assert loaded["corpus"].column_names == ["_id", "title", "text"]
     assert loaded["queries"].column_names == ["_id", "text"]
     assert loaded["qrels"].column_names == ["query-id", "corpus-id", "score"]
-    assert set(loaded["corpus"]["_id"]) == ids and loaded["qrels"].num_rows == QUERIES
+    assert set(loaded["corpus"]["_id"]) == set(_cell_rows(grid, cell)[0]) and loaded["qrels"].num_rows == QUERIES
+
+
+def test_the_card_counts_the_padding_left_out_by_reason(grid):
+    stats = json.loads((grid / "stats.json").read_text())
+    (stage,) = [s for s in stats["stages"] if s["stage"] == "04_depth_grid"]
+    excluded = stage["grid"]["padding_excluded"]
+    assert set(excluded) == {"answers_query:bm25_score", "near_duplicate_of_evidence"}
+    cell = ", ".join(f"{r} {n}" for r, n in sorted(excluded.items(), key=lambda kv: (-kv[1], kv[0])))
+    card = (grid / "README.md").read_text()
+    assert "### Padding left out of the grid" in card
+    assert f"| `04_depth_grid` | bm25 | {cell} |" in card
 
 
 def test_eval_prints_the_grid_with_intervals_and_writes_the_heatmap(grid):
