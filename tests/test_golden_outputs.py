@@ -54,6 +54,13 @@ def test_quickstart_output_is_golden(tmp_path, monkeypatch):
     _check("quickstart", _build(REPO / "recipes" / "quickstart.yaml", tmp_path))
 
 
+def test_depth_grid_output_is_golden(tmp_path, monkeypatch):
+    """The grid over the quickstart's evidence, offline and without extras; 6 of its 40
+    questions keep it to a few seconds (and 17 MB rather than 95)."""
+    monkeypatch.chdir(REPO)
+    _check("depth_grid", _build(REPO / "recipes" / "depth_grid.yaml", tmp_path, ["stages.depth_grid.max_queries=6"]))
+
+
 @pytest.mark.parametrize("recipe", ["squad_posq", "msmarco_farrelevant", "msmarco_farrelevant_shuffled",
                                     "colder_probes"])
 def test_shared_data_recipe_output_is_golden(recipe, tmp_path, shared_data, minilm_tokenizer, monkeypatch):
