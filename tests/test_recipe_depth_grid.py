@@ -209,3 +209,31 @@ def test_lengths_below_the_evidence_exit_2_at_their_line(write_recipe, tmp_path)
     assert "Traceback" not in result.output
     assert f"{recipe}:11: stages.3.depth_grid.lengths: length 3 is below the evidence of every query" in \
         " ".join(result.output.split())
+
+
+def test_the_llm_judge_runs_from_a_recipe_with_the_mock_llm(write_recipe, tmp_path):
+    from builder.publish.beir import write_beir
+    from tests.stages.test_depth_grid import tiny_bench
+
+    write_beir(tiny_bench(), tmp_path / "built")
+    recipe = write_recipe(f"name: regrid\nsources: []\ntokenizer: {{kind: words}}\n"
+                          "models:\n  judge: {model: m, base_url: 'http://127.0.0.1:9/v1'}\nstages:\n"
+                          f"  - from_built: {{path: {tmp_path / 'built'}}}\n"
+                          "  - depth_grid: {depths: [0, 1], lengths: [12, 24], judge: llm, llm: judge}\n")
+    result = runner.invoke(app, ["build", str(recipe), "--mock-llm", "--out", str(tmp_path / "out"),
+                                 "--run-dir", str(tmp_path / "runs")])
+    assert result.exit_code == 0, result.output
+    (stage,) = [s for s in json.loads((tmp_path / "out" / "stats.json").read_text())["stages"]
+                if s["stage"] == "02_depth_grid"]
+    # The pool's five passages but the near-duplicate, each graded once.
+    assert stage["grid"]["judge"] == "llm" and stage["llm"]["calls"] == 4
+    assert stage["grid"]["padding_excluded"]["near_duplicate_of_evidence"] == 1
+
+
+def test_a_judge_without_its_model_exits_2_at_its_line(write_recipe):
+    recipe = write_recipe("name: bad\nsources: [{type: python_docs}]\ntokenizer: {kind: words}\nstages:\n"
+                          "  - localize_spans: {}\n  - depth_grid:\n      judge: reranker\n")
+    result = runner.invoke(app, ["validate", str(recipe)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{recipe}:6: stages.1.depth_grid: " in result.output
+    assert "judge reranker needs `reranker:` naming a rerankers: entry" in " ".join(result.output.split())

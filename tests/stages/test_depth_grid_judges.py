@@ -169,7 +169,7 @@ def test_plan_counts_one_llm_call_per_padding_paragraph():
 
     stage = DepthGrid(GridParams(depths=[0, 1], lengths=[512, 1024], judge="llm", llm="judge", max_queries=10))
     _, estimate = stage.plan(Flow(docs=5, queries=30, doc_tokens=800.0))
-    # 1,024 tokens of padding at 80 a paragraph: 13 paragraphs, judged 16 at a time.
-    assert (estimate.calls, estimate.prompt_tokens, estimate.completion_tokens) == (160, 160 * 330, 160 * 2)
-    assert estimate.notes[1] == ("llm judge: about one call per padding paragraph (taken as 80 tokens), "
+    # 1,024 tokens of padding at 25 a paragraph: 41 paragraphs, judged 16 at a time: 48 a query.
+    assert (estimate.calls, estimate.prompt_tokens, estimate.completion_tokens) == (480, 480 * 275, 480 * 2)
+    assert estimate.notes[1] == ("llm judge: about one call per padding paragraph (taken as 25 tokens), "
                                  "in rounds of 16 per query")
