@@ -349,6 +349,15 @@ def _token_count(usage: dict[str, Any], name: str) -> int:
     return value
 
 
+def _llama_cache_n(timings: Any) -> int:
+    """llama-server's count of prompt tokens taken from its cache; 0 when absent or not a count
+    (a report beside the answer, not part of it, so it never spoils the answer)."""
+    value = timings.get("cache_n") if isinstance(timings, dict) else None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _MAX_TOKENS:
+        return 0
+    return value
+
+
 def _answer(data: Any, retries: int, max_tokens: int) -> ChatResponse:
     """The reply's answer; raises _Malformed when the body has the wrong shape."""
     if not isinstance(data, dict):
@@ -366,9 +375,13 @@ def _answer(data: Any, retries: int, max_tokens: int) -> ChatResponse:
     if not isinstance(usage, dict):
         raise _Malformed("usage is not an object")
     prompt, completion = _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens")
-    details = usage.get("prompt_tokens_details") or {}
-    # Servers without a prompt cache send no details, or null: nothing was served from one.
-    cached = _token_count(details, "cached_tokens") if isinstance(details, dict) else 0
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and "cached_tokens" in details:
+        cached = _token_count(details, "cached_tokens")
+    else:
+        # No details (or null) from a server without a prompt cache: nothing was served
+        # from one, unless it is llama-server, which reports its reuse as timings.cache_n.
+        cached = _llama_cache_n(data.get("timings"))
     if choices and choices[0].get("finish_reason") == "length":
         return replace(ChatResponse.truncated(f"answer cut off at max_tokens {max_tokens}", retries),
                        prompt_tokens=prompt, completion_tokens=completion)
