@@ -35,6 +35,7 @@ from builder.publish.multilingual import write_multilingual
 from builder.backends.llm.base import LLMUsage
 from builder.backends.llm.mock_backend import MOCK_CACHE
 from builder.run.backends import Backends
+from builder.run.budget import budget_summary, lost_notice
 from builder.run.ledger import usage_usd
 from builder.run.load import load_corpus, load_key
 from builder.run.load_meter import LOAD_LABEL
@@ -166,7 +167,7 @@ class Runner:
                     seed_from(self.options.from_ref, self.backends, self.console, self.options.reask_unverified)
                 bench, stats, bench_fp = self._stages()
                 if not self.options.allow_empty:
-                    check_result(bench, stats, self.backends.usage())
+                    check_result(bench, stats, self.backends.usage(), getattr(self.backends.gate, "stopped_at", None))
                 out_fp = self._output_fingerprint(bench_fp)
                 written = self.options.fresh or not output_is_current(out_dir, out_fp)
                 if written:
@@ -276,12 +277,11 @@ class Runner:
         bench, record = compute()
         lost = self.backends.usage().transport_failures - failed_before
         if lost:
-            # Answers lost to an outage are not the model's: leave the stage unfinished so
-            # a rerun asks again for exactly those (answers that came back are cached).
+            # Answers lost to an outage or not sent for the budget are not the model's: leave the
+            # stage unfinished so a rerun asks exactly those (answers that came back are cached).
             record.llm_transport_failures = lost
-            self._notice(f"{label}: {lost} LLM requests failed to get through (last: "
-                         f"{self.backends.usage().last_transport_error}); the stage is not checkpointed, "
-                         "run again to retry them")
+            if line := lost_notice(label, lost, self.backends.gate, self.backends.usage().last_transport_error):
+                self._notice(line)
         digest = save_checkpoint(stage_dir, bench, record, None if lost else fp, self.backends.used_keys(label))
         return bench, record, digest
 
@@ -352,7 +352,8 @@ class Runner:
 
     def _summary(self, stats: list[StageRecord]) -> dict[str, Any]:
         """The run summary as the writers store it in stats.json."""
-        summary: dict[str, Any] = {"recipe": self.recipe.name, "stages": [record.to_json() for record in stats]}
+        summary: dict[str, Any] = {"recipe": self.recipe.name, "stages": [record.to_json() for record in stats],
+                                   **budget_summary(self.backends.gate)}
         if self.options.mock_llm:
             summary["mock_llm"] = True
         if self.options.limit is not None:
