@@ -35,10 +35,11 @@ def budget_overrides(text: str) -> list[str]:
     return out
 
 
-def make_gate(budget: Any) -> SpendGate | None:
-    """The gate for a recipe's `budget` section; None when it sets no budget."""
+def make_gate(budget: Any) -> SpendGate:
+    """The gate for a recipe's `budget` section; without one it only counts, as answers
+    arrive, what the progress line shows."""
     if budget is None:
-        return None
+        return SpendGate()
     return SpendGate(calls=budget.calls, tokens=budget.tokens, usd=budget.usd)
 
 
@@ -65,7 +66,7 @@ def lost_notice(label: str, lost: int, gate: SpendGate | None, last_error: str |
 def budget_summary(gate: SpendGate | None) -> dict[str, Any]:
     """stats.json's `budget` entry (none without a budget): the limits, what this run spent,
     where it stopped (null when it did not) and how many requests it did not send."""
-    if gate is None:
+    if gate is None or not gate.limit:
         return {}
     spent = {"calls": gate.spent.calls, "tokens": gate.spent.tokens, "usd": round(gate.spent.usd, 6)}
     return {"budget": {"limit": dict(gate.limit), "spent": spent, "stopped_at_stage": gate.stopped_at,

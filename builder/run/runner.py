@@ -46,6 +46,7 @@ from builder.run.locks import RUN_LOCK, FileLock, out_lock_path
 from builder.run.outcome import check_result
 from builder.run.outdir import check_out_dir_contents, check_out_dir_place
 from builder.run.progress import RichProgress
+from builder.run.spend_meter import spend_meter
 from builder.records.marker import output_is_current, write_marker
 from builder.records.qc_scorers import qc_scorers
 from builder.records.run_warnings import LARGE_REMOVAL, THRESHOLD_FIGURE
@@ -306,7 +307,8 @@ class Runner:
         ctx = StageContext(
             seed=self.recipe.seed, label=label, index=index, tokenizer=self.tokenizer,
             work_dir=work_dir, prompts=self.prompts,
-            progress=RichProgress(self.console, label), llm_factory=self.backends.llm,
+            progress=RichProgress(self.console, label, meter=spend_meter(stage, bench, self.backends)),
+            llm_factory=self.backends.llm,
             reranker_factory=self.backends.reranker,
             executor_factory=lambda: self.backends.executor,
             base_dir=self.loaded.base_dir, flag_answers=self.backends.flag_answers,
