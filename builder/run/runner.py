@@ -40,6 +40,8 @@ from builder.run.ledger import usage_usd
 from builder.run.load import load_corpus, load_key
 from builder.run.load_meter import LOAD_LABEL
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
+# Stage tests check their invariants through the runner, as it does.
+from builder.run.invariants import InvariantError, check_invariants  # noqa: F401
 from builder.run.disk_full import disk_full
 from builder.run.grow import check_out_dir_apart, seed_from, ship_answers
 from builder.run.locks import RUN_LOCK, FileLock, out_lock_path
@@ -48,6 +50,7 @@ from builder.run.outdir import check_out_dir_contents, check_out_dir_place
 from builder.run.progress import RichProgress
 from builder.run.spend_meter import spend_meter
 from builder.records.marker import output_is_current, write_marker
+from builder.records.group_ledger import asked_by_group
 from builder.records.qc_scorers import qc_scorers
 from builder.records.run_warnings import LARGE_REMOVAL, THRESHOLD_FIGURE
 from builder.records.stage_record import StageRecord
@@ -57,10 +60,6 @@ from builder.publish.outputs import publish_outputs
 from builder.recipe.model import LoadedRecipe
 from builder.recipe.yaml_text import Problem, RecipeError, line_of
 from builder.stages.base import Stage, StageParamError
-
-
-class InvariantError(RuntimeError):
-    """A stage lost or invented rows without recording why: a bug in that stage."""
 
 
 @dataclass
@@ -334,6 +333,10 @@ class Runner:
             record.llm["usd"] = round(usd, 6)
         record.prompts = {n: self.prompts.get(n).sha256 for n in stage.prompts_used()}
         record.figures = dict(ctx.stats)
+        # What the stage's LLM usage served, per position group: the ledger shares it out so.
+        asked = asked_by_group(bench, out) if usage.calls or usage.cache_hits or usage.failures else {}
+        if any(asked.values()):
+            record.figures["asked_by_group"] = asked
         record.warnings = list(ctx.warnings)
         for line in self.backends.new_schema_refusals(refused_before):
             self._notice(f"{label}: {line}")
@@ -362,39 +365,3 @@ class Runner:
             summary["limit"] = self.options.limit
         return summary
 
-
-def check_invariants(before: Bench, after: Bench, stage: Stage, label: str) -> StageRecord:
-    """in + added == out + dropped, for documents and queries, where `added` counts every
-    row the stage made, those it dropped again included (a generation call that failed is
-    a query dropped at once); unique ids; qrels point at live rows."""
-    counts: dict[str, int] = {}
-    drops = after.drops.filter(pl.col("stage") == label)
-    for kind, table, key in (("doc", "corpus", "doc_id"), ("query", "queries", "query_id")):
-        ids_in = set(getattr(before, table)[key].to_list())
-        out_col = getattr(after, table)[key]
-        if out_col.n_unique() != out_col.len():
-            raise InvariantError(f"{label}: duplicate {key} values in the output")
-        ids_out = set(out_col.to_list())
-        rows = drops.filter(pl.col("kind") == kind)["id"].to_list()
-        dropped = set(rows)
-        if len(dropped) != len(rows) or dropped & ids_out:
-            twice = sorted(({r for r in dropped if rows.count(r) > 1} | (dropped & ids_out)))[:5]
-            raise InvariantError(f"{label}: {table} rows dropped twice, or dropped and kept (e.g. {twice})")
-        gone = ids_in - ids_out
-        if table not in stage.rebuilds and gone != dropped & ids_in:
-            lost = sorted(gone - dropped)[:5]
-            raise InvariantError(
-                f"{label}: {len(gone - dropped)} {table} rows vanished without a drop reason "
-                f"(e.g. {lost}); a stage must record every removal"
-            )
-        name = "docs" if kind == "doc" else "queries"
-        counts[f"{name}_in"] = len(ids_in)
-        counts[f"{name}_out"] = len(ids_out)
-        counts[f"{name}_added"] = len((ids_out | dropped) - ids_in)
-        counts[f"{name}_dropped"] = len(dropped)
-    live_q = set(after.queries["query_id"].to_list())
-    live_d = set(after.corpus["doc_id"].to_list())
-    bad = after.qrels.filter(~pl.col("query_id").is_in(list(live_q)) | ~pl.col("doc_id").is_in(list(live_d)))
-    if bad.height:
-        raise InvariantError(f"{label}: {bad.height} qrels point at removed queries or documents")
-    return StageRecord(stage=label, **counts, dropped=dict(Counter(drops["reason"].to_list())))
