@@ -42,7 +42,7 @@ class Backends:
         self._executor: Executor | None = None
         self._warming: threading.Thread | None = None
         # The recipe's budget, shared by every HTTP model (the mock and vLLM are not metered).
-        self.gate = None if mock_llm else make_gate(recipe.budget)
+        self.gate = None if mock_llm else make_gate(getattr(recipe, "budget", None))
 
     @property
     def tokenizer(self) -> TokenCounter:
