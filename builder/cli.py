@@ -82,10 +82,21 @@ def _preflight(loaded, *, network: bool, llm_models: bool = True) -> None:
         raise typer.Exit(2)
 
 
-def _with_executor(overrides: list[str] | None, executor: str | None) -> list[str] | None:
+def _with_executor(overrides: list[str] | None, executor: str | None) -> list[str]:
     if executor is None:
-        return overrides
+        return list(overrides or [])
     return [*(overrides or []), f"executor.kind={executor}"]
+
+
+def _budget(text: str | None) -> list[str]:
+    """`--budget` as recipe settings, or exit 2 saying what is wrong with it."""
+    from builder.run.budget import budget_overrides
+
+    try:
+        return budget_overrides(text) if text is not None else []
+    except ValueError as exc:
+        err.print(f"--budget {text!r}: {exc}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
 
 
 @app.command()
@@ -117,6 +128,10 @@ def build(
     reask_unverified: Annotated[bool, typer.Option("--reask-unverified", help=(
         "With --from: when the release's LLM answers fail that check (edited, damaged, no digest "
         "recorded), leave them out and ask the model again instead of stopping."))] = False,
+    budget: Annotated[Optional[str], typer.Option("--budget", help=(
+        "Stop asking the LLM servers before a limit: calls=N,tokens=N,usd=X (any of them; each "
+        "replaces the recipe's budget.<name>). Cached answers cost nothing, so a rerun with a "
+        "higher budget resumes where this one stopped."))] = None,
 ) -> None:
     """Build the dataset a recipe describes."""
     from builder.run.report import print_run_summary
@@ -124,7 +139,7 @@ def build(
     from builder.run.errors import friendly_errors
     from builder.run.grow import mock_refusal, release_is_mock
 
-    loaded = _load(recipe, _with_executor(overrides, executor))
+    loaded = _load(recipe, _with_executor(overrides, executor) + _budget(budget))
     _preflight(loaded, network=True, llm_models=not mock_llm)
     if from_ref and not from_ref.startswith("hf://") and not Path(from_ref).is_dir():
         err.print(f"--from {from_ref}: no such folder (a built folder or hf://datasets/org/name@rev)",

@@ -57,6 +57,13 @@ def test_stats_and_card_report_money_per_stage_and_per_kept_query(tmp_path, monk
     card = (result.out_dir / "README.md").read_text(encoding="utf-8")
     assert f"| per kept query ({kept} kept) |" in card
     assert "Prompts open with the document" in card
+    groups = llm["by_group"]
+    assert sum(g["kept"] for g in groups.values()) == kept
+    assert sum(g["spent"]["calls"] for g in groups.values()) == pytest.approx(llm["total"]["calls"], abs=0.05)
+    assert sum(g["spent"]["usd"] for g in groups.values()) == pytest.approx(llm["total"]["usd"], abs=1e-5)
+    generation = next(s for s in result.stage_stats if s.stage.endswith("generate_queries"))
+    assert sum(generation.figures["asked_by_group"].values()) == generation.queries_out
+    assert "| group | kept | calls per kept query |" in card
 
 
 def test_plan_shows_money_per_stage_and_the_cacheable_share(monkeypatch):
@@ -71,3 +78,66 @@ def test_plan_shows_money_per_stage_and_the_cacheable_share(monkeypatch):
     assert "?" in lines["05_llm_relevance"]  # the judge has no price: its money is unknown, not zero
     assert "cacheable share of prompt tokens: 0." in shown.output
     assert "set `price: {input, cached_input, output}`" in shown.output
+
+
+def _queries(rows):
+    import polars as pl
+
+    from builder.bench import Bench
+
+    corpus = pl.DataFrame({"doc_id": ["d1"], "title": ["t"], "text": ["x " * 600], "lang": ["en"],
+                           "domain": ["web"], "n_tokens": [600]})
+    queries = pl.DataFrame(rows, schema={"query_id": pl.Utf8, "text": pl.Utf8, "doc_id": pl.Utf8, "lang": pl.Utf8,
+                                         "requested_position": pl.Utf8, "position_tag": pl.Utf8})
+    qrels = queries.select("query_id", "doc_id", score=pl.lit(1))
+    return Bench.of(corpus=corpus, queries=queries, qrels=qrels)
+
+
+def _q(qid, requested, tag=None):
+    return {"query_id": qid, "text": qid, "doc_id": "d1", "lang": "en", "requested_position": requested,
+            "position_tag": tag}
+
+
+def test_each_llm_stage_counts_the_queries_it_handled_per_position_group():
+    from builder.records.group_ledger import asked_by_group
+
+    made = _queries([_q("a", "first"), _q("b", "first"), _q("c", "final"), _q("d", "middle")])
+    # Localization placed a and d (b's answer lay in the middle); c was dropped unplaced.
+    placed = _queries([_q("a", "first", "beginning"), _q("b", "first", "middle"), _q("d", "middle", "middle")])
+    assert asked_by_group(made, placed) == {"beginning": 1, "middle": 2, "end": 1}
+    assert asked_by_group(_queries([]), made) == {"beginning": 2, "middle": 1, "end": 1}
+
+
+def test_stats_share_each_stages_cost_among_the_groups_it_served_per_kept_query():
+    from builder.publish.stats import compute_stats
+
+    kept = _queries([_q("a", "first", "beginning"), _q("b", "first", "middle"), _q("d", "middle", "middle")])
+    stages = [
+        {"stage": "02_summarize", "queries_in": 0, "queries_out": 0,
+         "llm": {"calls": 6, "prompt_tokens": 600, "completion_tokens": 60, "usd": 0.03}},
+        {"stage": "03_generate_queries", "queries_in": 0, "queries_out": 4, "queries_added": 6,
+         "queries_dropped": 2, "asked_by_group": {"beginning": 2, "middle": 1, "end": 1},
+         "llm": {"calls": 4, "prompt_tokens": 800, "completion_tokens": 80, "usd": 0.04}},
+        {"stage": "04_localize_spans", "queries_in": 4, "queries_out": 3, "queries_added": 0,
+         "asked_by_group": {"beginning": 1, "middle": 2, "end": 1},
+         "llm": {"calls": 4, "prompt_tokens": 400, "completion_tokens": 40, "usd": 0.02}},
+    ]
+    llm = compute_stats(kept, {"stages": stages})["llm"]
+    by_group = llm["by_group"]
+    # beginning: a third of the summaries (shared by kept query), half of generation, a quarter of localization.
+    spent = {"calls": 6 / 3 + 4 / 2 + 4 / 4, "prompt_tokens": 600 / 3 + 800 / 2 + 400 / 4,
+             "completion_tokens": 60 / 3 + 80 / 2 + 40 / 4, "cached_tokens": 0.0}
+    usd = 0.03 / 3 + 0.04 / 2 + 0.02 / 4
+    assert by_group["beginning"] == {
+        "kept": 1, "spent": {**{k: round(v, 2) for k, v in spent.items()}, "usd": round(usd, 6)},
+        "per_kept_query": {**{k: round(v, 2) for k, v in spent.items()}, "usd": round(usd, 6)}}
+    middle_calls = 2 * 6 / 3 + 4 / 4 + 2 * 4 / 4
+    assert by_group["middle"]["kept"] == 2
+    assert by_group["middle"]["per_kept_query"]["calls"] == round(middle_calls / 2, 2)
+    # The end third was paid for (generation and localization) and kept nothing.
+    assert by_group["end"]["kept"] == 0 and by_group["end"]["per_kept_query"] is None
+    assert by_group["end"]["spent"]["calls"] == round(4 / 4 + 4 / 4, 2)
+    assert sum(g["spent"]["calls"] for g in by_group.values()) == pytest.approx(14)
+    # Every stage's yield: kept over what it handled (its input plus what it made).
+    assert [r["yield"] for r in llm["stages"]] == [None, round(4 / 6, 4), 0.75]
+    assert [r["yield"] for r in compute_stats(kept, {"stages": stages})["stage_table"]] == [None, round(4 / 6, 4), 0.75]

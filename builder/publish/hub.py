@@ -101,13 +101,23 @@ def mock_refusal(folder: Path) -> str | None:
             "are not a real model's. Rebuild it without --mock-llm, or push it anyway with --allow-mock.")
 
 
+def budget_refusal(folder: Path) -> str | None:
+    """Why `folder` must not be pushed as a whole benchmark (its build stopped at its budget), or None."""
+    budget = read_run_stats(Path(folder)).get("budget") or {}
+    if not budget.get("stopped_at_stage"):
+        return None
+    return (f"{folder} is incomplete: its build stopped at its budget in {budget['stopped_at_stage']} "
+            f"({budget.get('not_sent', '?')} LLM requests not sent). Rebuild it with a higher budget "
+            "(answers already received are not asked again), then push.")
+
+
 def push(folder: Path, repo_id: str, private: bool = False, tag: str | None = None,
          dry_run: bool = False, console: Console | None = None, allow_mock: bool = False) -> PushResult:
     """Upload `folder` to `repo_id` in one commit and tag it; `dry_run` only prints the plan.
     A folder built with the mock LLM is refused unless `allow_mock`."""
     console = console or Console(stderr=True)
     folder = Path(folder)
-    refusal = None if allow_mock else mock_refusal(folder)
+    refusal = (None if allow_mock else mock_refusal(folder)) or budget_refusal(folder)
     if refusal:
         raise PushError(refusal)
     _ready(folder, console)

@@ -41,7 +41,10 @@ def stats_document(bench: Bench, run_stats: RunStats, recipe_name: str | None) -
     # The digest of the shipped LLM answers, which `--from` checks the file against.
     answers = run_stats.get("llm_answers") if isinstance(run_stats, Mapping) else None
     limit = run_stats.get("limit") if isinstance(run_stats, Mapping) else None
+    # The run's budget, when it had one: a build it stopped is marked incomplete.
+    budget = run_stats.get("budget") if isinstance(run_stats, Mapping) else None
     return {"recipe": recipe_name, **mock, **({"limit": limit} if limit is not None else {}),
+            **({"budget": budget} if budget else {}),
             **compute_stats(bench, run_stats), "stages": records,
             **({"inputs": inputs} if inputs else {}), **({"llm_answers": answers} if answers else {})}
 
@@ -102,7 +105,8 @@ def read_run_stats(folder: Path) -> dict[str, Any]:
     mock = {"mock_llm": True} if data.get("mock_llm") is True else {}
     answers = {"llm_answers": data["llm_answers"]} if data.get("llm_answers") else {}
     limit = {"limit": data["limit"]} if data.get("limit") is not None else {}
-    return {"recipe": data.get("recipe"), **mock, **limit, "stages": data.get("stages", []),
+    budget = {"budget": data["budget"]} if data.get("budget") else {}
+    return {"recipe": data.get("recipe"), **mock, **limit, **budget, "stages": data.get("stages", []),
             "inputs": data.get("inputs"), **answers}
 
 

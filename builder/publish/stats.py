@@ -15,6 +15,7 @@ import polars as pl
 
 from builder.bench import Bench
 from builder.publish.qtypes import QUERY_TYPES, query_type
+from builder.records.group_ledger import group_ledger
 from builder.records.qc_scorers import recorded_qc_scorers
 from builder.records.run_warnings import position_group_warnings, run_warnings
 from builder.records.stage_record import StageRecord
@@ -58,7 +59,7 @@ def compute_stats(bench: Bench, run_stats: RunStats = None) -> dict[str, Any]:
         "domains": _per_group(bench, "domain"),
         "stage_table": _stage_table(stages),
         "drop_table": _drop_table(bench.drops),
-        "llm": _llm_usage(stages, bench.queries.height),
+        "llm": _llm_usage(stages, bench.queries.height, summary["tags"]),
         "warnings": run_warnings(stages) + position_group_warnings(summary["tags"]),
         "qc_scorers": recorded_qc_scorers(stages),
         "notes": notes,
@@ -204,6 +205,7 @@ def _stage_table(stages: list[StageRecord]) -> list[dict[str, Any]]:
             "stage": s.stage,
             "docs_in": s.docs_in, "docs_out": s.docs_out, "queries_in": s.queries_in, "queries_out": s.queries_out,
             "dropped": s.n_dropped,
+            "yield": _yield(s),
             "seconds": s.seconds,
             "resumed": s.resumed,
         }
@@ -221,18 +223,26 @@ def _drop_table(drops: pl.DataFrame) -> list[dict[str, Any]]:
     return table.to_dicts()
 
 
-def _llm_usage(stages: list[StageRecord], kept: int) -> dict[str, Any]:
+def _yield(s: StageRecord) -> float | None:
+    """Queries a stage kept over those it handled: its input plus those it made."""
+    asked = (s.queries_in or 0) + (s.queries_added or 0)
+    return round(s.queries_out / asked, 4) if asked and s.queries_out is not None else None
+
+
+def _llm_usage(stages: list[StageRecord], kept: int, kept_by_group: Mapping[str, int]) -> dict[str, Any]:
     """Per LLM stage: its usage, its money (`usd`, when every model it called has a price)
-    and its yield (queries out / queries in); in total, and per query the build kept."""
-    rows = []
+    and its yield; in total, per query the build kept, and per position group (see
+    records/group_ledger.py)."""
+    rows, asked = [], []
     for s in stages:
         llm = s.llm or {}
         if not any(llm.get(f) for f in LLM_FIELDS):
             continue
         row: dict[str, Any] = {"stage": s.stage, **{f: int(llm.get(f, 0)) for f in LLM_FIELDS}}
         row["usd"] = llm.get("usd")
-        row["yield"] = round(s.queries_out / s.queries_in, 4) if s.queries_in and s.queries_out is not None else None
+        row["yield"] = _yield(s)
         rows.append(row)
+        asked.append(s.figures.get("asked_by_group"))
     total: dict[str, Any] = {f: sum(r[f] for r in rows) for f in LLM_FIELDS}
     if not rows:  # a build without an LLM has no ledger
         return {"stages": rows, "total": total}
@@ -240,4 +250,5 @@ def _llm_usage(stages: list[StageRecord], kept: int) -> dict[str, Any]:
     total["usd"] = round(sum(r["usd"] for r in rows), 6) if priced else None
     per_kept = {f: (round(total[f] / kept, 6 if f == "usd" else 2) if kept and total[f] is not None else None)
                 for f in ("calls", "prompt_tokens", "completion_tokens", "cached_tokens", "usd")}
-    return {"stages": rows, "total": total, "kept_queries": kept, "per_kept_query": per_kept}
+    return {"stages": rows, "total": total, "kept_queries": kept, "per_kept_query": per_kept,
+            "by_group": group_ledger(rows, asked, kept_by_group)}

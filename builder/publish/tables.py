@@ -92,6 +92,10 @@ def _llm(console: Console, usage: dict[str, Any]) -> None:
     per_kept = usage.get("per_kept_query") or {}
     if per_kept.get("calls") is not None:
         table.add_row("per kept query", *(_cell(per_kept.get(f)) for f in fields), style="italic")
+    for group, row in (usage.get("by_group") or {}).items():
+        if row["per_kept_query"] is not None:
+            table.add_row(f"per kept {group} query ({row['kept']})",
+                          *(_cell(row["per_kept_query"].get(f)) for f in fields), style="italic")
     console.print(table)
 
 

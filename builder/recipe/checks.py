@@ -28,6 +28,11 @@ def cross_check(recipe: Any, text: str, base_dir: Path) -> list[Problem]:
     hint = missing_ray(recipe.executor)
     if hint:
         add(("executor", "kind"), hint)
+    budget = getattr(recipe, "budget", None)
+    if budget is not None and budget.usd is not None:
+        for name in sorted(n for n, m in recipe.models.items() if m.price is None):
+            add(("budget", "usd"), f"model {name!r} has no price, so its money cannot be counted: "
+                f"set models.{name}.price (USD per million tokens)")
     unlicensed = license_problem(recipe)
     if unlicensed:
         add(("push",), unlicensed)

@@ -34,6 +34,15 @@ class OutputConfig(MultilingualOutput):
     dir: str | None = None
 
 
+class Budget(BaseModel):
+    """Limits on what one build run may send to OpenAI-compatible servers (cached answers are free)."""
+
+    model_config = ConfigDict(extra="forbid")
+    calls: int | None = Field(default=None, ge=1, description="requests sent")
+    tokens: int | None = Field(default=None, ge=1, description="prompt plus completion tokens")
+    usd: float | None = Field(default=None, gt=0, description="money, at the models' prices")
+
+
 class RecipeBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
@@ -47,6 +56,7 @@ class RecipeBase(BaseModel):
     push: PushConfig | None = None
     card: CardConfig = CardConfig()
     executor: ExecutorConfig = ExecutorConfig()
+    budget: Budget | None = None
     warn_removed_above: float = Field(default=0.3, gt=0, le=1, description=(
         "a stage that removes more than this share of its documents or queries gets a warning"))
 

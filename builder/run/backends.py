@@ -15,6 +15,7 @@ from builder.backends.rerankers import AnyRerankerConfig, Reranker, make_reranke
 from builder.backends.tokenizers import TokenCounter, make_counter
 from builder.executors import Executor, make_executor
 from builder.prompt_templates import PromptLibrary
+from builder.run.budget import make_gate
 
 if TYPE_CHECKING:
     import polars as pl
@@ -40,6 +41,8 @@ class Backends:
         self._cache: LLMCache | None = None
         self._executor: Executor | None = None
         self._warming: threading.Thread | None = None
+        # The recipe's budget, shared by every HTTP model (the mock and vLLM are not metered).
+        self.gate = None if mock_llm else make_gate(getattr(recipe, "budget", None))
 
     @property
     def tokenizer(self) -> TokenCounter:
@@ -63,6 +66,8 @@ class Backends:
     def enter_stage(self, label: str) -> None:
         """Name the stage now running: its answers are recorded in the cache with it."""
         self._stage = label
+        if self.gate is not None:
+            self.gate.stage = label
         if self._cache is not None:
             self._cache.stage = label
 
@@ -113,7 +118,7 @@ class Backends:
             on_ray = self.recipe.executor.kind == "ray"
             if on_ray and config.backend == "vllm":
                 self.executor  # noqa: B018 -- the engines run on the executor's cluster: join it first
-            self._llms[name] = make_llm(name, config, cache, on_ray=on_ray)
+            self._llms[name] = make_llm(name, config, cache, on_ray=on_ray, gate=self.gate)
         return self._llms[name]
 
     def reranker(self, name: str) -> Reranker:

@@ -21,7 +21,7 @@ from builder.run.grow import UnverifiedAnswers
 from builder.run.locks import LockBusy
 from builder.run.outcome import EmptyResult
 from builder.run.outdir import OutDirError
-from builder.run.runner import InvariantError
+from builder.run.invariants import InvariantError
 from builder.run.stopping import stop_line
 
 _EXPECTED = (SourceError, TokenizerLoadError, BackendUnavailable, PromptError, PushError, OSError,

@@ -76,7 +76,9 @@ def _worst_stage(stats: list[StageRecord]) -> str:
     return f"{worst.stage} removed the most: {removed} of {rows_in} rows ({reasons}){remedy}"
 
 
-def check_result(bench: Bench, stats: list[StageRecord], usage: LLMUsage) -> None:
+def check_result(bench: Bench, stats: list[StageRecord], usage: LLMUsage, budget_stop: str | None = None) -> None:
+    """Raise EmptyResult for a build with nothing usable; `budget_stop` is the stage where
+    the run's budget ran out, if it did (then that, not the model, is why)."""
     counts = bench.counts()
     all_failed = usage.failures > 0 and usage.calls == 0 and usage.cache_hits == 0
     if counts["docs"] and counts["queries"] and not all_failed:
@@ -90,6 +92,9 @@ def check_result(bench: Bench, stats: list[StageRecord], usage: LLMUsage) -> Non
     what = (f"every LLM call failed ({usage.failures})" if all_failed else
             f"the result has {counts['docs']} documents and {counts['queries']} queries")
     parts = [f"build failed: {what}", _worst_stage(stats)]
+    if budget_stop is not None:
+        parts[1:] = [f"the budget was spent in {budget_stop} and the later requests were not sent: "
+                     "run again with a higher budget to resume (answers already received are kept)"]
     last = _last_queries(stats) if not all_failed else None
     if last is not None and not last.startswith(parts[1].split(" removed", 1)[0] + " "):
         parts.append(last)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -15,10 +15,13 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 # Seconds between piped progress lines; the variable exists so tests need not wait 10 s.
 INTERVAL_ENV = "BUILD_BENCH_PROGRESS_INTERVAL_S"
@@ -38,9 +41,10 @@ class _Task:
 class _PipedTask(_Task):
     """Counts what is done; a timer thread prints a line every interval until closed."""
 
-    def __init__(self, console: Console, label: str, total: int, interval_s: float) -> None:
+    def __init__(self, console: Console, label: str, total: int, interval_s: float,
+                 meter: Callable[[], str] | None = None) -> None:
         super().__init__(None, None)
-        self._console, self._label, self._total = console, label, total
+        self._console, self._label, self._total, self._meter = console, label, total, meter
         self._done = 0
         self._start = time.monotonic()
         self._stop = threading.Event()
@@ -55,7 +59,8 @@ class _PipedTask(_Task):
         rate = self._done / elapsed
         left = (f", about {(self._total - self._done) / rate:.0f} s left"
                 if rate > 0 and self._done < self._total else "")
-        return f"{self._label}: {self._done}/{self._total} after {elapsed:.0f} s ({rate:.1f}/s{left})"
+        spent = f"; {self._meter()}" if self._meter is not None else ""
+        return f"{self._label}: {self._done}/{self._total} after {elapsed:.0f} s ({rate:.1f}/s{left}){spent}"
 
     def _report_until_closed(self, interval_s: float) -> None:
         while not self._stop.wait(interval_s):
@@ -73,16 +78,29 @@ def _interval_s() -> float:
         return DEFAULT_INTERVAL_S
 
 
+class _MeterColumn(ProgressColumn):
+    def __init__(self, meter: Callable[[], str]) -> None:
+        super().__init__()
+        self._meter = meter
+
+    def render(self, task: Task) -> Text:
+        return Text(self._meter(), style="dim")
+
+
 class RichProgress:
-    def __init__(self, console: Console, stage_label: str, interval_s: float | None = None) -> None:
+    """`meter`, when given, says what the stage has spent on LLMs so far (see spend_meter)."""
+
+    def __init__(self, console: Console, stage_label: str, interval_s: float | None = None,
+                 meter: Callable[[], str] | None = None) -> None:
         self.console = console
         self.stage_label = stage_label
         self.interval_s = interval_s if interval_s is not None else _interval_s()
+        self.meter = meter
 
     @contextmanager
     def task(self, description: str, total: int) -> Iterator[_Task]:
         if not self.console.is_terminal:
-            piped = _PipedTask(self.console, f"{self.stage_label} {description}", total, self.interval_s)
+            piped = _PipedTask(self.console, f"{self.stage_label} {description}", total, self.interval_s, self.meter)
             try:
                 yield piped
             finally:
@@ -91,6 +109,7 @@ class RichProgress:
         columns = (
             TextColumn(f"[bold]{self.stage_label}[/] {description}"),
             BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+            *([_MeterColumn(self.meter)] if self.meter is not None else []),
         )
         with Progress(*columns, console=self.console, transient=True) as progress:
             yield _Task(progress, progress.add_task(description, total=total))

@@ -35,17 +35,22 @@ from builder.publish.multilingual import write_multilingual
 from builder.backends.llm.base import LLMUsage
 from builder.backends.llm.mock_backend import MOCK_CACHE
 from builder.run.backends import Backends
+from builder.run.budget import budget_summary, lost_notice
 from builder.run.ledger import usage_usd
 from builder.run.load import load_corpus, load_key
 from builder.run.load_meter import LOAD_LABEL
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
+# Stage tests check their invariants through the runner, as it does.
+from builder.run.invariants import InvariantError, check_invariants  # noqa: F401
 from builder.run.disk_full import disk_full
 from builder.run.grow import check_out_dir_apart, seed_from, ship_answers
 from builder.run.locks import RUN_LOCK, FileLock, out_lock_path
 from builder.run.outcome import check_result
 from builder.run.outdir import check_out_dir_contents, check_out_dir_place
 from builder.run.progress import RichProgress
+from builder.run.spend_meter import spend_meter
 from builder.records.marker import output_is_current, write_marker
+from builder.records.group_ledger import asked_by_group
 from builder.records.qc_scorers import qc_scorers
 from builder.records.run_warnings import LARGE_REMOVAL, THRESHOLD_FIGURE
 from builder.records.stage_record import StageRecord
@@ -55,10 +60,6 @@ from builder.publish.outputs import publish_outputs
 from builder.recipe.model import LoadedRecipe
 from builder.recipe.yaml_text import Problem, RecipeError, line_of
 from builder.stages.base import Stage, StageParamError
-
-
-class InvariantError(RuntimeError):
-    """A stage lost or invented rows without recording why: a bug in that stage."""
 
 
 @dataclass
@@ -166,7 +167,7 @@ class Runner:
                     seed_from(self.options.from_ref, self.backends, self.console, self.options.reask_unverified)
                 bench, stats, bench_fp = self._stages()
                 if not self.options.allow_empty:
-                    check_result(bench, stats, self.backends.usage())
+                    check_result(bench, stats, self.backends.usage(), getattr(self.backends.gate, "stopped_at", None))
                 out_fp = self._output_fingerprint(bench_fp)
                 written = self.options.fresh or not output_is_current(out_dir, out_fp)
                 if written:
@@ -276,12 +277,11 @@ class Runner:
         bench, record = compute()
         lost = self.backends.usage().transport_failures - failed_before
         if lost:
-            # Answers lost to an outage are not the model's: leave the stage unfinished so
-            # a rerun asks again for exactly those (answers that came back are cached).
+            # Answers lost to an outage or not sent for the budget are not the model's: leave the
+            # stage unfinished so a rerun asks exactly those (answers that came back are cached).
             record.llm_transport_failures = lost
-            self._notice(f"{label}: {lost} LLM requests failed to get through (last: "
-                         f"{self.backends.usage().last_transport_error}); the stage is not checkpointed, "
-                         "run again to retry them")
+            if line := lost_notice(label, lost, self.backends.gate, self.backends.usage().last_transport_error):
+                self._notice(line)
         digest = save_checkpoint(stage_dir, bench, record, None if lost else fp, self.backends.used_keys(label))
         return bench, record, digest
 
@@ -306,7 +306,8 @@ class Runner:
         ctx = StageContext(
             seed=self.recipe.seed, label=label, index=index, tokenizer=self.tokenizer,
             work_dir=work_dir, prompts=self.prompts,
-            progress=RichProgress(self.console, label), llm_factory=self.backends.llm,
+            progress=RichProgress(self.console, label, meter=spend_meter(stage, bench, self.backends)),
+            llm_factory=self.backends.llm,
             reranker_factory=self.backends.reranker,
             executor_factory=lambda: self.backends.executor,
             base_dir=self.loaded.base_dir, flag_answers=self.backends.flag_answers,
@@ -332,6 +333,10 @@ class Runner:
             record.llm["usd"] = round(usd, 6)
         record.prompts = {n: self.prompts.get(n).sha256 for n in stage.prompts_used()}
         record.figures = dict(ctx.stats)
+        # What the stage's LLM usage served, per position group: the ledger shares it out so.
+        asked = asked_by_group(bench, out) if usage.calls or usage.cache_hits or usage.failures else {}
+        if any(asked.values()):
+            record.figures["asked_by_group"] = asked
         record.warnings = list(ctx.warnings)
         for line in self.backends.new_schema_refusals(refused_before):
             self._notice(f"{label}: {line}")
@@ -352,46 +357,11 @@ class Runner:
 
     def _summary(self, stats: list[StageRecord]) -> dict[str, Any]:
         """The run summary as the writers store it in stats.json."""
-        summary: dict[str, Any] = {"recipe": self.recipe.name, "stages": [record.to_json() for record in stats]}
+        summary: dict[str, Any] = {"recipe": self.recipe.name, "stages": [record.to_json() for record in stats],
+                                   **budget_summary(self.backends.gate)}
         if self.options.mock_llm:
             summary["mock_llm"] = True
         if self.options.limit is not None:
             summary["limit"] = self.options.limit
         return summary
 
-
-def check_invariants(before: Bench, after: Bench, stage: Stage, label: str) -> StageRecord:
-    """in + added == out + dropped, for documents and queries, where `added` counts every
-    row the stage made, those it dropped again included (a generation call that failed is
-    a query dropped at once); unique ids; qrels point at live rows."""
-    counts: dict[str, int] = {}
-    drops = after.drops.filter(pl.col("stage") == label)
-    for kind, table, key in (("doc", "corpus", "doc_id"), ("query", "queries", "query_id")):
-        ids_in = set(getattr(before, table)[key].to_list())
-        out_col = getattr(after, table)[key]
-        if out_col.n_unique() != out_col.len():
-            raise InvariantError(f"{label}: duplicate {key} values in the output")
-        ids_out = set(out_col.to_list())
-        rows = drops.filter(pl.col("kind") == kind)["id"].to_list()
-        dropped = set(rows)
-        if len(dropped) != len(rows) or dropped & ids_out:
-            twice = sorted(({r for r in dropped if rows.count(r) > 1} | (dropped & ids_out)))[:5]
-            raise InvariantError(f"{label}: {table} rows dropped twice, or dropped and kept (e.g. {twice})")
-        gone = ids_in - ids_out
-        if table not in stage.rebuilds and gone != dropped & ids_in:
-            lost = sorted(gone - dropped)[:5]
-            raise InvariantError(
-                f"{label}: {len(gone - dropped)} {table} rows vanished without a drop reason "
-                f"(e.g. {lost}); a stage must record every removal"
-            )
-        name = "docs" if kind == "doc" else "queries"
-        counts[f"{name}_in"] = len(ids_in)
-        counts[f"{name}_out"] = len(ids_out)
-        counts[f"{name}_added"] = len((ids_out | dropped) - ids_in)
-        counts[f"{name}_dropped"] = len(dropped)
-    live_q = set(after.queries["query_id"].to_list())
-    live_d = set(after.corpus["doc_id"].to_list())
-    bad = after.qrels.filter(~pl.col("query_id").is_in(list(live_q)) | ~pl.col("doc_id").is_in(list(live_d)))
-    if bad.height:
-        raise InvariantError(f"{label}: {bad.height} qrels point at removed queries or documents")
-    return StageRecord(stage=label, **counts, dropped=dict(Counter(drops["reason"].to_list())))

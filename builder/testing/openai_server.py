@@ -36,7 +36,8 @@ class Reply:
     """What the server should answer; `body` replaces the whole HTTP body when set.
 
     `reasoning` is sent as `reasoning_content` (as DeepSeek and vLLM's reasoning parsers
-    do) and `usage`, when set, replaces the counted token usage. With `drip_s` the body is
+    do) and `usage`, when set, replaces the counted token usage; `extra` adds top-level
+    fields to the completion (llama-server's `timings`, say). With `drip_s` the body is
     streamed `chunk_bytes` at a time with that pause after each chunk, as a stalling server
     would; `declare_length` says whether a Content-Length header announces it first.
     """
@@ -49,6 +50,7 @@ class Reply:
     finish_reason: str = "stop"
     reasoning: str | None = None
     usage: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
     drip_s: float = 0.0
     chunk_bytes: int = 1
     declare_length: bool = True
@@ -141,6 +143,7 @@ def _completion(body: dict[str, Any], reply: Reply, serial: int) -> dict[str, An
             }
         ],
         "usage": dict(reply.usage) if reply.usage is not None else usage,
+        **reply.extra,
     }
 
 

@@ -81,3 +81,31 @@ def test_servers_without_prompt_cache_details_count_none(fake_openai: Any, make_
     backend = make_backend(srv)
     backend.chat_many([ask("q")])
     assert (backend.usage.prompt_tokens, backend.usage.cached_tokens, backend.usage.failures) == (10, 0, 0)
+
+
+def test_llama_cpp_timings_count_as_cached_tokens_when_usage_has_no_details(
+        fake_openai: Any, make_backend: MakeBackend) -> None:
+    # llama-server reports its prompt cache's reuse as `timings.cache_n`, beside the usage.
+    usage = {"prompt_tokens": 120, "completion_tokens": 5}
+    timings = {"cache_n": 96, "prompt_n": 24, "prompt_ms": 3.5, "predicted_n": 5}
+    srv = fake_openai(responder=lambda body: Reply(text='{"n": 1}', usage=usage, extra={"timings": timings}))
+    backend = make_backend(srv)
+    (answer,) = backend.chat_many([ask("q")])
+    assert answer.cached_tokens == 96
+    assert (backend.usage.prompt_tokens, backend.usage.cached_tokens) == (120, 96)
+
+
+def test_the_servers_cached_tokens_win_over_llama_cpp_timings(fake_openai: Any, make_backend: MakeBackend) -> None:
+    usage = {"prompt_tokens": 120, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 0}}
+    srv = fake_openai(responder=lambda body: Reply(text='{"n": 1}', usage=usage,
+                                                   extra={"timings": {"cache_n": 96}}))
+    (answer,) = make_backend(srv).chat_many([ask("q")])
+    assert answer.cached_tokens == 0
+
+
+def test_malformed_llama_cpp_timings_count_nothing(fake_openai: Any, make_backend: MakeBackend) -> None:
+    usage = {"prompt_tokens": 120, "completion_tokens": 5}
+    srv = fake_openai(responder=lambda body: Reply(text='{"n": 1}', usage=usage,
+                                                   extra={"timings": {"cache_n": "many"}}))
+    (answer,) = make_backend(srv).chat_many([ask("q")])
+    assert answer.ok and answer.cached_tokens == 0

@@ -60,3 +60,32 @@ def test_scoring_reports_progress_per_chunk_and_scores_alike():
     assert told == [PROGRESS_CHUNK, PROGRESS_CHUNK, 5]
     assert scorer.calls == told
     assert scores == score_windowed(_Counting(), pairs)  # one call, same scores
+
+
+SPENT = re.compile(r"02_summarize summarizing: (\d+)/6 after [^;\n]*; LLM spent (\d+) of ~6 calls, "
+                   r"([\d,]+) of ~([\d,]+) tokens")
+
+
+@pytest.mark.timeout(120)
+def test_the_progress_line_shows_spent_against_the_stage_estimate(write_recipe, fake_openai, monkeypatch):
+    srv = fake_openai(responder=scripted_llm, latency_s=0.3)
+    recipe = write_recipe(RECIPE.replace("BASE", srv.base_url))
+    monkeypatch.setenv(INTERVAL_ENV, "0.25")
+    result = CliRunner().invoke(app, ["build", str(recipe), "--run-dir", str(recipe.parent / "runs"),
+                                      "--out", str(recipe.parent / "out"), "--allow-empty"])
+    assert result.exit_code == 0, result.output
+    found = [tuple(int(x.replace(",", "")) for x in m) for m in SPENT.findall(result.output)]
+    assert len(found) >= 3, result.output
+    for done, calls, tokens, estimate in found:
+        assert calls == done and estimate > 0  # each summary is one call; the plan counted tokens
+        assert (tokens > 0) == (calls > 0)
+    assert found[-1][1] > found[0][1]
+
+
+def test_the_spend_text_says_spent_against_estimated():
+    from builder.run.spend_meter import spend_text
+    from builder.stages.base import Estimate
+
+    assert spend_text(12, 10_234, Estimate(calls=32, prompt_tokens=20_000, completion_tokens=5_000)) == (
+        "LLM spent 12 of ~32 calls, 10,234 of ~25,000 tokens")
+    assert spend_text(12, 10_234, None) == "LLM spent 12 calls, 10,234 tokens"

@@ -51,7 +51,8 @@ class ChatResponse:
     rerun may cure; the other failures are about the answer itself. `reasoning` is the
     server's separate reasoning channel, when it has one; `source` the server that
     answered, when one did over HTTP; `cached_tokens` how many prompt tokens the server
-    says it served from its prompt cache (`usage.prompt_tokens_details.cached_tokens`).
+    says it served from its prompt cache (`usage.prompt_tokens_details.cached_tokens`, or
+    llama-server's `timings.cache_n` where the usage has no such detail).
     """
 
     text: str | None

@@ -17,6 +17,7 @@ from typing import Any, TypeVar, cast
 import openai
 
 from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatResponse, LLMUsage
+from builder.backends.llm.budget import SpendGate, metered
 from builder.backends.llm.cache import CacheWriter, LLMCache, Origin, fill, key_for, split_cached
 from builder.backends.llm.config import OpenAIModelConfig
 from builder.backends.llm.endpoints import Endpoint, Endpoints, ssl_context
@@ -94,8 +95,9 @@ class OpenAIBackend:
     and each attempt goes to the least busy (see `endpoints`).
     """
 
-    def __init__(self, name: str, config: OpenAIModelConfig, cache: LLMCache) -> None:
+    def __init__(self, name: str, config: OpenAIModelConfig, cache: LLMCache, gate: SpendGate | None = None) -> None:
         self.name = name
+        self._gate = gate  # the run's spending limit, checked before each request sent
         self.config = config
         self.cache = cache
         self.usage = LLMUsage()
@@ -250,10 +252,10 @@ class OpenAIBackend:
     async def _ask(self, request: ChatRequest) -> ChatResponse:
         """One answer; an answer cut off at max_tokens is asked once more with twice the budget."""
         budget = request.max_tokens or self.config.max_tokens
-        first = await self._sent(request, budget)
+        first = await self._metered(request, budget)
         if first.reason != "llm_truncated":
             return first
-        second = await self._sent(request, 2 * budget)
+        second = await self._metered(request, 2 * budget)
         retries = first.retries + 1 + second.retries
         if not second.ok:
             return replace(second, retries=retries)
@@ -264,6 +266,9 @@ class OpenAIBackend:
             completion_tokens=first.completion_tokens + second.completion_tokens,
             cached_tokens=first.cached_tokens + second.cached_tokens,
         )
+
+    async def _metered(self, request: ChatRequest, max_tokens: int) -> ChatResponse:
+        return await metered(self._gate, request, max_tokens, self.config.price, self._sent)
 
     async def _sent(self, request: ChatRequest, max_tokens: int) -> ChatResponse:
         """The answer to one request; when a server rejects it with a response_format, the
@@ -349,6 +354,15 @@ def _token_count(usage: dict[str, Any], name: str) -> int:
     return value
 
 
+def _llama_cache_n(timings: Any) -> int:
+    """llama-server's count of prompt tokens taken from its cache; 0 when absent or not a count
+    (a report beside the answer, not part of it, so it never spoils the answer)."""
+    value = timings.get("cache_n") if isinstance(timings, dict) else None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _MAX_TOKENS:
+        return 0
+    return value
+
+
 def _answer(data: Any, retries: int, max_tokens: int) -> ChatResponse:
     """The reply's answer; raises _Malformed when the body has the wrong shape."""
     if not isinstance(data, dict):
@@ -366,9 +380,13 @@ def _answer(data: Any, retries: int, max_tokens: int) -> ChatResponse:
     if not isinstance(usage, dict):
         raise _Malformed("usage is not an object")
     prompt, completion = _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens")
-    details = usage.get("prompt_tokens_details") or {}
-    # Servers without a prompt cache send no details, or null: nothing was served from one.
-    cached = _token_count(details, "cached_tokens") if isinstance(details, dict) else 0
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and "cached_tokens" in details:
+        cached = _token_count(details, "cached_tokens")
+    else:
+        # No details (or null) from a server without a prompt cache: nothing was served
+        # from one, unless it is llama-server, which reports its reuse as timings.cache_n.
+        cached = _llama_cache_n(data.get("timings"))
     if choices and choices[0].get("finish_reason") == "length":
         return replace(ChatResponse.truncated(f"answer cut off at max_tokens {max_tokens}", retries),
                        prompt_tokens=prompt, completion_tokens=completion)
