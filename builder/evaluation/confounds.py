@@ -15,6 +15,7 @@ tertiles, so a reader sees whether a position effect survives holding overlap fi
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from itertools import combinations
 
 import numpy as np
@@ -64,14 +65,25 @@ def query_features(data: EvalData) -> pl.DataFrame | None:
     span = first_span(queries)
     if span is None:
         return None
+    wanted = queries.select(pl.col("doc_id").unique())["doc_id"].to_list()
+    docs = dict(data.corpus.select(set(wanted)).select("doc_id", "text").iter_rows())
+    return span_features(queries, docs)
+
+
+def span_features(queries: pl.DataFrame, doc_texts: Mapping[str, str]) -> pl.DataFrame | None:
+    """The features of every query of `queries` (query_id, text, doc_id and a span column
+    `first_span` reads) that has a span, its document's text from `doc_texts`; None
+    where no query has one. The build's stats and eval share it."""
+    span = first_span(queries)
+    if span is None:
+        return None
     rows = queries.select("query_id", "text", "doc_id", span.alias("_span")).filter(pl.col("_span").is_not_null())
     if rows.height == 0:
         return None
-    docs = dict(data.corpus.select(set(rows["doc_id"].to_list())).select("doc_id", "text").iter_rows())
     stop = stopwords(BM25Config())
     spans, out = [], []
     for qid, query, doc, (start, end) in rows.iter_rows():
-        text = docs.get(doc) or ""
+        text = doc_texts.get(doc) or ""
         evidence = text[int(start):int(end)]
         spans.append((query, evidence))
         out.append((qid, overlap_share(query, evidence, stop), len(evidence.split()), len(text.split()),
