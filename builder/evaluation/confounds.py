@@ -26,7 +26,7 @@ from builder.backends.rerankers.bm25 import BM25Scorer, stopwords, terms_of
 from builder.evaluation.data import EvalData
 from builder.evaluation.metrics import group_universe
 from builder.evaluation.positions import first_span
-from builder.evaluation.psi_null import NullSettings, psi_with_null
+from builder.evaluation.psi_null import NullSettings, psi_null_text, psi_with_null
 
 FEATURES = ("overlap", "span_bm25", "span_words", "doc_words")
 QUESTION_TYPES = ("what", "when", "where", "who", "which", "why", "how")
@@ -158,6 +158,25 @@ def psi_by_overlap(scores: pl.DataFrame, features: pl.DataFrame, grouping: str, 
         values = joined[metric].to_numpy()[part]
         low = float(edges[k - 1]) if k else float(joined["overlap"].min())
         high = float(edges[k]) if k < 2 else float(joined["overlap"].max())
+        sizes = np.bincount(codes, minlength=len(universe))
         out.append({"tertile": name, "overlap_from": low, "overlap_to": high, "n": int(part.sum()),
+                    "group_n": {str(g): int(sizes[i]) for i, g in enumerate(universe)},
                     "psi": psi_with_null(values, codes, universe, settings, strata)})
     return out
+
+
+def overlap_psi_text(tertile: dict, min_group: int) -> str:
+    """`low overlap (0.333-0.500, n 3): <PSI with its null>`, or which groups were too small."""
+    return f"{tertile_label(tertile)[:-1]}, n {tertile['n']}): {tertile_psi_text(tertile, min_group)}"
+
+
+def tertile_label(tertile: dict) -> str:
+    return f"{tertile['tertile']} overlap ({tertile['overlap_from']:.3f}-{tertile['overlap_to']:.3f})"
+
+
+def tertile_psi_text(tertile: dict, min_group: int) -> str:
+    """The tertile's PSI with its null; without one, the size of each group it holds."""
+    if tertile["psi"]["value"] is not None:
+        return psi_null_text(tertile["psi"])
+    sizes = ", ".join(f"{g} {n}" for g, n in tertile.get("group_n", {}).items() if n)
+    return f"no PSI: fewer than 2 groups of at least {min_group} queries ({sizes})"
