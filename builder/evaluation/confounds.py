@@ -178,5 +178,5 @@ def tertile_psi_text(tertile: dict, min_group: int) -> str:
     """The tertile's PSI with its null; without one, the size of each group it holds."""
     if tertile["psi"]["value"] is not None:
         return psi_null_text(tertile["psi"])
-    sizes = ", ".join(f"{g} {n}" for g, n in tertile.get("group_n", {}).items() if n)
+    sizes = ", ".join(f"{g}: {n}" for g, n in tertile.get("group_n", {}).items() if n)
     return f"no PSI: fewer than 2 groups of at least {min_group} queries ({sizes})"

@@ -71,7 +71,7 @@ def test_a_tertile_too_small_for_psi_names_its_groups():
                "group_n": {"beginning": 4, "middle": 0, "end": 3},
                "psi": {"value": None, "small_groups": ["beginning", "end"], "reason": "fewer than 2 groups of at least 5"}}
     assert overlap_psi_text(tertile, 5) == ("low overlap (0.000-0.250, n 7): no PSI: fewer than 2 groups of at "
-                                            "least 5 queries (beginning 4, end 3)")
+                                            "least 5 queries (beginning: 4, end: 3)")
     found = {**tertile, "psi": {"value": 0.2, "null_median": 0.1, "null_p95": 0.3, "p": 0.25, "debiased": 0.1,
                                 "small_groups": [], "small_groups_included": False}}
     assert overlap_psi_text(found, 5) == ("low overlap (0.000-0.250, n 7): 0.200 (null median 0.100, 95% 0.300; "
