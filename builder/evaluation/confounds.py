@@ -15,6 +15,7 @@ tertiles, so a reader sees whether a position effect survives holding overlap fi
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from itertools import combinations
 
 import numpy as np
@@ -25,7 +26,7 @@ from builder.backends.rerankers.bm25 import BM25Scorer, stopwords, terms_of
 from builder.evaluation.data import EvalData
 from builder.evaluation.metrics import group_universe
 from builder.evaluation.positions import first_span
-from builder.evaluation.psi_null import NullSettings, psi_with_null
+from builder.evaluation.psi_null import NullSettings, psi_null_text, psi_with_null
 
 FEATURES = ("overlap", "span_bm25", "span_words", "doc_words")
 QUESTION_TYPES = ("what", "when", "where", "who", "which", "why", "how")
@@ -64,14 +65,25 @@ def query_features(data: EvalData) -> pl.DataFrame | None:
     span = first_span(queries)
     if span is None:
         return None
+    wanted = queries.select(pl.col("doc_id").unique())["doc_id"].to_list()
+    docs = dict(data.corpus.select(set(wanted)).select("doc_id", "text").iter_rows())
+    return span_features(queries, docs)
+
+
+def span_features(queries: pl.DataFrame, doc_texts: Mapping[str, str]) -> pl.DataFrame | None:
+    """The features of every query of `queries` (query_id, text, doc_id and a span column
+    `first_span` reads) that has a span, its document's text from `doc_texts`; None
+    where no query has one. The build's stats and eval share it."""
+    span = first_span(queries)
+    if span is None:
+        return None
     rows = queries.select("query_id", "text", "doc_id", span.alias("_span")).filter(pl.col("_span").is_not_null())
     if rows.height == 0:
         return None
-    docs = dict(data.corpus.select(set(rows["doc_id"].to_list())).select("doc_id", "text").iter_rows())
     stop = stopwords(BM25Config())
     spans, out = [], []
     for qid, query, doc, (start, end) in rows.iter_rows():
-        text = docs.get(doc) or ""
+        text = doc_texts.get(doc) or ""
         evidence = text[int(start):int(end)]
         spans.append((query, evidence))
         out.append((qid, overlap_share(query, evidence, stop), len(evidence.split()), len(text.split()),
@@ -146,6 +158,25 @@ def psi_by_overlap(scores: pl.DataFrame, features: pl.DataFrame, grouping: str, 
         values = joined[metric].to_numpy()[part]
         low = float(edges[k - 1]) if k else float(joined["overlap"].min())
         high = float(edges[k]) if k < 2 else float(joined["overlap"].max())
+        sizes = np.bincount(codes, minlength=len(universe))
         out.append({"tertile": name, "overlap_from": low, "overlap_to": high, "n": int(part.sum()),
+                    "group_n": {str(g): int(sizes[i]) for i, g in enumerate(universe)},
                     "psi": psi_with_null(values, codes, universe, settings, strata)})
     return out
+
+
+def overlap_psi_text(tertile: dict, min_group: int) -> str:
+    """`low overlap (0.333-0.500, n 3): <PSI with its null>`, or which groups were too small."""
+    return f"{tertile_label(tertile)[:-1]}, n {tertile['n']}): {tertile_psi_text(tertile, min_group)}"
+
+
+def tertile_label(tertile: dict) -> str:
+    return f"{tertile['tertile']} overlap ({tertile['overlap_from']:.3f}-{tertile['overlap_to']:.3f})"
+
+
+def tertile_psi_text(tertile: dict, min_group: int) -> str:
+    """The tertile's PSI with its null; without one, the size of each group it holds."""
+    if tertile["psi"]["value"] is not None:
+        return psi_null_text(tertile["psi"])
+    sizes = ", ".join(f"{g}: {n}" for g, n in tertile.get("group_n", {}).items() if n)
+    return f"no PSI: fewer than 2 groups of at least {min_group} queries ({sizes})"

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from builder.atomic import write_text_atomic
 from builder.evaluation.comparison import write_comparison
+from builder.evaluation.confounds import overlap_psi_text
 from builder.evaluation.metrics import N_BINS, NDCG, RECALL
 from builder.evaluation.multiple import p_text, significance_mark
 from builder.evaluation.psi_null import psi_null_text
@@ -94,10 +95,11 @@ def print_report(console: Console, report: dict) -> None:
         console.print(_grouping_table(runs, grouping))
         for label, r in runs.items():
             strata = (r.get("psi_by_overlap") or {}).get(grouping) or []
-            if any(t["psi"]["value"] is not None for t in strata):  # else every group within a tertile is small
+            if strata:
+                min_group = report["definitions"]["intervals"]["min_group"]
                 console.print(f"{escape(label)}: PSI by {GROUPING_NAMES.get(grouping, grouping)} within overlap "
-                              "tertiles: " + "; ".join(f"{t['tertile']} (n {t['n']}) {psi_null_text(t['psi'])}"
-                                                       for t in strata), highlight=False)
+                              "tertiles: " + "; ".join(escape(overlap_psi_text(t, min_group)) for t in strata),
+                              highlight=False)
     if "position_bin" not in groupings and all(r["relative_bins"] for r in runs.values()):
         console.print(_bins_table(runs))
     if any(r["length_buckets"] for r in runs.values()):

@@ -143,6 +143,9 @@ def card_context(stats: dict[str, Any], run_stages: list[StageRecord], layout: H
     """What the card template shows; `evaluation` is `build-bench eval`'s report made ready
     for it (`eval_context.evaluation_context`), None before any eval."""
     name = loaded.recipe.name if loaded else str(stats.get("recipe") or "benchmark")
+    if evaluation is not None:  # a warning the build already lists is not said twice
+        said = set(stats.get("warnings", []))
+        evaluation = {**evaluation, "warnings": [w for w in evaluation["warnings"] if w not in said]}
     params = _stage_params(loaded)
     used = [(stage_base_name(s.stage), params.get(_index(s.stage), {})) for s in run_stages]
     return {

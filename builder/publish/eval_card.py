@@ -57,6 +57,8 @@ def splice_evaluation(card: str, evaluation: dict[str, Any]) -> str:
     the default template renders them."""
     parts = card_environment().get_template(PARTS_TEMPLATE).module
     text = _without(_without(card, "evaluation"), "eval-warnings")
+    # A warning the build already lists (a confound of the thirds) is not said twice.
+    evaluation = {**evaluation, "warnings": [w for w in evaluation["warnings"] if f"\n- {w}\n" not in text]}
     body = text.find("\n---\n", 4) + 5 if text.startswith("---\n") else 0
     section = parts.section(evaluation)  # type: ignore[attr-defined]
     text = _insert(text, _heading_at(text, body, "Construction"), section)

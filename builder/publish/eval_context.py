@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.evaluation.comparison import markdown
+from builder.evaluation.confounds import tertile_label, tertile_psi_text
 from builder.evaluation.multiple import significance_mark
 from builder.evaluation.psi_null import psi_null_text
 from builder.evaluation.report import (GROUPING_NAMES, definitions_line, figure_text, interval_text, n_text, p_text,
@@ -69,8 +70,9 @@ def eval_warnings(report: dict[str, Any]) -> list[str]:
     return out
 
 
-def _rows(run: dict[str, Any], groupings: list[str]) -> list[dict[str, Any]]:
-    """The retriever's table: overall, each position group, each PSI, each length bucket."""
+def _rows(run: dict[str, Any], groupings: list[str], min_group: int) -> list[dict[str, Any]]:
+    """The retriever's table: overall, each position group, each PSI, the PSI within each
+    overlap tertile, each length bucket."""
     overall = run["overall"]
     rows = [{"grouping": "overall", "group": "all", "n": overall["n"], "ndcg": figure_text(overall[_NDCG]),
              "recall": figure_text(overall[_RECALL])}]
@@ -80,6 +82,9 @@ def _rows(run: dict[str, Any], groupings: list[str]) -> list[dict[str, Any]]:
         psi = grouping["psi"]
         rows.append({"grouping": name, "group": "PSI (nDCG@10)", "n": psi["n"],
                      "ndcg": psi_null_text(psi["null"]) if psi.get("null") else figure_text(psi), "recall": "-"})
+    for grouping, strata in (run.get("psi_by_overlap") or {}).items():
+        rows += [{"grouping": f"{_grouping_name(grouping)} within {tertile_label(t)}", "group": "PSI (nDCG@10)",
+                  "n": t["n"], "ndcg": tertile_psi_text(t, min_group), "recall": "-"} for t in strata]
     for bucket, entry in (run.get("length_buckets") or {}).items():
         if entry["n"]:
             rows.append({"grouping": "length bucket", "group": bucket, "n": n_text(entry),
@@ -134,7 +139,7 @@ def evaluation_context(report: dict[str, Any]) -> dict[str, Any]:
                         "judged": "-" if (run.get("run") or {}).get("judged@10") is None
                         else f"{run['run']['judged@10']:.3f}",
                         "missing": (run.get("run") or {}).get("queries_missing", "-"),
-                        "notes": run.get("circular_qc", []), "rows": _rows(run, groupings)}
+                        "notes": run.get("circular_qc", []), "rows": _rows(run, groupings, intervals["min_group"])}
                        for label, run in runs.items()],
         "comparisons": [_comparison(c) for c in report.get("comparisons", [])],
         "probes": [_probe(label, row) for label, run in runs.items() for row in run.get("probes") or []],

@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from builder.bench import Bench
+from builder.publish.confounds import MIN_GROUP, position_confounds
 from builder.publish.qtypes import QUERY_TYPES, query_type
 from builder.records.group_ledger import group_ledger
 from builder.records.qc_scorers import recorded_qc_scorers
@@ -41,12 +42,14 @@ def stage_list(run_stats: RunStats) -> list[StageRecord]:
     return [StageRecord.from_json(s) for s in items]
 
 
-def compute_stats(bench: Bench, run_stats: RunStats = None) -> dict[str, Any]:
-    """All figures for stats.json, the terminal tables, the plots and the card."""
+def compute_stats(bench: Bench, run_stats: RunStats = None, confound_min_group: int = MIN_GROUP) -> dict[str, Any]:
+    """All figures for stats.json, the terminal tables, the plots and the card; thirds of
+    at least `confound_min_group` queries are compared for confounds."""
     stages = stage_list(run_stats)
     notes: list[str] = []
     positions = _query_positions(bench, notes)
     summary = _position_summary(positions)
+    confounds = position_confounds(bench.queries, bench.corpus, positions["position_tag"], confound_min_group)
     return {
         "counts": {**bench.counts(), "drops": bench.drops.height,
                    "languages": _n_unique(bench.corpus, "lang"), "domains": _n_unique(bench.corpus, "domain")},
@@ -60,10 +63,18 @@ def compute_stats(bench: Bench, run_stats: RunStats = None) -> dict[str, Any]:
         "stage_table": _stage_table(stages),
         "drop_table": _drop_table(bench.drops),
         "llm": _llm_usage(stages, bench.queries.height, summary["tags"]),
-        "warnings": run_warnings(stages) + position_group_warnings(summary["tags"]),
+        "confounds": confounds,
+        "warnings": run_warnings(stages) + position_group_warnings(summary["tags"])
+        + (confounds["warnings"] if confounds else []),
         "qc_scorers": recorded_qc_scorers(stages),
         "notes": notes,
     }
+
+
+def confound_warnings(bench: Bench) -> list[str]:
+    """The warnings of the build's confounds of position, as stats.json lists them."""
+    found = position_confounds(bench.queries, bench.corpus, _query_positions(bench, [])["position_tag"])
+    return found["warnings"] if found else []
 
 
 def position_tag_counts(bench: Bench) -> dict[str, int]:

@@ -25,7 +25,7 @@ def _dropped(record: StageRecord) -> str:
 
 
 def print_run_summary(console: Console, result: RunResult) -> None:
-    from builder.publish.stats import position_tag_counts
+    from builder.publish.stats import confound_warnings, position_tag_counts
     from builder.records.run_warnings import position_group_warnings, run_warnings
     from builder.stages.qc.windowing import format_kept_by_third
 
@@ -45,7 +45,8 @@ def print_run_summary(console: Console, result: RunResult) -> None:
             f"{st.seconds or 0:.1f}",
         )
     console.print(table)
-    for text in run_warnings(result.stage_stats) + position_group_warnings(position_tag_counts(result.bench)):
+    warnings = run_warnings(result.stage_stats) + position_group_warnings(position_tag_counts(result.bench))
+    for text in warnings + confound_warnings(result.bench):
         console.print(f"[yellow]warning: {escape(text)}[/]", highlight=False)
     counts = result.bench.counts()
     console.print(f"{counts['docs']} documents, {counts['queries']} queries, "

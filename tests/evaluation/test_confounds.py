@@ -11,7 +11,8 @@ import pytest
 
 from builder.backends.rerankers import BM25Config
 from builder.backends.rerankers.bm25 import stopwords
-from builder.evaluation.confounds import describe, overlap_share, psi_by_overlap, query_features, question_type, smd
+from builder.evaluation.confounds import (describe, overlap_psi_text, overlap_share, psi_by_overlap, query_features,
+                                         question_type, smd)
 from builder.evaluation.data import load_eval_data
 from builder.evaluation.psi_null import NullSettings
 from tests.evaluation.test_eval_cli import built  # noqa: F401  (the fixture)
@@ -61,6 +62,20 @@ def test_psi_within_overlap_tertiles():
     assert strata[0]["overlap_from"] == pytest.approx(overlap.min())
     assert strata[2]["overlap_to"] == pytest.approx(overlap.max())
     assert all(t["psi"]["groups"] == ["beginning", "middle", "end"] for t in strata)
+    assert all(sum(t["group_n"].values()) == 30 and list(t["group_n"]) == ["beginning", "middle", "end"]
+               for t in strata)
+
+
+def test_a_tertile_too_small_for_psi_names_its_groups():
+    tertile = {"tertile": "low", "overlap_from": 0.0, "overlap_to": 0.25, "n": 7,
+               "group_n": {"beginning": 4, "middle": 0, "end": 3},
+               "psi": {"value": None, "small_groups": ["beginning", "end"], "reason": "fewer than 2 groups of at least 5"}}
+    assert overlap_psi_text(tertile, 5) == ("low overlap (0.000-0.250, n 7): no PSI: fewer than 2 groups of at "
+                                            "least 5 queries (beginning: 4, end: 3)")
+    found = {**tertile, "psi": {"value": 0.2, "null_median": 0.1, "null_p95": 0.3, "p": 0.25, "debiased": 0.1,
+                                "small_groups": [], "small_groups_included": False}}
+    assert overlap_psi_text(found, 5) == ("low overlap (0.000-0.250, n 7): 0.200 (null median 0.100, 95% 0.300; "
+                                          "p 0.250; debiased 0.100)")
 
 
 def test_features_of_a_built_set(built: Path):  # noqa: F811

@@ -131,6 +131,24 @@ def test_a_second_eval_replaces_the_section(qc_by_bm25: Path):
     assert "fewer than 30" not in card
 
 
+def test_psi_within_overlap_tertiles_reaches_the_card_or_says_which_groups_were_too_small(quiet_build: Path):
+    # Overlap tertiles of the tiny set (edges 0.5 and 0.8): 3, 7 and 6 queries.
+    said = " ".join(_eval(quiet_build).split())
+    rows = [("low overlap (0.333-0.500)", 3, "middle: 1, end: 2"),
+            ("middle overlap (0.500-0.800)", 7, "beginning: 2, middle: 2, end: 3"),
+            ("high overlap (0.800-0.833)", 6, "beginning: 4, middle: 2")]
+    evaluation = _section(_card(quiet_build), "Evaluation")
+    for label, n, groups in rows:
+        assert (f"| position tag within {label} | PSI (nDCG@10) | {n} | no PSI: fewer than 2 groups of at least 30 "
+                f"queries ({groups}) | - |") in evaluation
+    assert ("bm25: PSI by position tag within overlap tertiles: low overlap (0.333-0.500, n 3): no PSI: fewer than "
+            "2 groups of at least 30 queries (middle: 1, end: 2);") in said
+    _eval(quiet_build, "--min-group", "2")
+    # Every query scores 1, so a PSI there is 0 and every shuffle reaches it.
+    assert ("| position tag within middle overlap (0.500-0.800) | PSI (nDCG@10) | 7 | 0.000 (null median 0.000, "
+            "95% 0.000; p 1.000; debiased 0.000) | - |") in _section(_card(quiet_build), "Evaluation")
+
+
 def test_warnings_section_is_added_when_the_build_had_none(quiet_build: Path):
     before = _card(quiet_build)
     assert "## Warnings" not in before
