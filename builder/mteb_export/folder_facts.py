@@ -11,7 +11,6 @@ from typing import Any
 
 import yaml
 
-from builder.publish.languages import posir_name
 
 _FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.S)
 _RECIPE = re.compile(r"^## Recipe\n.*?```yaml\n(.*?)```", re.S | re.M)
@@ -23,7 +22,7 @@ class FolderFacts:
     recipe: str
     description: str
     license: str | None
-    eval_langs: list[str]
+    langs: list[str]  # the languages that hold queries, as stats.json names them
     bibtex: str | None
     annotations: str
     stats: dict[str, Any]
@@ -61,13 +60,13 @@ def read_facts(folder: Path) -> FolderFacts:
     recipe_match = _RECIPE.search(card)
     recipe = yaml.safe_load(recipe_match.group(1)) if recipe_match else {}
     stats = json.loads((folder / "stats.json").read_text(encoding="utf-8"))
-    langs = [posir_name(row["lang"]) for row in stats.get("languages", []) if row.get("queries")]
+    langs = [row["lang"] for row in stats.get("languages", []) if row.get("queries")]
     citations = [block.strip() for block in _BIBTEX.findall(card)]
     return FolderFacts(
         recipe=str(stats.get("recipe") or recipe.get("name") or folder.name),
         description=str((recipe or {}).get("description") or ""),
         license=card_license(front or {}),
-        eval_langs=langs,
+        langs=langs,
         bibtex="\n\n".join(citations) or None,
         annotations=annotations_creators(stats),
         stats=stats,
