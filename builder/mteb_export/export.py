@@ -11,7 +11,7 @@ from typing import Any
 from builder.atomic import write_text_atomic
 from builder.mteb_export.descriptive import descriptive_statistics
 from builder.mteb_export.folder_facts import read_facts
-from builder.mteb_export.gates import metadata_failures, shape_failures
+from builder.mteb_export.gates import config_failures, metadata_failures, shape_failures
 from builder.mteb_export.metadata import ExportFlags, default_name, missing_flags, task_fields
 from builder.mteb_export.pr import pr_description
 from builder.mteb_export.shape import task_shape
@@ -64,7 +64,8 @@ def position_groups(folder: Path) -> bool:
 def export_mteb(folder: Path, flags: ExportFlags, name: str | None = None, to: Path | None = None) -> Exported:
     facts = read_facts(folder)
     shape = task_shape(folder, facts.langs)
-    failures = shape_failures(shape)
+    groups = position_groups(folder)
+    failures = shape_failures(shape) + config_failures(shape, facts.configs, groups)
     if failures:
         raise ExportError(failures)
     needed = missing_flags(facts, flags)
@@ -87,7 +88,7 @@ def export_mteb(folder: Path, flags: ExportFlags, name: str | None = None, to: P
     stats_path = out / f"{task_name}.json"
     pr = out / "PR.md"
     stats = descriptive_statistics(shape)
-    write_text_atomic(module, task_module(fields, shape, position_groups(folder)))
+    write_text_atomic(module, task_module(fields, shape, groups))
     write_text_atomic(stats_path, json.dumps(stats, indent=4, ensure_ascii=False) + "\n")
     write_text_atomic(pr, pr_description(fields, stats, module.name))
     return Exported(module, stats_path, pr, fields)

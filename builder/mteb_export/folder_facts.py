@@ -26,6 +26,7 @@ class FolderFacts:
     bibtex: str | None
     annotations: str
     stats: dict[str, Any]
+    configs: frozenset[str]  # the Hub configs the card lists, which MTEB's loader reads
 
 
 def reviewed(stats: dict[str, Any]) -> bool:
@@ -70,4 +71,5 @@ def read_facts(folder: Path) -> FolderFacts:
         bibtex="\n\n".join(citations) or None,
         annotations=annotations_creators(stats),
         stats=stats,
+        configs=frozenset(str(c.get("config_name")) for c in (front or {}).get("configs") or []),
     )

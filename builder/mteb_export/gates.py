@@ -77,6 +77,20 @@ def shape_failures(shape: TaskShape) -> list[str]:
     return failures
 
 
+def config_failures(shape: TaskShape, configs: frozenset[str], position_groups: bool) -> list[str]:
+    """The Hub configs the task module loads, which the folder's card must list."""
+    wanted = []
+    for part in shape.parts:
+        wanted += ["corpus", "queries", "default"] if part.config is None else [
+            f"{part.config}-{table}" for table in ("corpus", "queries", "qrels")]
+    wanted += ["pairs"] * (shape.type == "Reranking") + ["positions"] * position_groups
+    missing = [name for name in dict.fromkeys(wanted) if name not in configs]
+    if not missing:
+        return []
+    return [f"card: no Hub config {name_rows(missing)} in README.md, which the task loads "
+            "(build-bench stats OUT writes the configs again)"]
+
+
 def metadata_failures(fields: Mapping[str, Any]) -> list[str]:
     failures: list[str] = []
     empty = [name for name, value in fields.items() if value is None and name != "adapted_from"]

@@ -93,6 +93,17 @@ def test_a_gate_failure_in_one_subset_names_it(tmp_path):
         "export-mteb: foil/test: top_ranked: 1 candidates not in the corpus: foil-f1->no-such-doc"]
 
 
+def test_a_config_the_task_loads_must_be_in_the_card(tmp_path):
+    folder = colder_folder(tmp_path)
+    card = (folder / "README.md").read_text()
+    (folder / "README.md").write_text(card.replace("- config_name: pairs\n", "- config_name: pairs_gone\n", 1))
+    result = runner.invoke(app, ["export-mteb", str(folder), *FLAGS, "--license", "mit"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "export-mteb: card: no Hub config pairs in README.md, which the task loads (build-bench stats OUT writes "
+        "the configs again)"]
+
+
 MTEB_LOAD = textwrap.dedent("""
     import importlib.util, inspect, json, sys
     import mteb
