@@ -1,5 +1,7 @@
 """The descriptive statistics file an MTEB task ships, in the shape of MTEB's
-`RetrievalDescriptiveStatistics` (one entry per eval split), computed without MTEB."""
+`RetrievalDescriptiveStatistics` (one entry per eval split), computed without MTEB. A task
+of several subsets has, per split, the figures over all its subsets (ids prefixed with
+split and subset, as MTEB pools them) and each subset's under `hf_subset_descriptive_stats`."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from builder.mteb_export.shape import Part, TaskShape
 from builder.mteb_export.tables import RetrievalTables
 
 
@@ -34,7 +37,15 @@ def relevant_docs_statistics(tables: RetrievalTables) -> dict[str, Any]:
     }
 
 
-def split_statistics(tables: RetrievalTables) -> dict[str, Any]:
+def top_ranked_statistics(ranked: dict[str, list[str]] | None, n_queries: int) -> dict[str, Any] | None:
+    if not ranked or not n_queries:
+        return None
+    sizes = [len(docs) for docs in ranked.values()]
+    return {"num_top_ranked": sum(sizes), "min_top_ranked_per_query": min(sizes),
+            "average_top_ranked_per_query": sum(sizes) / n_queries, "max_top_ranked_per_query": max(sizes)}
+
+
+def split_statistics(tables: RetrievalTables, ranked: dict[str, list[str]] | None = None) -> dict[str, Any]:
     docs = text_statistics(tables.corpus["text"].to_list())
     queries = text_statistics(tables.queries["text"].to_list())
     return {
@@ -51,9 +62,30 @@ def split_statistics(tables: RetrievalTables) -> dict[str, Any]:
         "queries_audio_statistics": None,
         "queries_video_statistics": None,
         "relevant_docs_statistics": relevant_docs_statistics(tables),
-        "top_ranked_statistics": None,
+        "top_ranked_statistics": top_ranked_statistics(ranked, tables.queries.height),
     }
 
 
-def descriptive_statistics(tables: RetrievalTables, split: str = "test") -> dict[str, Any]:
-    return {split: split_statistics(tables)}
+def _pooled(parts: list[Part]) -> tuple[RetrievalTables, dict[str, list[str]] | None]:
+    """Every part's tables in one, each id prefixed `<split>_<subset>_`."""
+    def tag(part: Part, column: str) -> pl.Expr:
+        return (pl.lit(f"{part.split}_{part.subset}_") + pl.col(column)).alias(column)
+
+    corpus = pl.concat([p.tables.corpus.with_columns(tag(p, "doc_id")) for p in parts])
+    queries = pl.concat([p.tables.queries.with_columns(tag(p, "query_id")) for p in parts])
+    qrels = pl.concat([p.tables.qrels.with_columns(tag(p, "query_id"), tag(p, "doc_id")) for p in parts])
+    ranked = {f"{p.split}_{p.subset}_{q}": [f"{p.split}_{p.subset}_{d}" for d in docs]
+              for p in parts for q, docs in (p.top_ranked or {}).items()}
+    return RetrievalTables(corpus, queries, qrels), ranked or None
+
+
+def descriptive_statistics(shape: TaskShape) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for split in shape.splits:
+        parts = [p for p in shape.parts if p.split == split]
+        if shape.single:
+            out[split] = split_statistics(parts[0].tables, parts[0].top_ranked)
+            continue
+        out[split] = {**split_statistics(*_pooled(parts)), "hf_subset_descriptive_stats": {
+            p.subset: split_statistics(p.tables, p.top_ranked) for p in parts}}
+    return out

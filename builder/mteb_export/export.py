@@ -11,9 +11,11 @@ from typing import Any
 from builder.atomic import write_text_atomic
 from builder.mteb_export.descriptive import descriptive_statistics
 from builder.mteb_export.folder_facts import read_facts
-from builder.mteb_export.gates import metadata_failures, table_failures
-from builder.mteb_export.metadata import ExportFlags, default_name, missing_flags, task_fields, task_module
+from builder.mteb_export.gates import config_failures, metadata_failures, shape_failures
+from builder.mteb_export.metadata import ExportFlags, default_name, missing_flags, task_fields
 from builder.mteb_export.pr import pr_description
+from builder.mteb_export.shape import task_shape
+from builder.mteb_export.source import task_module
 
 
 class ExportError(Exception):
@@ -52,23 +54,29 @@ def mteb_rejections(fields: dict[str, Any]) -> list[str]:
     return []
 
 
-def export_mteb(folder: Path, flags: ExportFlags, name: str | None = None, to: Path | None = None) -> Exported:
-    from builder.mteb_export.tables import read_tables
+def position_groups(folder: Path) -> bool:
+    """Whether queries carry a position group the task can report nDCG@10 by."""
+    import pyarrow.parquet as pq
 
-    tables = read_tables(folder)
-    failures = table_failures(tables)
+    return "position_tag" in pq.read_schema(folder / "queries.parquet").names
+
+
+def export_mteb(folder: Path, flags: ExportFlags, name: str | None = None, to: Path | None = None) -> Exported:
+    facts = read_facts(folder)
+    shape = task_shape(folder, facts.langs)
+    groups = position_groups(folder)
+    failures = shape_failures(shape) + config_failures(shape, facts.configs, groups)
     if failures:
         raise ExportError(failures)
-    facts = read_facts(folder)
     needed = missing_flags(facts, flags)
     if needed:
         raise ExportError([f"the folder cannot tell {', '.join(needed)}: give {'them' if len(needed) > 1 else 'it'} "
                            "on the command line (see build-bench export-mteb --help)"])
-    task_name = name or default_name(facts.recipe)
+    task_name = name or default_name(facts.recipe, shape.type)
     if not task_name.isidentifier():
         raise ExportError([f"--name {task_name!r}: must be a Python class name, like MyBenchRetrieval"])
     try:
-        fields = task_fields(task_name, facts, flags)
+        fields = task_fields(task_name, facts, flags, shape)
     except ValueError as exc:
         raise ExportError([str(exc)]) from None
     problems = metadata_failures(fields) or mteb_rejections(fields)
@@ -79,8 +87,8 @@ def export_mteb(folder: Path, flags: ExportFlags, name: str | None = None, to: P
     module = out / f"{snake(task_name)}.py"
     stats_path = out / f"{task_name}.json"
     pr = out / "PR.md"
-    stats = descriptive_statistics(tables)
-    write_text_atomic(module, task_module(fields))
+    stats = descriptive_statistics(shape)
+    write_text_atomic(module, task_module(fields, shape, groups))
     write_text_atomic(stats_path, json.dumps(stats, indent=4, ensure_ascii=False) + "\n")
     write_text_atomic(pr, pr_description(fields, stats, module.name))
     return Exported(module, stats_path, pr, fields)

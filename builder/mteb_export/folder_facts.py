@@ -11,7 +11,6 @@ from typing import Any
 
 import yaml
 
-from builder.publish.languages import posir_name
 
 _FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.S)
 _RECIPE = re.compile(r"^## Recipe\n.*?```yaml\n(.*?)```", re.S | re.M)
@@ -23,10 +22,11 @@ class FolderFacts:
     recipe: str
     description: str
     license: str | None
-    eval_langs: list[str]
+    langs: list[str]  # the languages that hold queries, as stats.json names them
     bibtex: str | None
     annotations: str
     stats: dict[str, Any]
+    configs: frozenset[str]  # the Hub configs the card lists, which MTEB's loader reads
 
 
 def reviewed(stats: dict[str, Any]) -> bool:
@@ -61,14 +61,15 @@ def read_facts(folder: Path) -> FolderFacts:
     recipe_match = _RECIPE.search(card)
     recipe = yaml.safe_load(recipe_match.group(1)) if recipe_match else {}
     stats = json.loads((folder / "stats.json").read_text(encoding="utf-8"))
-    langs = [posir_name(row["lang"]) for row in stats.get("languages", []) if row.get("queries")]
+    langs = [row["lang"] for row in stats.get("languages", []) if row.get("queries")]
     citations = [block.strip() for block in _BIBTEX.findall(card)]
     return FolderFacts(
         recipe=str(stats.get("recipe") or recipe.get("name") or folder.name),
         description=str((recipe or {}).get("description") or ""),
         license=card_license(front or {}),
-        eval_langs=langs,
+        langs=langs,
         bibtex="\n\n".join(citations) or None,
         annotations=annotations_creators(stats),
         stats=stats,
+        configs=frozenset(str(c.get("config_name")) for c in (front or {}).get("configs") or []),
     )

@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from builder.mteb_export.shape import Part, TaskShape
 from builder.mteb_export.tables import RetrievalTables
 from builder.stages.translate.languages import CODE_SHAPE
 
@@ -55,12 +56,49 @@ def table_failures(tables: RetrievalTables) -> list[str]:
     return failures
 
 
+def top_ranked_failures(part: Part) -> list[str]:
+    """A reranking part: every query has candidates, every candidate is in the corpus."""
+    ranked = part.top_ranked or {}
+    corpus_ids = set(part.tables.corpus["doc_id"].to_list())
+    outside = [f"{q}->{d}" for q, docs in ranked.items() for d in docs if d not in corpus_ids]
+    failures = [f"top_ranked: {len(outside)} candidates not in the corpus: {name_rows(outside)}"] if outside else []
+    bare = [q for q in part.tables.queries["query_id"].to_list() if not ranked.get(q)]
+    if bare:
+        failures.append(f"top_ranked: {len(bare)} queries without candidates: {name_rows(bare)}")
+    return failures
+
+
+def shape_failures(shape: TaskShape) -> list[str]:
+    """The table checks per (subset, split), each line naming its part where there are several."""
+    failures = []
+    for part in shape.parts:
+        found = table_failures(part.tables) + (top_ranked_failures(part) if shape.type == "Reranking" else [])
+        failures += found if shape.single else [f"{part.subset}/{part.split}: {line}" for line in found]
+    return failures
+
+
+def config_failures(shape: TaskShape, configs: frozenset[str], position_groups: bool) -> list[str]:
+    """The Hub configs the task module loads, which the folder's card must list."""
+    wanted = []
+    for part in shape.parts:
+        wanted += ["corpus", "queries", "default"] if part.config is None else [
+            f"{part.config}-{table}" for table in ("corpus", "queries", "qrels")]
+    wanted += ["pairs"] * (shape.type == "Reranking") + ["positions"] * position_groups
+    missing = [name for name in dict.fromkeys(wanted) if name not in configs]
+    if not missing:
+        return []
+    return [f"card: no Hub config {name_rows(missing)} in README.md, which the task loads "
+            "(build-bench stats OUT writes the configs again)"]
+
+
 def metadata_failures(fields: Mapping[str, Any]) -> list[str]:
     failures: list[str] = []
     empty = [name for name, value in fields.items() if value is None and name != "adapted_from"]
     if empty:
         failures.append(f"metadata: fields not filled: {', '.join(empty)}")
-    bad = [code for code in fields.get("eval_langs") or [] if not CODE_SHAPE.match(code)]
+    langs = fields.get("eval_langs") or []
+    codes = [c for cs in langs.values() for c in cs] if isinstance(langs, dict) else langs
+    bad = list(dict.fromkeys(code for code in codes if not CODE_SHAPE.match(code)))
     if bad:
         failures.append(f"metadata: language codes not ISO 639-3 + script (like eng-Latn): {', '.join(bad)}")
     return failures

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from builder.mteb_export.folder_facts import FolderFacts
+from builder.mteb_export.shape import TaskShape
 
-SPLIT = "test"
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _REPO = re.compile(r"^[\w.-]+/[\w.-]+$")
 
@@ -51,23 +51,23 @@ def date_range(text: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-def default_name(recipe: str) -> str:
-    """`squad_posq` -> `SquadPosqRetrieval`."""
-    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", recipe) if part) + "Retrieval"
+def default_name(recipe: str, kind: str = "Retrieval") -> str:
+    """`squad_posq` -> `SquadPosqRetrieval`; a Reranking task ends in `Reranking`."""
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", recipe) if part) + kind
 
 
-def task_fields(name: str, facts: FolderFacts, flags: ExportFlags) -> dict[str, Any]:
+def task_fields(name: str, facts: FolderFacts, flags: ExportFlags, shape: TaskShape) -> dict[str, Any]:
     """Every `TaskMetadata` field, in the order MTEB's own task modules write them."""
     return {
         "name": name,
         "dataset": {"path": flags.repo, "revision": flags.revision},
         "description": facts.description or f"Position-aware retrieval benchmark built by build-bench ({facts.recipe}).",
         "reference": reference_url(flags),
-        "type": "Retrieval",
+        "type": shape.type,
         "category": "t2t",
         "modalities": ["text"],
-        "eval_splits": [SPLIT],
-        "eval_langs": facts.eval_langs or None,
+        "eval_splits": shape.splits,
+        "eval_langs": shape.eval_langs or None,
         "main_score": "ndcg_at_10",
         "date": date_range(flags.date) if flags.date else None,
         "domains": flags.domains or None,
@@ -79,20 +79,3 @@ def task_fields(name: str, facts: FolderFacts, flags: ExportFlags) -> dict[str, 
         "bibtex_citation": facts.bibtex or "",
         "adapted_from": flags.adapted_from or None,
     }
-
-
-def task_module(fields: dict[str, Any]) -> str:
-    """The Python source of the task, as a file under mteb/tasks/retrieval/<lang>/ would read."""
-    lines = [f"        {key}={value!r}," for key, value in fields.items()
-             if key not in ("bibtex_citation", "adapted_from") or value]
-    bibtex = fields["bibtex_citation"]
-    if bibtex:
-        lines = [line for line in lines if not line.lstrip().startswith("bibtex_citation=")]
-        lines.append(f'        bibtex_citation=r"""\n{bibtex}\n""",')
-    return (
-        '"""MTEB task for a position-aware retrieval benchmark built by build-bench."""\n\n'
-        "from mteb.abstasks.retrieval import AbsTaskRetrieval\n"
-        "from mteb.abstasks.task_metadata import TaskMetadata\n\n\n"
-        f"class {fields['name']}(AbsTaskRetrieval):\n"
-        "    metadata = TaskMetadata(\n" + "\n".join(lines) + "\n    )\n"
-    )

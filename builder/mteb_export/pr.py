@@ -7,8 +7,14 @@ from typing import Any
 LIMIT = 2000
 
 
+def languages(eval_langs: list[str] | dict[str, list[str]]) -> list[str]:
+    codes = [c for cs in eval_langs.values() for c in cs] if isinstance(eval_langs, dict) else eval_langs
+    return list(dict.fromkeys(codes))
+
+
 def pr_description(fields: dict[str, Any], stats: dict[str, Any], module_file: str) -> str:
-    split = stats[fields["eval_splits"][0]]
+    splits = [stats[split] for split in fields["eval_splits"]]
+    subsets = list(fields["eval_langs"]) if isinstance(fields["eval_langs"], dict) else []
     review = ""
     if "reviewed" in fields["annotations_creators"]:
         review = " People reviewed a stratified sample of the labels with `build-bench review` (figures in the card)."
@@ -16,10 +22,12 @@ def pr_description(fields: dict[str, Any], stats: dict[str, Any], module_file: s
         f"## Add {fields['name']}\n\n"
         f"{fields['description']}\n\n"
         f"- Dataset: `{fields['dataset']['path']}` at revision `{fields['dataset']['revision']}`\n"
-        f"- Task: {fields['type']}, main score {fields['main_score']}, split {', '.join(fields['eval_splits'])}, "
-        f"languages {', '.join(fields['eval_langs'])}\n"
-        f"- Size: {split['num_documents']} documents, {split['num_queries']} queries, "
-        f"{split['relevant_docs_statistics']['num_relevant_docs']} relevant pairs\n"
+        f"- Task: {fields['type']}, main score {fields['main_score']}, "
+        f"split{'s' if len(splits) > 1 else ''} {', '.join(fields['eval_splits'])}, "
+        f"languages {', '.join(languages(fields['eval_langs']))}"
+        + (f", subsets {', '.join(subsets)}" if subsets else "") + "\n"
+        f"- Size: {sum(s['num_documents'] for s in splits)} documents, {sum(s['num_queries'] for s in splits)} "
+        f"queries, {sum(s['relevant_docs_statistics']['num_relevant_docs'] for s in splits)} relevant pairs\n"
         f"- Labels: {fields['annotations_creators']}.{review}\n"
         f"- Task module: `{module_file}`; descriptive statistics computed and included.\n\n"
         "Every query carries the position of its evidence span in its document (the `positions` "

@@ -49,6 +49,8 @@ def review_command(
             out.print(f"Cohen's kappa {pair}: {row['kappa']} (n={row['n']})", highlight=False)
         if summary["fleiss_kappa"]["n"]:
             out.print(f"Fleiss' kappa: {summary['fleiss_kappa']['kappa']} (n={summary['fleiss_kappa']['n']})")
+        for name, row in summary["llm_kappa"].items():
+            out.print(f"Cohen's kappa {escape(name)}~LLM judge: {row['kappa']} (n={row['n']})", highlight=False)
         out.print(f"below {threshold}: {', '.join(summary['below_threshold']) or 'none'}")
         out.print(f"wrote {folder / 'stats.json'} and {folder / 'README.md'}")
         return

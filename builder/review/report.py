@@ -1,5 +1,6 @@
 """`build-bench review OUT --report`: label precision per position group with 95 % Wilson
-intervals, agreement between reviewers, the groups below a precision threshold; written
+intervals, agreement between reviewers and between each reviewer and the LLM judge's
+grades (where the sample carries them), the groups below a precision threshold; written
 into stats.json and the card."""
 
 from __future__ import annotations
@@ -22,6 +23,24 @@ START, END = "<!-- review -->", "<!-- /review -->"
 def item_correct(answers: list[str]) -> bool:
     """A label counts as right when most of its reviewers said the span answers the query."""
     return sum(a == "yes" for a in answers) * 2 > len(answers)
+
+
+def llm_answer(grade: int) -> str:
+    """An LLM judge's 0-4 relevance grade on the reviewers' scale: 3-4 answers the query,
+    2 partly, 0-1 not (the grading prompt's 3 is "mostly answers")."""
+    return "yes" if grade >= 3 else "partly" if grade == 2 else "no"
+
+
+def llm_agreement(items: list[dict[str, Any]], reviewers: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Per reviewer: Cohen's kappa with the LLM judge over the items both judged."""
+    grades = {i["query_id"]: llm_answer(i["llm_grade"]) for i in items if i.get("llm_grade") is not None}
+    out = {}
+    for name in sorted(reviewers):
+        shared = sorted(set(grades) & set(reviewers[name]))
+        if shared:
+            kappa = cohens_kappa([reviewers[name][q]["span_answers"] for q in shared], [grades[q] for q in shared])
+            out[name] = {"n": len(shared), "kappa": None if kappa is None else round(kappa, 4)}
+    return out
 
 
 def review_report(folder: Path, items: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
@@ -56,6 +75,7 @@ def review_report(folder: Path, items: list[dict[str, Any]], threshold: float) -
         "below_threshold": [g for g, row in precision.items() if row["precision"] < threshold],
         "cohens_kappa": pairs,
         "fleiss_kappa": {"n": len(everyone), "kappa": None if fleiss is None else round(fleiss, 4)},
+        "llm_kappa": llm_agreement(items, reviewers),
     }
 
 
@@ -64,6 +84,7 @@ def card_section(report: dict[str, Any]) -> str:
                      for g, r in report["precision_by_group"].items())
     kappas = "; ".join(f"Cohen's κ {pair} {row['kappa']} (n={row['n']})" for pair, row in report["cohens_kappa"].items())
     fleiss = report["fleiss_kappa"]
+    with_llm = "; ".join(f"{name} {row['kappa']} (n={row['n']})" for name, row in report.get("llm_kappa", {}).items())
     below = ", ".join(report["below_threshold"]) or "none"
     return (f"{START}\n## Human review\n\n"
             f"{len(report['reviewers'])} reviewers ({', '.join(report['reviewers'])}) judged "
@@ -73,7 +94,9 @@ def card_section(report: dict[str, Any]) -> str:
             "| group | items | precision | 95 % interval |\n|---|---|---|---|\n" + rows + "\n\n"
             f"Agreement on the span question: {kappas or 'no items judged by two reviewers'}"
             + (f"; Fleiss' κ {fleiss['kappa']} (n={fleiss['n']})" if fleiss["n"] else "") + ".\n"
-            f"Groups below precision {report['threshold']}: {below}.\n{END}\n")
+            + (f"Agreement with the LLM judge's grades (3-4 yes, 2 partly, 0-1 no): Cohen's κ {with_llm}.\n"
+               if with_llm else "")
+            + f"Groups below precision {report['threshold']}: {below}.\n{END}\n")
 
 
 def write_report(folder: Path, report: dict[str, Any]) -> None:

@@ -28,7 +28,10 @@ def draw_sample(folder: Path, width: float, seed: int) -> list[dict[str, Any]]:
     tag = pl.col("position_tag").fill_null("unplaced") if "position_tag" in queries.columns else pl.lit("unplaced")
     lang = pl.col("lang").fill_null("und") if "lang" in queries.columns else pl.lit("und")
     spans = pl.col("spans") if "spans" in queries.columns else pl.lit(None)
-    rows = (queries.select("query_id", "text", "doc_id", tag.alias("group"), lang.alias("lang"), spans.alias("spans"))
+    # The LLM judge's 0-4 grade (llm_relevance), for the report's reviewer-LLM agreement.
+    grade = pl.col("llm_grade") if "llm_grade" in queries.columns else pl.lit(None, dtype=pl.Int64)
+    rows = (queries.select("query_id", "text", "doc_id", tag.alias("group"), lang.alias("lang"), spans.alias("spans"),
+                           grade.alias("llm_grade"))
             .join(corpus, on="doc_id", how="inner"))
     items: list[dict[str, Any]] = []
     for (group, language), members in sorted(rows.group_by("group", "lang"), key=lambda g: g[0]):

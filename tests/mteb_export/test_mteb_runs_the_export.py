@@ -1,6 +1,7 @@
 """The exported task, run by the installed MTEB in a fresh process: its metadata is filled,
 its loader reads the folder, its statistics are ours, and its nDCG@10 for the packaged
-MiniLM is `build-bench eval`'s."""
+MiniLM is `build-bench eval`'s, overall and per position group (with PSI, the task's own
+scores)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ MTEB_SCRIPT = textwrap.dedent("""
     stats = task._calculate_descriptive_statistics_from_split("test")
     result = mteb.evaluate(SentenceTransformer(str(resolve_local(sys.argv[2]))), task, cache=None)
     scores = result.task_results[0].scores["test"][0]
-    print(json.dumps({"filled": task.metadata.is_filled(), "ndcg_at_10": scores["ndcg_at_10"],
+    print(json.dumps({"filled": task.metadata.is_filled(), "scores": scores,
                       "annotations": task.metadata.annotations_creators, "stats": stats}, default=str))
 """)
 
@@ -51,7 +52,9 @@ def test_mteb_evaluates_the_exported_task_as_build_bench_eval_does(quickstart, t
                                     "--out", str(tmp_path / "eval")])
     assert evaluated.exit_code == 0, evaluated.output
     ours = json.loads((tmp_path / "eval" / "eval.json").read_text())
-    ours_ndcg = next(iter(ours["retrievers"].values()))["overall"]["ndcg@10"]["value"]
+    section = next(iter(ours["retrievers"].values()))
+    ours_ndcg = section["overall"]["ndcg@10"]["value"]
+    by_tag = section["groupings"]["position_tag"]
 
     run = subprocess.run([sys.executable, "-c", MTEB_SCRIPT, str(tmp_path / "task" / "quickstart_retrieval.py"),
                           MINILM], capture_output=True, text=True, timeout=600)
@@ -61,4 +64,10 @@ def test_mteb_evaluates_the_exported_task_as_build_bench_eval_does(quickstart, t
     assert theirs["annotations"] == "algorithmic"
     ours_stats = json.loads((tmp_path / "task" / "QuickstartRetrieval.json").read_text())["test"]
     assert json.loads(json.dumps(theirs["stats"])) == ours_stats
-    assert theirs["ndcg_at_10"] == pytest.approx(ours_ndcg, abs=1e-5)
+    scores = theirs["scores"]
+    assert scores["ndcg_at_10"] == pytest.approx(ours_ndcg, abs=1e-5)
+    groups = {g["group"]: g["ndcg@10"]["value"] for g in by_tag["groups"]}
+    assert sorted(groups) == ["beginning", "end", "middle"]
+    for group, value in groups.items():
+        assert scores[f"ndcg_at_10_{group}"] == pytest.approx(value, abs=1e-5)
+    assert scores["psi_ndcg_at_10"] == pytest.approx(by_tag["psi"]["value"], abs=1e-5)

@@ -76,6 +76,23 @@ def test_judgments_save_as_made_and_resume_per_reviewer(quickstart):
     assert [json.loads(line)["span_answers"] for line in lines] == ["partly", "yes"]
 
 
+def test_llm_grades_map_onto_the_reviewers_answers():
+    from builder.review.report import llm_answer
+
+    assert [llm_answer(g) for g in (4, 3, 2, 1, 0)] == ["yes", "yes", "partly", "no", "no"]
+    # ada: yes yes no yes partly | LLM: yes no no yes partly -> 4 of 5 agree
+    assert cohens_kappa(A[:5], [llm_answer(g) for g in LLM_GRADES[:5]]) == pytest.approx(0.6875)
+
+
+def test_the_sample_carries_the_llm_grade_where_queries_have_one(quickstart):
+    import polars as pl
+
+    queries = pl.read_parquet(quickstart / "queries.parquet")
+    queries.with_columns(pl.lit(3).alias("llm_grade")).write_parquet(quickstart / "queries.parquet")
+    items = load_or_draw(quickstart, 0.3, 0)
+    assert {item["llm_grade"] for item in items} == {3}
+
+
 def test_kappas_match_the_textbook_values():
     assert cohens_kappa(A, B) == pytest.approx(1 / 3)
     assert fleiss_kappa(list(zip(A, B))) == pytest.approx(0.15278 / 0.48611, abs=1e-4)
@@ -87,11 +104,15 @@ def test_kappas_match_the_textbook_values():
     assert cohens_kappa(A, B) == pytest.approx(statsmodels.cohens_kappa(square).kappa)
 
 
+LLM_GRADES = [4, 1, 0, 3, 2, None]  # the LLM judge's 0-4 grade per item; None: not graded
+
+
 def _two_reviewers(folder: Path) -> None:
     review = folder / "review"
     review.mkdir()
     items = [{"query_id": f"q{i}", "text": f"query {i}", "doc_id": "d", "group": "beginning" if i < 3 else "end",
-              "lang": "en", "spans": [[0, 4]], "document": "text of d"} for i in range(6)]
+              "lang": "en", "spans": [[0, 4]], "document": "text of d", "llm_grade": LLM_GRADES[i]}
+             for i in range(6)]
     (review / "sample.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
     for name, answers in (("ada", A), ("bo", B)):
         (review / f"judgments-{name}.jsonl").write_text("".join(
@@ -103,18 +124,22 @@ def test_report_gives_precision_with_intervals_and_kappa_into_stats_and_card(qui
     _two_reviewers(quickstart)
     result = runner.invoke(app, ["review", str(quickstart), "--report", "--threshold", "0.5"])
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[:5] == [
+    assert result.output.splitlines()[:7] == [
         "beginning: precision 0.33 [0.06, 0.79] n=3",
         "end: precision 0.67 [0.21, 0.94] n=3",
         "Cohen's kappa ada~bo: 0.3333 (n=6)",
         "Fleiss' kappa: 0.3143 (n=6)",
+        "Cohen's kappa ada~LLM judge: 0.6875 (n=5)",
+        "Cohen's kappa bo~LLM judge: 0.6667 (n=5)",
         "below 0.5: beginning",
     ]
     review = json.loads((quickstart / "stats.json").read_text())["review"]
     assert review["precision_by_group"]["beginning"] == {"n": 3, "correct": 1, "precision": 0.3333,
                                                          "ci95": [0.0615, 0.7923]}
     assert review["n_judgments"] == 12 and review["below_threshold"] == ["beginning"]
+    assert review["llm_kappa"] == {"ada": {"n": 5, "kappa": 0.6875}, "bo": {"n": 5, "kappa": 0.6667}}
     card = (quickstart / "README.md").read_text()
+    assert "with the LLM judge's grades (3-4 yes, 2 partly, 0-1 no): Cohen's κ ada 0.6875 (n=5); bo 0.6667 (n=5)" in card
     assert card.count("## Human review") == 1 and "| beginning | 3 | 0.33 | 0.06–0.79 |" in card
     assert card.index("## Human review") < card.index("## Citation")
     runner.invoke(app, ["review", str(quickstart), "--report"])

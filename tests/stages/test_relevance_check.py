@@ -45,6 +45,8 @@ def test_grade_threshold_without_contrast(tmp_path, grader):
     assert sorted(out.drops.select("id", "reason").rows()) == [
         ("off", "llm_grade_below:3"), ("partial", "llm_grade_below:3")]
     assert ctx.stats["llm_grades_with_span"] == {"0": 1, "2": 1, "3": 1, "4": 1}
+    # The grade stays on each kept query, for `build-bench review --report`'s agreement with people.
+    assert out.queries["llm_grade"].to_list() == [4, 3]
 
 
 def test_contrast_needs_a_higher_grade_with_the_span(tmp_path, grader):

@@ -66,9 +66,11 @@ def grade_histogram(grades: Sequence[Grade]) -> dict[str, int]:
 
 
 def contrast_verdicts(ctx: StageContext, rows: Sequence[tuple[str, str, str, str]], llm: str, prompt: str,
-                      min_grade: int, contrast: bool, questions_per_call: int) -> dict[str, str | None]:
+                      min_grade: int, contrast: bool, questions_per_call: int,
+                      grades: dict[str, int] | None = None) -> dict[str, str | None]:
     """Per query: None (passes) or why not: a grading error, `llm_grade_below:<n>`, or
-    (with `contrast`) `llm_not_higher` when the text without spans grades as high."""
+    (with `contrast`) `llm_not_higher` when the text without spans grades as high.
+    `grades`, where given, receives each query's grade with its spans."""
     sets = [[(q, doc) for _, q, doc, _ in rows]]
     if contrast:
         sets.append([(q, cut) for _, q, _, cut in rows])
@@ -80,6 +82,8 @@ def contrast_verdicts(ctx: StageContext, rows: Sequence[tuple[str, str, str, str
         ctx.stats["llm_grades_without_span"] = grade_histogram(without)
     verdicts: dict[str, str | None] = {}
     for (qid, *_), w, wo in zip(rows, with_span, without):
+        if grades is not None and w.error is None:
+            grades[qid] = w.value  # type: ignore[assignment]
         if w.error or wo.error:
             verdicts[qid] = w.error or wo.error
         elif w.value < min_grade:  # type: ignore[operator]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import polars as pl
 from pydantic import Field
 
 from builder.backends.rerankers.config import GRADE_VARIABLES
@@ -43,6 +44,17 @@ class LLMRelevance(QueryFilter):
     def needed(self) -> frozenset[str]:
         return self.needs | {SPANS} if self.params.contrast else self.needs
 
+    def run(self, bench: Bench, ctx: StageContext) -> Bench:
+        self.grades: dict[str, int] = {}
+        out = super().run(bench, ctx)
+        # The judge's grade stays on each kept query, for `build-bench review --report`'s
+        # agreement between reviewers and the judge.
+        grades = pl.DataFrame({"query_id": list(self.grades), "llm_grade": list(self.grades.values())},
+                              schema={"query_id": pl.Utf8, "llm_grade": pl.Int64})
+        queries = out.queries.drop("llm_grade", strict=False).join(grades, on="query_id", how="left",
+                                                                    maintain_order="left")
+        return out.replace(queries=queries)
+
     def judge(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
         p = self.params
         if p.contrast:
@@ -52,7 +64,8 @@ class LLMRelevance(QueryFilter):
             texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
             rows = [(qid, q, texts[d], "") for qid, q, d in bench.queries.select(
                 "query_id", "text", "doc_id").iter_rows()]
-        verdicts.update(contrast_verdicts(ctx, rows, p.llm, p.prompt, p.min_grade, p.contrast, p.questions_per_call))
+        verdicts.update(contrast_verdicts(ctx, rows, p.llm, p.prompt, p.min_grade, p.contrast, p.questions_per_call,
+                                          self.grades))
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         p = self.params
