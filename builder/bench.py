@@ -1,7 +1,10 @@
 """The Bench: corpus, queries, qrels and drops as polars tables.
 
 Every removal goes through `drop_docs` / `drop_queries`, which record a reason and
-cascade (document -> its queries -> their qrels), so nothing disappears silently.
+cascade (document -> its queries -> their qrels), so nothing disappears silently. A
+removal that another document caused (a false negative found in it) also records that
+document in the drop log's optional `rivals` column: a grown release's diff reads it to
+tell removals caused by new documents from the others.
 """
 
 from __future__ import annotations
@@ -62,13 +65,23 @@ def _conform(df: pl.DataFrame | None, schema: dict[str, pl.DataType]) -> pl.Data
     return df.select([*schema, *rest])
 
 
+RIVALS_DTYPE = pl.List(pl.Utf8)
+
+
 def _reason_frame(reasons: Reasons) -> pl.DataFrame:
     if isinstance(reasons, pl.DataFrame):
-        return reasons.select(pl.col("id").cast(pl.Utf8), pl.col("reason").cast(pl.Utf8))
+        rivals = [pl.col("rivals").cast(RIVALS_DTYPE)] if "rivals" in reasons.columns else []
+        return reasons.select(pl.col("id").cast(pl.Utf8), pl.col("reason").cast(pl.Utf8), *rivals)
     return pl.DataFrame(
         {"id": list(reasons.keys()), "reason": list(reasons.values())},
         schema={"id": pl.Utf8, "reason": pl.Utf8},
     )
+
+
+def _logged(log: pl.DataFrame, drops: pl.DataFrame) -> pl.DataFrame:
+    """The drop log with `drops` appended; `rivals` appears once a drop has it (null elsewhere),
+    so a log without it stays as it was."""
+    return pl.concat([log, drops], how="diagonal_relaxed")
 
 
 @dataclass(frozen=True)
@@ -106,14 +119,15 @@ class Bench:
         frame = _reason_frame(reasons).filter(pl.col("id").is_in(self.corpus["doc_id"].implode()))
         if frame.is_empty():
             return self
-        drops = frame.select(pl.lit(stage).alias("stage"), pl.lit("doc").alias("kind"), "id", "reason")
+        rivals = [pl.col("rivals")] if "rivals" in frame.columns else []
+        drops = frame.select(pl.lit(stage).alias("stage"), pl.lit("doc").alias("kind"), "id", "reason", *rivals)
         bench = self.replace(
             corpus=self.corpus.filter(~pl.col("doc_id").is_in(frame["id"].implode())),
-            drops=pl.concat([self.drops, drops]),
+            drops=_logged(self.drops, drops),
         )
         orphans = (
             self.queries.join(frame, left_on="doc_id", right_on="id", how="inner")
-            .select(pl.col("query_id").alias("id"), ("doc_removed:" + pl.col("reason")).alias("reason"))
+            .select(pl.col("query_id").alias("id"), ("doc_removed:" + pl.col("reason")).alias("reason"), *rivals)
         )
         bench = bench.drop_queries(orphans, stage)
         return bench._prune_qrels(stage)
@@ -126,11 +140,12 @@ class Bench:
         if frame.is_empty():
             return self
         ids = frame["id"].implode()
-        drops = frame.select(pl.lit(stage).alias("stage"), pl.lit("query").alias("kind"), "id", "reason")
+        rivals = [pl.col("rivals")] if "rivals" in frame.columns else []
+        drops = frame.select(pl.lit(stage).alias("stage"), pl.lit("query").alias("kind"), "id", "reason", *rivals)
         return self.replace(
             queries=self.queries.filter(~pl.col("query_id").is_in(ids)),
             qrels=self.qrels.filter(~pl.col("query_id").is_in(ids)),
-            drops=pl.concat([self.drops, drops]),
+            drops=_logged(self.drops, drops),
         )
 
     def _prune_qrels(self, stage: str) -> Bench:

@@ -168,7 +168,7 @@ def validate(
 ) -> None:
     """Check recipes without running anything."""
     from builder.io.sources import SourceError
-    from builder.recipe.preflight import unchecked_models
+    from builder.recipe.preflight import needs_network
     from builder.run.window_check import sample_texts, window_warnings
 
     failed = False
@@ -179,12 +179,12 @@ def validate(
         except typer.Exit:
             failed = True  # said why; the other recipes are still checked
             continue
-        out.print(f"[green]ok[/] {loaded.path} ({len(loaded.recipe.stage_objects())} stages)")
-        unchecked = unchecked_models(loaded)
-        if unchecked:
-            err.print(f"note: not checked (validate works offline): {', '.join(unchecked)} "
-                      f"{'is' if len(unchecked) == 1 else 'are'} not in the Hugging Face cache; "
-                      "`build-bench plan` asks the Hub for them", markup=False, highlight=False)
+        out.print(f"[green]ok[/] {loaded.path} ({len(loaded.recipe.stage_objects())} stages; its form and local "
+                  "inputs)", highlight=False)
+        left = needs_network(loaded)
+        if left:
+            err.print("note: `build-bench plan` and `build-bench build` need the network for what validate could "
+                      f"not check offline: {'; '.join(left)}", markup=False, highlight=False)
         try:
             texts = sample_texts(loaded)
         except SourceError as exc:  # the data may live elsewhere until the build runs

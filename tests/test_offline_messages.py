@@ -59,6 +59,35 @@ def test_validate_says_which_models_it_left_for_plan(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["validate", str(recipe)])
     said = " ".join(result.output.split())
     assert result.exit_code == 0, result.output
-    assert (f"not checked (validate works offline): tokenizer {REPO_ID}, reranker 'judge_a' "
-            "someorg/not-downloaded-reranker-xyz are not in the Hugging Face cache; `build-bench plan` asks "
-            "the Hub for them") in said
+    assert f"ok {recipe} (1 stages; its form and local inputs)" in said
+    assert ("note: `build-bench plan` and `build-bench build` need the network for what validate could not "
+            f"check offline: tokenizer {REPO_ID}, reranker 'judge_a' someorg/not-downloaded-reranker-xyz (not "
+            "in the Hugging Face cache)") in said
+
+
+URL_RECIPE = f"""
+name: url_input
+sources: []
+stages:
+  - from_beir: {{path: "{CLOSED}/data.zip#scifact", split: test, license: cc-by-4.0}}
+  - far_relevant: {{min_start: 512, max_length: 1431}}
+  - position_metadata: {{}}
+"""
+
+
+def test_plan_stops_on_a_url_input_it_cannot_reach(tmp_path, monkeypatch):
+    for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(flag, raising=False)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(URL_RECIPE, encoding="utf-8")
+    result = CliRunner().invoke(app, ["plan", str(recipe)])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert f"could not reach {CLOSED}/data.zip" in said
+    assert said.endswith("; download it on a machine with network, or point the recipe at a local copy")
+    assert "docs in" not in said  # no table of zeros
+    checked = CliRunner().invoke(app, ["validate", str(recipe)])
+    said = " ".join(checked.output.split())
+    assert checked.exit_code == 0, checked.output
+    assert ("note: `build-bench plan` and `build-bench build` need the network for what validate could not "
+            f"check offline: input {CLOSED}/data.zip#scifact (not downloaded yet)") in said

@@ -26,7 +26,9 @@ def test_summary_shows_kept_by_third_and_warns_on_skew(tmp_path):
     console = Console(record=True, width=400)
     print_run_summary(console, result)
     text = console.export_text()
-    assert "beginning 3/3 (100%) · middle 2/3 (67%) · end 1/3 (33%)" in text
+    # One third a line, so a narrow terminal wraps between thirds.
+    for third in ("beginning 3/3 (100%)", "middle 2/3 (67%)", "end 1/3 (33%)"):
+        assert third in text
     assert "02_span_contrast kept position thirds unevenly (67 points apart)" in text
     assert "01_generate_queries kept" not in text
 
@@ -99,3 +101,25 @@ def test_the_recipe_sets_the_warning_share_and_the_runner_records_it(write_recip
     assert line in stats["warnings"]
     assert line in " ".join(result.output.split())
     assert line in (tmp_path / "out" / "README.md").read_text()
+
+
+def test_a_120_column_summary_breaks_no_word_inside_a_cell(tmp_path):
+    kept = {"beginning": {"in": 30, "kept": 20, "share": 0.667}, "middle": {"in": 30, "kept": 15, "share": 0.5},
+            "end": {"in": 30, "kept": 10, "share": 0.333}}
+    fn = StageRecord(stage="04_false_negatives", docs_in=1580, docs_out=1212, docs_dropped=368, queries_in=1580,
+                     queries_out=1034, queries_dropped=546, docs_added=0,
+                     dropped={"false_negative_confirmed": 500, "span_beyond_window:contrast_b": 46},
+                     figures={"kept_by_third": kept}, llm={"calls": 1234, "cache_hits": 56789, "retries": 3},
+                     seconds=1234.5)
+    generated = StageRecord(stage="02_generate_queries", docs_in=1580, docs_out=1580, queries_in=0,
+                            queries_added=4740, queries_out=1580, queries_dropped=3160,
+                            dropped={"question_in_other_language": 3000, "duplicate_question": 160})
+    console = Console(record=True, width=120)
+    print_run_summary(console, RunResult(Bench.of(), Path("out"), tmp_path, [generated, fn]))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 120
+    words = {w for line in text.splitlines() for w in line.replace("│", " ").replace("┃", " ").split()}
+    for whole in ("04_false_negatives", "02_generate_queries", "false_negative_confirmed",
+                  "span_beyond_window:contrast_b", "question_in_other_language", "1580→1212",
+                  "0→1580", "(+4740", "beginning", "56789", "1234.5"):
+        assert whole in words, f"{whole} is broken inside its cell:\n{text}"

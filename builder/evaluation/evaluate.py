@@ -17,7 +17,8 @@ from builder.evaluation.confounds import describe, psi_by_overlap, query_feature
 from builder.evaluation.data import EvalData
 from builder.evaluation.figures import Averaging, Figures
 from builder.evaluation.intervals import BootstrapSettings
-from builder.evaluation.metrics import NDCG, per_query_scores, position_trend, with_relative_bins
+from builder.evaluation.metrics import NDCG, per_query_scores, with_relative_bins
+from builder.evaluation.trend import position_trend
 from builder.evaluation.probes import colder_report, probe_pairs
 from builder.evaluation.psi_null import null_settings
 from builder.evaluation.retrievers import RerankerFactory, Retrieval, RetrieverSpec, get_scorer, rerank
@@ -191,7 +192,7 @@ def analyze(data: EvalData, retrieval: Retrieval, bootstrap: BootstrapSettings =
         "groupings": {g: figures.grouping(g) for g in data.groupings()},
         "relative_bins": figures.grouping("rel_bin") if figures.has("rel_bin") else None,
         "length_buckets": figures.length_buckets(averaging or default_averaging(data)),
-        "trend": position_trend(scores),
+        "trend": position_trend(scores, bootstrap),
         "truncation": _truncation(data, retrieval, figures),
     }
 

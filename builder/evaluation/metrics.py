@@ -84,24 +84,3 @@ def with_relative_bins(scores: pl.DataFrame, definition: Definition = "native") 
     else:
         bins = pl.lit(None, dtype=pl.Int64)
     return scores.with_columns(bins.alias("rel_bin"))
-
-
-def position_trend(scores: pl.DataFrame) -> dict[str, float | int | None]:
-    """Least-squares slope and Spearman correlation of per-query nDCG@10 against rel_pos."""
-    if "rel_pos" not in scores.columns:
-        return {"n": 0, "slope": None, "spearman": None}
-    part = scores.drop_nulls("rel_pos")
-    if part.height < 2:
-        return {"n": part.height, "slope": None, "spearman": None}
-    row = part.select(
-        (pl.cov("rel_pos", NDCG) / pl.col("rel_pos").var()).alias("slope"),
-        pl.corr("rel_pos", NDCG, method="spearman").alias("spearman"),
-    ).row(0, named=True)
-    return {"n": part.height, **{k: _finite(v) for k, v in row.items()}}
-
-
-def _finite(value: float | None) -> float | None:
-    """Constant inputs give NaN or inf; report those as undefined."""
-    if value is None or not math.isfinite(value):
-        return None
-    return float(value)

@@ -52,6 +52,17 @@ def figure_text(figure: dict | None, digits: int = 3) -> str:
     return text + ("*" if figure.get("small") else "")
 
 
+def trend_text(trend: dict, name: str, digits: int = 3) -> str:
+    """The trend's slope or Spearman with its interval, or why there is none."""
+    value = trend.get(name)
+    if value is None:
+        why = (trend.get("why_none") or {}).get(name)
+        return f"n/a: {why}" if why else "-"
+    ci = trend.get(f"{name}_ci") or [None, None]
+    return figure_text({"value": value, "ci_low": ci[0], "ci_high": ci[1], "n": trend.get("n"),
+                        "no_interval": trend.get("no_interval", False)}, digits)
+
+
 def psi_cell(psi: dict | None, digits: int = 3) -> str:
     """A PSI as a table cell: the PSI over the groups large enough, its null median and
     permutation p (`0.069 (null 0.071, p 0.420)`), or why there is none."""
@@ -123,7 +134,7 @@ def _summary(runs: dict, groupings: list[str]) -> Table:
         psis = [psi_cell(r["groupings"][g]["psi"]) + _empties(r["groupings"][g]) for g in groupings]
         table.add_row(label, str(r["overall"]["n"]), figure_text(r["overall"][NDCG]),
                       figure_text(r["overall"][RECALL]), *psis,
-                      _f(r["trend"]["slope"], 3), _f(r["trend"]["spearman"], 3),
+                      trend_text(r["trend"], "slope"), trend_text(r["trend"], "spearman"),
                       _f(r.get("run", {}).get("judged@10"), 3), str(r.get("run", {}).get("queries_missing", "-")),
                       "cached" if r["cached"] else f"{r['seconds']:.1f}s")
     return table

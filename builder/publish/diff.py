@@ -1,6 +1,10 @@
 """What changed between two versions of a benchmark: documents and queries added, removed
 and changed, counted per language and position group, with examples.
 
+Removed queries come with the reason the newer version's drop log gives, and whether
+documents the older version lacks caused it (builder/publish/removals.py). Examples are
+whole values; the terminal view shortens them.
+
 Either side is a built folder (its root `*.parquet` tables) or a published one (the
 `corpus/`, `documents/`, `queries/`, `positions/` and `qrels/` partitions a Hub revision
 holds). Only the columns compared are read.
@@ -35,6 +39,7 @@ class Version:
     queries: pl.DataFrame
     inputs: dict[str, Any] | None = None  # stats.json's pinned inputs
     evaluation: dict[str, Any] | None = None  # eval/eval.json
+    drops: pl.DataFrame | None = None  # drops.parquet, the drop log, where the folder has it
 
 
 def _read(paths: list[Path], wanted: tuple[str, ...], rename: dict[str, str], required: tuple[str, ...]
@@ -90,7 +95,15 @@ def read_version(folder: Path, where: str | None = None) -> Version:
         raise SourceError(f"{where} is not a built benchmark folder (no corpus.parquet and no corpus/ partitions)")
     docs = docs.with_columns(pl.col("lang").cast(pl.Utf8).fill_null("-"))
     stats, evaluation = _json(folder / "stats.json"), _json(folder / "eval" / "eval.json")
-    return Version(where, docs, _with_keys(queries, qrels), (stats or {}).get("inputs"), evaluation)
+    return Version(where, docs, _with_keys(queries, qrels), (stats or {}).get("inputs"), evaluation,
+                   _drop_log(folder / "drops.parquet"))
+
+
+def _drop_log(path: Path) -> pl.DataFrame | None:
+    if not path.is_file():
+        return None
+    have = table_columns(path, ("stage", "kind", "id", "reason"))
+    return read_table(path, [c for c in ("stage", "kind", "id", "reason", "rivals") if c in have])
 
 
 def _json(path: Path) -> dict[str, Any] | None:
@@ -109,7 +122,8 @@ def fetch_version(ref: str) -> Version:
         if not folder.is_dir():
             raise SourceError(f"{ref}: no such folder")
         return read_version(folder)
-    return read_version(hub_snapshot(ref, [*(f"{t}/**" for t in _PARTS), "stats.json", "eval/eval.json"]), ref)
+    return read_version(hub_snapshot(ref, [*(f"{t}/**" for t in _PARTS), "stats.json", "eval/eval.json",
+                                              "drops.parquet"]), ref)
 
 
 def hub_snapshot(ref: str, patterns: list[str]) -> Path:
@@ -156,13 +170,7 @@ def _side_by_side(old: pl.DataFrame, new: pl.DataFrame, key: str, fields: tuple[
 
 def _change_examples(frame: pl.DataFrame, key: str, field: str) -> list[dict[str, Any]]:
     rows = frame.sort(key).head(EXAMPLES).select(key, field, f"{field}_new").rows()
-    return [{"id": k, "old": _short(a), "new": _short(b)} for k, a, b in rows]
-
-
-def _short(value: Any, width: int = 80) -> Any:
-    if isinstance(value, str) and len(value) > width:
-        return value[: width - 1] + "…"
-    return value
+    return [{"id": k, "old": a, "new": b} for k, a, b in rows]
 
 
 def diff_versions(old: Version, new: Version) -> dict[str, Any]:
@@ -174,7 +182,10 @@ def diff_versions(old: Version, new: Version) -> dict[str, Any]:
     group = ("lang", "position_tag")
     from builder.publish.inputs import input_changes
     from builder.publish.release_notes import eval_figures
+    from builder.publish.removals import removal_reasons
 
+    removed_why = removal_reasons(queries["removed"]["query_id"].to_list(), new.drops, set(old.docs["doc_id"]),
+                                  docs["added"].height)
     return {
         "old": old.where, "new": new.where,
         "inputs": [{"input": k, "old": a, "new": b} for k, a, b in input_changes(old.inputs, new.inputs)],
@@ -189,9 +200,12 @@ def diff_versions(old: Version, new: Version) -> dict[str, Any]:
         },
         "queries": {
             "old": old.queries.height, "new": new.queries.height, "unchanged": queries["unchanged"],
-            **{kind: {"count": queries[kind].height, "by_language_and_position": _grouped(queries[kind], group),
-                      "examples": _query_examples(queries[kind])}
-               for kind in ("added", "removed")},
+            "added": {"count": queries["added"].height,
+                      "by_language_and_position": _grouped(queries["added"], group),
+                      "examples": _query_examples(queries["added"])},
+            "removed": {"count": queries["removed"].height,
+                        "by_language_and_position": _grouped(queries["removed"], group),
+                        "examples": _query_examples(queries["removed"]), **removed_why},
             "changed": {
                 "count": queries["changed"].height,
                 # a changed query counts in the group it is in now
@@ -204,5 +218,5 @@ def diff_versions(old: Version, new: Version) -> dict[str, Any]:
 
 
 def _query_examples(frame: pl.DataFrame) -> list[dict[str, Any]]:
-    return [{"id": k, "text": _short(t)} for k, t in frame.sort("query_id").head(EXAMPLES).select(
+    return [{"id": k, "text": t} for k, t in frame.sort("query_id").head(EXAMPLES).select(
         "query_id", "text").rows()]

@@ -7,6 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from builder.publish.removals import removal_summary
+
 
 def _counts_table(result: dict[str, Any]) -> Table:
     table = Table(title=f"{result['old']} → {result['new']}", title_justify="left")
@@ -31,6 +33,13 @@ def _groups_table(title: str, part: dict[str, Any], key: str) -> Table | None:
     return table
 
 
+def _short(value: Any, width: int = 80) -> Any:
+    """Long texts shortened for the terminal; `--json` keeps them whole."""
+    if isinstance(value, str) and len(value) > width:
+        return value[: width - 1] + "…"
+    return value
+
+
 def print_diff(console: Console, result: dict[str, Any]) -> None:
     console.print(_counts_table(result))
     for table in (_groups_table("documents by language", result["documents"], "by_language"),
@@ -42,15 +51,20 @@ def print_diff(console: Console, result: dict[str, Any]) -> None:
     fields = {f: v["count"] for f, v in queries["changed"]["by_field"].items()}
     console.print("changed query fields: " + ", ".join(f"{f} {n}" for f, n in fields.items()),
                   markup=False, highlight=False)
+    summary = removal_summary(queries["removed"])
+    if summary:
+        console.print(f"removed queries: {summary}", markup=False, highlight=False, soft_wrap=True)
+    why = {w["id"]: w for w in queries["removed"].get("why", [])}
     lines = []
     for kind in ("added", "removed"):
         lines += [f"  {kind} document {d}" for d in result["documents"][kind]["examples"]]
-        lines += [f"  {kind} query {q['id']}: {q['text']}" for q in queries[kind]["examples"]]
+        lines += [f"  {kind} query {q['id']}: {_short(q['text'])}{_why(why.get(q['id']))}"
+                  for q in queries[kind]["examples"]]
     lines += [f"  changed document {d}" for d in result["documents"]["changed"]["examples"]]
     for f, v in queries["changed"]["by_field"].items():
-        lines += [f"  changed {f} of {e['id']}: {e['old']!r} → {e['new']!r}" for e in v["examples"]]
+        lines += [f"  changed {f} of {e['id']}: {_short(e['old'])!r} → {_short(e['new'])!r}" for e in v["examples"]]
     for change in result["inputs"]:
-        lines.append(f"  input {change['input']}: {change['old']!r} → {change['new']!r}")
+        lines.append(f"  input {change['input']}: {_short(change['old'])!r} → {_short(change['new'])!r}")
     figures = result["evaluation"]
     for name, new in figures["new"].items():
         old = figures["old"].get(name, {})
@@ -59,6 +73,14 @@ def print_diff(console: Console, result: dict[str, Any]) -> None:
         console.print("details:", markup=False)
         for line in lines:
             console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _why(row: dict[str, Any] | None) -> str:
+    if row is None:
+        return ""
+    new = row["new_documents"]
+    named = f"; new document{'s' if len(new) > 1 else ''} {', '.join(new)}" if new else ""
+    return f" [{row['reason']}{named}]"
 
 
 def _num(value: float | None) -> str:

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from builder.publish.inputs import input_changes
+from builder.publish.removals import changelog_line
 
 _MAX_ROWS = 40
 
@@ -20,6 +21,9 @@ def data_lines(result: dict[str, Any] | None) -> list[str]:
         part = result[what]
         lines.append(f"| {what} | {part['old']} | {part['new']} | {part['added']['count']} | "
                      f"{part['removed']['count']} | {part['changed']['count']} |")
+    removals = changelog_line(result["queries"]["removed"])
+    if removals:
+        lines += ["", removals]
     fields = result["queries"]["changed"]["by_field"]
     moved = ", ".join(f"{f} {v['count']}" for f, v in fields.items() if v["count"])
     if moved:

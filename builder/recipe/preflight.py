@@ -3,8 +3,10 @@
 `validate` runs them without the network: local files and folders must exist, `pkg:` models
 must be installed, and in offline mode (HF_HUB_OFFLINE=1) every Hub model and `hf://`
 input must already be in the Hugging Face cache. `plan` and a build also ask the Hub about
-models that are not cached, one metadata request each, so a missing, gated or unreachable
-model stops the run before the first LLM call rather than after.
+models that are not cached, one metadata request each, and the network about remote
+inputs that are not cached (one HEAD request each), so a missing, gated or unreachable
+model or input stops the run before the first LLM call rather than after. What `validate`
+leaves to them it lists (`needs_network`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from builder.backends.rerankers.config import reranker_configs
 from builder.backends.tokenizers import TokenizerLoadError, resolve_local, tokenizer_download
 from builder.install_hint import install_command
-from builder.io.remote import fetch_input, is_remote, offline
+from builder.io.remote import fetch_input, is_cached, is_remote, offline, reach_problem
 from builder.io.sources import SourceError, resolve_path
 from builder.recipe.yaml_text import Problem, line_of
 from builder.stages.refs import DataPath, refs_of
@@ -31,7 +33,7 @@ def preflight(loaded: Any, *, network: bool, llm_models: bool = True) -> list[Pr
     """Every input and model of the recipe that cannot be had here, one problem each."""
     problems: list[Problem] = []
     for loc, ref in _inputs(loaded.recipe):
-        message = input_problem(ref, loaded.base_dir)
+        message = input_problem(ref, loaded.base_dir, network=network)
         if message:
             problems.append(Problem(loc, message, line_of(loaded.text, loc)))
     for loc, what, name in _models(loaded.recipe, llm_models):
@@ -67,14 +69,15 @@ def _models(recipe: Any, llm_models: bool) -> Iterator[tuple[tuple, str, str]]:
                 yield ("models", name, "model"), f"model {name!r}", config.model
 
 
-def input_problem(ref: str, base_dir: Path | None) -> str | None:
+def input_problem(ref: str, base_dir: Path | None, *, network: bool = False) -> str | None:
     if not is_remote(ref):
         if resolve_path(ref, base_dir).exists():
             return None
         where = f"the working directory {Path.cwd()}" + (f" or the recipe folder {base_dir}" if base_dir else "")
         return f"input not found: {ref} (not in {where})"
     if not offline():
-        return None  # fetched by the stage that reads it; a plan or build says so if it cannot be
+        # Fetched by the stage that reads it; with the network allowed, checked reachable now.
+        return None if not network or is_cached(ref) else reach_problem(ref)
     try:
         fetch_input(ref, base_dir)  # offline, this only looks in the caches
     except SourceError as exc:
@@ -99,17 +102,20 @@ def model_problem(name: str, what: str, *, network: bool) -> str | None:
     return _ask_hub(name, what) if network else None
 
 
-def unchecked_models(loaded: Any) -> list[str]:
-    """The Hub models and tokenizer (`what name`) that a check without the network cannot
-    vouch for: neither local, packaged nor in the Hugging Face cache, with offline mode off."""
+def needs_network(loaded: Any) -> list[str]:
+    """What a check without the network cannot vouch for, with offline mode off: Hub models
+    and the tokenizer neither local, packaged nor cached, and remote inputs not cached.
+    `plan` and a build will need the network for each."""
     if offline():
-        return []  # then such a model is a problem already, not a gap
-    out = []
+        return []  # then each is a problem already, not a gap
+    models = []
     for _, what, name in _models(loaded.recipe, llm_models=True):
         local = name.startswith("pkg:") or Path(name).expanduser().exists()
         if not local and name.count("/") == 1 and not _in_hub_cache(name):
-            out.append(f"{what} {name}")
-    return out
+            models.append(f"{what} {name}")
+    inputs = [f"input {ref}" for _, ref in _inputs(loaded.recipe) if is_remote(ref) and not is_cached(ref)]
+    return ([f"{', '.join(models)} (not in the Hugging Face cache)"] if models else []) + (
+        [f"{', '.join(inputs)} (not downloaded yet)"] if inputs else [])
 
 
 def _package_problem(name: str, what: str) -> str | None:

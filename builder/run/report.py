@@ -5,9 +5,12 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from builder.consoles import fit_columns
 
 if TYPE_CHECKING:
     from builder.run.runner import RunResult
@@ -20,8 +23,12 @@ def _flow(got: int | None, out: int | None, added: int | None) -> str:
 
 
 def _dropped(record: StageRecord) -> str:
+    """One reason a line: a cell then wraps between reasons, never inside one."""
     items = sorted(record.dropped.items(), key=lambda kv: -kv[1])
-    return ", ".join(f"{reason} {n}" for reason, n in items) or "-"
+    return "\n".join(f"{reason} {n}" for reason, n in items) or "-"
+
+
+_NUMBERS = ("LLM calls", "cache hits", "retries", "seconds")
 
 
 def print_run_summary(console: Console, result: RunResult) -> None:
@@ -29,21 +36,24 @@ def print_run_summary(console: Console, result: RunResult) -> None:
     from builder.records.run_warnings import position_group_warnings, run_warnings
     from builder.stages.qc.windowing import format_kept_by_third
 
-    table = Table(title=f"build finished: {result.out_dir}", title_justify="left")
+    # One reason and one third a line: cells wrap between them, and fit_columns keeps words whole.
+    table = Table(title=f"build finished: {result.out_dir}", title_justify="left", box=box.SIMPLE_HEAD,
+                  show_edge=False, padding=(0, 1, 0, 0))
     for col in ("stage", "docs in→out", "queries in→out", "dropped by reason", "kept by third",
                 "LLM calls", "cache hits", "retries", "seconds"):
-        table.add_column(col, overflow="fold")
+        table.add_column(col, overflow="fold", justify="right" if col in _NUMBERS else "left")
     for st in result.stage_stats:
         llm = st.llm or {}
         table.add_row(
-            st.stage + (" (resumed)" if st.resumed else ""),
+            st.stage + ("\n(resumed)" if st.resumed else ""),
             _flow(st.docs_in, st.docs_out, st.docs_added),
             _flow(st.queries_in, st.queries_out, st.queries_added),
             _dropped(st),
-            format_kept_by_third(st.kept_by_third) or "-",
+            (format_kept_by_third(st.kept_by_third) or "-").replace(" · ", "\n"),
             str(llm.get("calls", 0)), str(llm.get("cache_hits", 0)), str(llm.get("retries", 0)),
             f"{st.seconds or 0:.1f}",
         )
+    fit_columns(table, console.width)
     console.print(table)
     warnings = run_warnings(result.stage_stats) + position_group_warnings(position_tag_counts(result.bench))
     for text in warnings + confound_warnings(result.bench):

@@ -132,15 +132,21 @@ Row = TypeVar("Row", bound=Sequence[Any])
 @dataclass
 class Verdicts:
     """Why each query (or document) a filter rejects goes: the first reason found wins,
-    and the drops are recorded in the order they were found."""
+    and the drops are recorded in the order they were found. `rivals` names, per dropped
+    id, the other documents that caused the drop, where there are such."""
 
     queries: dict[str, str] = field(default_factory=dict)
     docs: dict[str, str] = field(default_factory=dict)
+    query_rivals: dict[str, list[str]] = field(default_factory=dict)
+    doc_rivals: dict[str, list[str]] = field(default_factory=dict)
 
-    def drop(self, query_id: str, reason: str | None) -> None:
+    def drop(self, query_id: str, reason: str | None, rivals: Iterable[str] = ()) -> None:
         """Drop a query with `reason`; None keeps it."""
-        if reason is not None:
-            self.queries.setdefault(query_id, reason)
+        if reason is not None and query_id not in self.queries:
+            self.queries[query_id] = reason
+            named = sorted(set(rivals))
+            if named:
+                self.query_rivals[query_id] = named
 
     def drop_all(self, query_ids: Iterable[str], reason: str) -> None:
         for query_id in query_ids:
@@ -151,16 +157,32 @@ class Verdicts:
         for query_id, reason in reasons.items():
             self.drop(query_id, reason)
 
-    def drop_doc(self, doc_id: str, reason: str) -> None:
+    def drop_doc(self, doc_id: str, reason: str, rivals: Iterable[str] = ()) -> None:
         """Drop a document; its queries go with it as `doc_removed:<reason>`."""
-        self.docs.setdefault(doc_id, reason)
+        if doc_id not in self.docs:
+            self.docs[doc_id] = reason
+            named = sorted(set(rivals))
+            if named:
+                self.doc_rivals[doc_id] = named
 
     def undecided(self, rows: Iterable[Row]) -> list[Row]:
         """The rows (query id first) of queries not dropped yet."""
         return [row for row in rows if row[0] not in self.queries]
 
     def apply(self, bench: Bench, stage: str) -> Bench:
-        return bench.drop_queries(self.queries, stage).drop_docs(self.docs, stage)
+        return bench.drop_queries(_with_rivals(self.queries, self.query_rivals), stage).drop_docs(
+            _with_rivals(self.docs, self.doc_rivals), stage)
+
+
+def _with_rivals(reasons: dict[str, str], rivals: dict[str, list[str]]) -> Mapping[str, str] | pl.DataFrame:
+    """The reasons as they are, or with a `rivals` column when any drop has rivals."""
+    if not rivals:
+        return reasons
+    import polars as pl
+
+    return pl.DataFrame({"id": list(reasons), "reason": list(reasons.values()),
+                         "rivals": [rivals.get(i) for i in reasons]},
+                        schema={"id": pl.Utf8, "reason": pl.Utf8, "rivals": pl.List(pl.Utf8)})
 
 
 class QueryFilter(Stage):

@@ -25,6 +25,7 @@ from builder.position_columns import PositionOptions, annotate_positions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.contracts import POSITIONS, QUERIES, REFERENCE_TEXTS, SPANS
 from builder.stages.refs import ModelRef, PromptRef
+from builder.textutil.positions import REGION_OF_NAME
 from builder.textutil.span_blocks import Match, match_block
 from builder.textutil.spans import ALL_METHODS, MatchMethod
 
@@ -147,8 +148,7 @@ class LocalizeSpans(Stage):
         q = bench.queries
         if "requested_position" not in q.columns:
             return bench
-        region = pl.col("requested_position").replace_strict(
-            {"first": "beginning", "middle": "middle", "final": "end"}, default=None)
+        region = pl.col("requested_position").replace_strict(REGION_OF_NAME, default=None)
         q = q.with_columns((region == pl.col("position_tag")).alias("on_target"))
         ctx.stats["on_target"] = int(q["on_target"].sum() or 0)
         bench = bench.replace(queries=q)

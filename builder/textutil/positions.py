@@ -31,6 +31,12 @@ Region = Literal["beginning", "middle", "end"]
 RequestedRegion = Literal["first", "middle", "final"]
 
 _REGION_OF_REQUESTED: dict[str, Region] = {"first": "beginning", "middle": "middle", "final": "end"}
+# Either vocabulary to the position tag's: `requested_position` is written in the prompt's
+# words (query ids derive from them, so a release grown from an older one keeps its ids),
+# and read in both.
+REGION_OF_NAME: dict[str, Region] = {**_REGION_OF_REQUESTED, "beginning": "beginning", "end": "end"}
+# The position tag's names, as recipes may give them, to the prompt's.
+REQUESTED_OF_TAG_NAME: dict[str, RequestedRegion] = {"beginning": "first", "end": "final"}
 _REQUESTED_OF_REGION: dict[str, RequestedRegion] = {"beginning": "first", "middle": "middle", "end": "final"}
 
 

@@ -182,3 +182,15 @@ def test_a_large_removal_warns_above_the_threshold(tmp_path):
     ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()})
     FalseNegatives(FalseNegativeParams(warn_above=0.4)).run(_bench(), ctx)
     assert ctx.warnings == []
+
+
+def test_each_removal_names_the_documents_that_caused_it(tmp_path):
+    # A grown release's diff tells a removal caused by new documents from the others by these.
+    ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config(normalize=True)})
+    out = FalseNegatives(FalseNegativeParams(mode="fineweb_posq")).run(_bench(), ctx)
+    assert out.drops.select("id", "reason", "rivals").rows() == [("q_tower", "false_negative_confirmed", ["planted"])]
+    (tmp_path / "posir").mkdir()
+    ctx = qc_ctx(tmp_path / "posir", configs={"bm25": BM25Config()})
+    out = FalseNegatives(FalseNegativeParams()).run(_bench(), ctx)
+    assert sorted(out.drops.select("kind", "id", "rivals").rows()) == [
+        ("doc", "planted", ["tower"]), ("query", "q_planted", ["tower"])]

@@ -263,3 +263,13 @@ def test_the_background_detector_agrees_with_detect_base():
         assert [detector.detect(t) for t in texts] == [detect_base(t) for t in texts]
     finally:
         detector.close()
+
+
+def test_region_weights_take_the_position_tag_names_as_well():
+    # beginning/middle/end, as position_tag says; first/middle/final stay readable in older recipes.
+    assert GenerateParams(mode="extractive", region_weights={"beginning": 2, "end": 0.5}).region_weights == {
+        "first": 2.0, "final": 0.5}
+    assert GenerateParams(mode="extractive", region_weights={"first": 1, "middle": 1}).region_weights == {
+        "first": 1.0, "middle": 1.0}
+    with pytest.raises(ValueError, match="names the beginning twice"):
+        GenerateParams(mode="extractive", region_weights={"beginning": 1, "first": 1})

@@ -216,3 +216,9 @@ def test_match_queries_ships_each_document_once_and_keeps_query_order():
                                [(DOC, [["The cat sat on the mat."], ["Repeat me."]])]]
     assert [m if isinstance(m, str) else m[0]["start"] for m in found] == [
         RIVER.index("Nothing"), DOC.index("The cat"), 0, "span_ambiguous"]
+
+
+def test_requested_position_is_read_in_either_vocabulary(tmp_path):
+    bench = _bench([["End."], ["The cat sat on the mat."], ["End."]], requested=["beginning", "first", "end"])
+    kept = LocalizeSpans(LocalizeParams()).run(bench, make_ctx(tmp_path))
+    assert kept.queries["on_target"].to_list() == [False, True, True]

@@ -112,3 +112,72 @@ def test_diff_compares_pinned_inputs_and_reference_figures_when_both_have_them(t
     assert "input models.gen: 'm-small' → 'm-large'" in shown.output
     assert "bm25 nDCG@10: 0.2500 → 0.5000" in shown.output
 
+
+
+def _grown() -> Bench:
+    """v1 grown with document n: a-q2 loses to n (a false negative), b-q1 goes for a reason
+    of its own, c's query was not made again, and n brings n-q1."""
+    docs = {"a": ("alpha text", "en"), "b": ("beta text", "en"), "c": ("gamma text", "de"), "n": ("new alpha", "en")}
+    bench = _bench(docs, [("a-q1", "what is alpha?", "a", 0, 0, "beginning"),
+                          ("a-q2", "where is alpha?", "a", 6, 12, "end"),
+                          ("b-q1", "what is beta?", "b", 0, 0, "beginning"),
+                          ("n-q1", "what is new alpha?", "n", 0, 0, "beginning")],
+                   [("a-q1", "a", 1), ("a-q2", "a", 1), ("b-q1", "b", 1), ("n-q1", "n", 1)])
+    rivals = pl.DataFrame({"id": ["a-q2"], "reason": ["false_negative_confirmed"], "rivals": [["n", "b"]]})
+    return bench.drop_queries(rivals, "false_negatives").drop_queries({"b-q1": "span_not_found"}, "localize")
+
+
+def test_diff_says_which_removed_queries_the_new_documents_caused(tmp_path):
+    old, new = write_beir(OLD, tmp_path / "v1"), write_beir(_grown(), tmp_path / "v2")
+    removed = diff_versions(read_version(old), read_version(new))["queries"]["removed"]
+    assert removed["count"] == 3
+    assert removed["because_of_new_documents"] == {"count": 1, "by_reason": {"false_negative_confirmed": 1}}
+    assert removed["other"] == {"count": 2, "by_reason": {"not made again": 1, "span_not_found": 1}}
+    assert removed["why"] == [
+        {"id": "a-q2", "stage": "false_negatives", "reason": "false_negative_confirmed",
+         "cause": "because_of_new_documents", "new_documents": ["n"]},
+        {"id": "b-q1", "stage": "localize", "reason": "span_not_found", "cause": "other", "new_documents": []},
+        {"id": "c-q1", "stage": None, "reason": "not made again", "cause": "other", "new_documents": []}]
+    shown = CliRunner().invoke(app, [str(old), str(new)], terminal_width=160)
+    said = " ".join(shown.output.split())
+    assert ("removed queries: 1 because of new documents (false_negative_confirmed 1), "
+            "2 for other reasons (not made again 1, span_not_found 1)") in said
+    assert "removed query a-q2: where is alpha? [false_negative_confirmed; new document n]" in said
+
+
+def test_without_a_drop_log_removals_are_not_explained_away(tmp_path):
+    old, new = write_beir(OLD, tmp_path / "v1"), write_beir(_grown(), tmp_path / "v2")
+    (new / "drops.parquet").unlink()
+    removed = diff_versions(read_version(old), read_version(new))["queries"]["removed"]
+    assert removed["because_of_new_documents"]["count"] == 0
+    assert removed["other"]["by_reason"] == {"no drop log in the new version": 3}
+
+
+def test_the_changelog_names_removals_caused_by_new_documents(tmp_path):
+    from builder.publish.release_notes import data_lines
+
+    result = diff_versions(read_version(write_beir(OLD, tmp_path / "v1")), read_version(write_beir(_grown(), tmp_path / "v2")))
+    lines = data_lines(result)
+    assert ("Removed queries of the previous release: 1 because of the new documents (false_negative_confirmed 1: "
+            "a-q2), 2 for other reasons (not made again 1, span_not_found 1).") in lines
+
+
+def test_diff_json_examples_are_whole(tmp_path):
+    long_text = "why " + "very " * 40 + "long?"
+    old = _bench({"a": ("alpha text", "en")}, [("a-q1", "short?", "a", 0, 0, "beginning")], [("a-q1", "a", 1)])
+    new = _bench({"a": ("alpha text", "en")}, [("a-q1", long_text, "a", 0, 0, "beginning")], [("a-q1", "a", 1)])
+    old_dir, new_dir = write_beir(old, tmp_path / "v1"), write_beir(new, tmp_path / "v2")
+    as_json = json.loads(CliRunner().invoke(app, [str(old_dir), str(new_dir), "--json"]).stdout)
+    assert as_json["queries"]["changed"]["by_field"]["text"]["examples"][0]["new"] == long_text
+    shown = CliRunner().invoke(app, [str(old_dir), str(new_dir)], terminal_width=160)
+    assert long_text not in shown.output and "…" in shown.output
+
+
+def test_a_document_that_lost_its_length_bucket_to_new_ones_counts_as_caused_by_them():
+    from builder.publish.removals import removal_reasons
+
+    drops = pl.DataFrame({"stage": ["sample"], "kind": ["query"], "id": ["a-q1"], "reason": ["doc_removed:not_sampled"]})
+    grown = removal_reasons(["a-q1"], drops, {"a"}, docs_added=2)
+    assert grown["because_of_new_documents"] == {"count": 1, "by_reason": {"doc_removed:not_sampled": 1}}
+    same_size = removal_reasons(["a-q1"], drops, {"a"}, docs_added=0)
+    assert same_size["other"]["count"] == 1 and same_size["why"][0]["cause"] == "other"

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from builder.stages.base import StageParams
 from builder.stages.refs import ModelRef, PromptRef
+from builder.textutil.positions import REQUESTED_OF_TAG_NAME
 
 # PosIR's over-complete list of question types, in our own short wording.
 POSIR_TYPES = [
@@ -32,7 +33,9 @@ class GenerateParams(StageParams):
     questions_per_call: int = Field(default=3, ge=1, description=(
         "whole_document: questions asked per call; chunked: the most kept from a chunk's list"))
     region_weights: dict[Literal["first", "middle", "final"], float] = Field(
-        default={"first": 1.0, "middle": 1.0, "final": 1.0})
+        default={"first": 1.0, "middle": 1.0, "final": 1.0}, description=(
+            "weight of each third: beginning, middle, end (as position_tag names them), or first, "
+            "middle, final (the prompt's words, which requested_position keeps)"))
     question_types: list[str] = Field(default_factory=lambda: list(POSIR_TYPES))
     styles: list[str] = Field(default_factory=lambda: list(POSIR_STYLES))
     chunk_size: int = Field(default=256, ge=16, description="chunked: chunk length in chunk_unit")
@@ -40,6 +43,20 @@ class GenerateParams(StageParams):
     chunk_unit: Literal["words", "tokens"] = "words"
     check_language: bool = Field(default=True, description=(
         "drop questions langdetect places in another language than their document"))
+
+    @field_validator("region_weights", mode="before")
+    @classmethod
+    def _prompt_words(cls, value: object) -> object:
+        if not isinstance(value, dict):
+            return value
+        out: dict[object, object] = {}
+        for name, weight in value.items():
+            word = REQUESTED_OF_TAG_NAME.get(name, name) if isinstance(name, str) else name
+            if word in out:
+                tag = next(t for t, w in REQUESTED_OF_TAG_NAME.items() if w == word)
+                raise ValueError(f"region_weights names the {tag} twice ({word!r} and {tag!r} are one third)")
+            out[word] = weight
+        return out
 
     @model_validator(mode="after")
     def _consistent(self) -> GenerateParams:

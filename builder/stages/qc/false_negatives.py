@@ -183,8 +183,14 @@ class FalseNegatives(QueryFilter):
                                  bench.corpus["doc_id"].to_list())
         ctx.stats["false_negative_flagged_docs"] = len({r["doc_id"] for r in flagged})
         ctx.stats["false_negative_docs"] = len(docs)
+        # A document goes for a flag it shares with another: it beats that document's positive,
+        # or (an odd cycle) its own queries' positive is beaten by it.
+        shares: dict[str, list[str]] = {}
+        for r in flagged:
+            shares.setdefault(r["doc_id"], []).append(r["positive"])
+            shares.setdefault(r["positive"], []).append(r["doc_id"])
         for doc_id in docs:
-            verdicts.drop_doc(doc_id, "false_negative")
+            verdicts.drop_doc(doc_id, "false_negative", shares.get(doc_id, ()))
 
     def _drop_queries(self, bench: Bench, flagged: list[dict[str, Any]], ctx: StageContext,
                       verdicts: Verdicts) -> None:
@@ -200,7 +206,11 @@ class FalseNegatives(QueryFilter):
         confirmed = [r for r, v in zip(flagged, votes) if v >= need]
         _save(flagged, ctx, votes=votes if p.judges else None)
         ctx.stats["false_negatives_confirmed"] = len(confirmed)
-        verdicts.drop_all((r["query_id"] for r in confirmed), "false_negative_confirmed")
+        rivals: dict[str, list[str]] = {}
+        for r in confirmed:  # a query may have several confirmed competitors: all are its rivals
+            rivals.setdefault(r["query_id"], []).append(r["doc_id"])
+        for query_id, docs in rivals.items():
+            verdicts.drop(query_id, "false_negative_confirmed", docs)
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         pairs = flow.queries * self.params.top_k * len(self.params.rerankers)

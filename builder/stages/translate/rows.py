@@ -11,12 +11,11 @@ import polars as pl
 from builder.backends.tokenizers import TokenCounter
 from builder.bench import SPAN_DTYPE
 from builder.position_columns import PositionOptions, annotate_positions
-from builder.textutil.positions import length_bucket, position_bin, third_of
+from builder.textutil.positions import REGION_OF_NAME, length_bucket, position_bin, third_of
 from builder.stages.translate.documents import DocResult
 
 Basis = Literal["source", "target"]
 _SOURCE_OFFSETS = ("chunk_start", "chunk_end")
-_REGION = {"first": "beginning", "middle": "middle", "final": "end"}
 
 
 def tagged(ids: pl.Expr, lang: pl.Expr) -> pl.Expr:
@@ -120,6 +119,6 @@ def annotate_translated(queries: pl.DataFrame, corpus: pl.DataFrame, tokenizer: 
         pl.Series("reference_texts", refs, dtype=pl.List(pl.Utf8)),
     )
     if "on_target" in out.columns and "requested_position" in out.columns:
-        region = pl.col("requested_position").replace_strict(_REGION, default=None)
+        region = pl.col("requested_position").replace_strict(REGION_OF_NAME, default=None)
         out = out.with_columns((region == pl.col("position_tag")).alias("on_target"))
     return out
