@@ -104,3 +104,17 @@ def test_without_a_quota_the_target_is_the_reach_of_the_scarcest_third():
 def test_the_wrapped_stages_start_with_llm_generation_and_exist(stages):
     with pytest.raises(ValueError):
         ToQuotaParams(stages=stages)
+
+
+def test_a_wrapped_stage_naming_an_undeclared_model_is_a_recipe_problem(write_recipe):
+    from builder.recipe.model import parse_recipe
+    from builder.recipe.yaml_text import RecipeError
+
+    path = write_recipe(
+        "name: t\nsources: [{type: python_docs}]\nmodels: {gen: {model: m}}\nstages:\n"
+        "  - generate_to_quota:\n      stages:\n        - generate_queries: {mode: whole_document, llm: nope}\n"
+        "        - localize_spans: {llm: gen}\n")
+    with pytest.raises(RecipeError) as caught:
+        parse_recipe(path)
+    assert [(p.loc, p.message) for p in caught.value.problems] == [
+        (("stages", 0, "generate_to_quota", "stages.0.llm"), "model 'nope' is not declared under models:")]

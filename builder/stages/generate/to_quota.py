@@ -129,7 +129,7 @@ class GenerateToQuota(Stage):
             if not asks:
                 stopped = stop_reason(tallies, p.quota, prior)
                 break
-            only = set()
+            only: set[str] = set()
             for group, n in asks.items():
                 t = tallies[group]
                 only.update(t.left[:n])
@@ -180,3 +180,4 @@ class GenerateToQuota(Stage):
         new = bench.queries.filter(~pl.col("query_id").is_in(list(before)))
         return Counter((third, stratum_of[doc_id]) for doc_id, value in new.select("doc_id", column).iter_rows()
                        if (third := third_of_value(value)) is not None)
+
