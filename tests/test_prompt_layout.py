@@ -28,6 +28,8 @@ DOCUMENT_PROMPTS = [
 
 
 def _text(name: str, **variables: object) -> str:
+    if name == "relevance_grade":
+        variables.setdefault("set_aside", [])
     return request_text(PromptLibrary().get(name).render(**variables))
 
 
@@ -70,3 +72,16 @@ def test_prefix_share_counts_the_longest_prefix_shared_with_any_earlier_request(
     assert shared_prefixes(texts) == [0, 3, 0, 5, 5]
     assert prefix_share(texts) == pytest.approx(13 / 27)
     assert prefix_share([]) == 0.0
+
+
+def test_grading_without_a_span_shares_the_document_and_every_fixed_instruction():
+    with_span = _text("relevance_grade", document=DOC, one_pair=False, questions=QUESTIONS_A)
+    without = _text("relevance_grade", document=DOC, one_pair=False, questions=QUESTIONS_A,
+                    set_aside=["Ships stayed in port until March"])
+    common = shared_prefixes([with_span, without])[1]
+    assert common == with_span.index("<questions>")
+    assert without[common:].startswith("Grade as if the passage below had been deleted from the text")
+    assert "<set_aside>\nShips stayed in port until March\n</set_aside>" in without[common:]
+    one = [_text("relevance_grade", document=DOC, one_pair=True, questions=QUESTIONS_A, set_aside=[passage])
+           for passage in ("The harbour froze in 1709.", "Ships stayed in port until March")]
+    assert shared_prefixes(one)[1] == one[0].index("<set_aside>\n") + len("<set_aside>\n")

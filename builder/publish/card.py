@@ -160,6 +160,8 @@ def card_context(stats: dict[str, Any], run_stages: list[StageRecord], layout: H
         "stats": stats,
         "steps": construction(run_stages, loaded),
         "prompts": _prompts(run_stages),
+        "contrast_layouts": {st.stage: st.figures["contrast_layout"] for st in run_stages
+                             if "contrast_layout" in st.figures},
         "inputs": stats.get("inputs"),
         "llm_answers": stats.get("llm_answers"),
         "recipe_effective": effective_recipe(loaded) if loaded else None,

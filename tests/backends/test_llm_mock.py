@@ -98,20 +98,20 @@ def test_references_are_copied_verbatim_and_unanswerable_questions_get_none():
 
 
 @pytest.mark.parametrize("one_pair", [True, False])
-def test_grades_fall_when_the_answering_sentence_is_cut_out(one_pair):
+def test_grades_fall_when_the_answering_sentence_is_cut_out_or_set_aside(one_pair):
     question = generation("posir_generate_json", "middle", n=1)["questions"][0]
     without = DOC.replace(question["answer"], "")
 
-    def grade(text: str) -> int:
+    def grade(text: str, set_aside: tuple[str, ...] = ()) -> int:
         listed = [{"id": 1, "text": question["question"]}]
         request = ChatRequest.of(PROMPTS.get("relevance_grade").render(
-            document=text, questions=listed, one_pair=one_pair))
+            document=text, questions=listed, one_pair=one_pair, set_aside=list(set_aside)))
         (answer,) = chat_json(mock(), [request], grade_validator(1))
         assert answer.error is None, answer.raw
         return answer.value[0]
 
     assert grade(DOC) == 4
-    assert grade(without) < 3
+    assert grade(without) == grade(DOC, set_aside=(question["answer"],)) < 3
     assert grade("Cats sleep most of the day.") == 0
 
 

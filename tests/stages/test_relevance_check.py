@@ -3,6 +3,7 @@ import json
 import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
+from builder.prompt_templates import PromptLibrary
 from builder.stages.qc.grading import remove_spans
 from builder.stages.qc.llm_relevance import LLMRelevance, RelevanceParams
 from builder.testing.openai_server import Reply
@@ -68,9 +69,77 @@ def test_grades_with_and_without_spans_go_out_together(tmp_path, fake_openai):
     assert out.queries["query_id"].to_list() == ["full"]
     # One request with the spans (four questions) and three without (two queries share a
     # span), all in flight together rather than in a round each.
-    with_spans = [b for b in srv.requests if DOC in b["messages"][-1]["content"]]
+    with_spans = [b for b in srv.requests if "<set_aside>" not in b["messages"][-1]["content"]]
     assert (len(with_spans), srv.request_count) == (1, 4)
     assert max(srv.arrived) < min(srv.answered)
+
+
+def _sent(srv) -> list[str]:
+    return [b["messages"][-1]["content"] for b in srv.requests]
+
+
+def test_without_the_span_the_document_stays_whole_and_the_span_is_named_to_set_aside(tmp_path, fake_openai):
+    srv = fake_openai(responder=with_grades())
+    backend = OpenAIBackend("judge", OpenAIModelConfig(model="judge", base_url=srv.base_url, max_concurrency=1),
+                            LLMCache.memory())
+    try:
+        ctx = qc_ctx(tmp_path, llms={"judge": backend})
+        out = LLMRelevance(RelevanceParams(llm="judge")).run(_bench(), ctx)
+    finally:
+        backend.close()
+    # The same verdicts as cutting the span out (test_contrast_needs_a_higher_grade_with_the_span).
+    assert out.queries["query_id"].to_list() == ["full"]
+    assert ctx.stats["contrast_layout"] == "set_aside"
+    sent = _sent(srv)
+    assert all(text.startswith(f"<document>\n{DOC}\n</document>") for text in sent)
+    assert ["<set_aside>" in text for text in sent] == [False, True, True, True]
+    assert "<set_aside>\nMarie Curie discovered polonium and radium\n</set_aside>" in sent[1]
+
+
+def test_cut_sends_the_document_with_the_span_cut_out(tmp_path, fake_openai):
+    srv = fake_openai(responder=with_grades())
+    backend = OpenAIBackend("judge", OpenAIModelConfig(model="judge", base_url=srv.base_url, max_concurrency=1),
+                            LLMCache.memory())
+    try:
+        ctx = qc_ctx(tmp_path, llms={"judge": backend})
+        out = LLMRelevance(RelevanceParams(llm="judge", without_span="cut")).run(_bench(), ctx)
+    finally:
+        backend.close()
+    assert out.queries["query_id"].to_list() == ["full"]
+    assert ctx.stats["contrast_layout"] == "cut"
+    sent = _sent(srv)
+    assert not any("<set_aside>" in text for text in sent)
+    assert sum(DOC in text for text in sent) == 1
+    assert any(remove_spans(DOC, span(QUERIES[0][2], DOC)) in text for text in sent)
+
+
+def test_a_grading_prompt_that_cannot_set_a_passage_aside_gets_the_cut_document(tmp_path, grader):
+    own = tmp_path / "grade.j2"
+    shipped = PromptLibrary().path_of("relevance_grade").read_text(encoding="utf-8")
+    before, after = shipped.split("{% if set_aside %}")
+    own.write_text(before + after.split("{% endif %}", 1)[1], encoding="utf-8")
+    ctx = qc_ctx(tmp_path, llms={"judge": grader()})
+    out = LLMRelevance(RelevanceParams(llm="judge", prompt=str(own))).run(_bench(), ctx)
+    assert out.queries["query_id"].to_list() == ["full"]
+    assert ctx.stats["contrast_layout"] == "cut"
+
+
+def test_requests_about_one_document_go_out_together(tmp_path, fake_openai):
+    srv = fake_openai(responder=with_grades())
+    backend = OpenAIBackend("judge", OpenAIModelConfig(model="judge", base_url=srv.base_url, max_concurrency=1),
+                            LLMCache.memory())
+    other = "Ada Lovelace wrote the first program for the Analytical Engine of Charles Babbage."
+    bench = bench_of({"d": DOC, "e": other}, [
+        {"query_id": "full", "text": QUERIES[0][1], "doc_id": "d", "spans": span(QUERIES[0][2], DOC)},
+        {"query_id": "ada", "text": "Who wrote the first program?", "doc_id": "e",
+         "spans": span("Ada Lovelace wrote the first program", other)},
+        {"query_id": "off", "text": QUERIES[3][1], "doc_id": "d", "spans": span(QUERIES[3][2], DOC)}])
+    try:
+        LLMRelevance(RelevanceParams(llm="judge")).run(bench, qc_ctx(tmp_path, llms={"judge": backend}))
+    finally:
+        backend.close()
+    docs = ["d" if text.startswith(f"<document>\n{DOC}") else "e" for text in _sent(srv)]
+    assert docs == ["d", "d", "d", "e", "e"]
 
 
 def test_unusable_answers_are_counted_drops(tmp_path, grader):

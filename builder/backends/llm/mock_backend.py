@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from builder.backends.llm.base import ChatRequest, ChatResponse, LLMUsage, Message
 from builder.backends.llm.cache import LLMCache, Origin, fill, key_for, split_cached
 from builder.backends.llm.config import OpenAIModelConfig, VLLMModelConfig
-from builder.backends.llm.mock_prompts import (STOPWORDS, Sentence, between, content_words, identify, numbered,
+from builder.backends.llm.mock_prompts import (STOPWORDS, Sentence, between, blocks, content_words, identify, numbered,
                                                outside, prompt_text, sentences)
 
 MOCK_NAME = "build-bench mock LLM"
@@ -135,6 +135,8 @@ def _grade(question: str, document: str) -> int:
 
 def _relevance(text: str) -> str:
     document = between(text, "document") or ""
+    for passage in blocks(outside(text, "document"), "set_aside"):  # graded as if deleted
+        document = document.replace(passage, " ", 1)
     query = between(text, "query")
     if query is not None:
         return str(_grade(query, document))

@@ -71,6 +71,11 @@ def between(text: str, tag: str) -> str | None:
     return m.group(1) if m else None
 
 
+def blocks(text: str, tag: str) -> list[str]:
+    """What stands in every `<tag>` ... `</tag>` block, in order."""
+    return re.findall(f"^<{tag}>\\n(.*?)\\n</{tag}>$", text, re.S | re.M)
+
+
 def outside(text: str, tag: str) -> str:
     """The text with its `<tag>` block cut out: the instructions around a document, so that
     words of the document are never read as instructions."""

@@ -22,7 +22,7 @@ from builder.backends.rerankers.factory import (
     RerankerUnavailable,
     make_reranker,
 )
-from builder.backends.rerankers.llm_judge import Grade, grade_pair_sets, grade_pairs, request_count
+from builder.backends.rerankers.llm_judge import Grade, SetAside, grade_pair_sets, grade_pairs, request_count
 
 __all__ = [
     "AnyRerankerConfig",
@@ -36,6 +36,7 @@ __all__ = [
     "Reranker",
     "RerankerConfig",
     "RerankerUnavailable",
+    "SetAside",
     "grade_pair_sets",
     "grade_pairs",
     "is_missing",

@@ -115,7 +115,7 @@ RerankerConfig = Annotated[
 # Settings that say where a model runs, not what it computes.
 PLACEMENT = frozenset({"actors", "num_gpus", "num_cpus"})
 # What a grading prompt is given (see llm_judge.grade_pairs).
-GRADE_VARIABLES = frozenset({"document", "questions", "one_pair"})
+GRADE_VARIABLES = frozenset({"document", "questions", "one_pair", "set_aside"})
 
 BACKENDS = ("bm25", "flag", "cross_encoder", "bi_encoder", "llm_judge")
 RERANKER_TYPES = (BM25Config, FlagConfig, CrossEncoderConfig, BiEncoderConfig, LLMJudgeConfig)

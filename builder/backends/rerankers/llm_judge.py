@@ -4,6 +4,8 @@
 `questions_per_call: 1` every request holds one (question, text) pair and the prompt
 (variable `one_pair`) asks for a bare integer, as FineWeb-PosQ's judge did; otherwise
 pairs with the same text are asked together and the answer lists one grade per question.
+A text may be a `SetAside`: the whole document plus passages the judge is to grade as if
+deleted, so that grading without a span shares the document with grading with it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from builder.backends.llm import ChatRequest, LLMBackend
 from builder.backends.llm.json_batches import IdList, NumberedBatch, ask_numbered, number_batches, per_item
@@ -22,6 +24,17 @@ from builder.backends.rerankers.config import LLMJudgeConfig
 
 Render = Callable[..., Sequence[dict[str, str]]]
 MAX_GRADE = 4
+
+
+class SetAside(NamedTuple):
+    """A document to grade as if `passages` had been deleted from it."""
+
+    document: str
+    passages: tuple[str, ...]
+
+
+# A question and what it is graded against: a text, or a document with passages set aside.
+GradedPair = tuple[str, "str | SetAside"]
 
 
 @dataclass(frozen=True)
@@ -67,28 +80,41 @@ def _validator(n: int) -> Callable[[Any], list[int]]:
     return validate
 
 
-def _batches(sets: Sequence[Sequence[Pair]], per_call: int, render: Render, tag: str
+def _document(text: str | SetAside) -> str:
+    return text.document if isinstance(text, SetAside) else text
+
+
+def _batches(sets: Sequence[Sequence[GradedPair]], per_call: int, render: Render, tag: str
              ) -> list[NumberedBatch[tuple[int, int]]]:
-    """Requests for the pairs of every set: pairs of one set sharing a text, `per_call` at most each."""
-    def request_for(group: tuple[int, str], _: int, keys: list[tuple[int, int]],
+    """Requests for the pairs of every set: pairs of one set sharing a text, `per_call` at most
+    each; the requests about one document follow each other, so a prefix cache of modest
+    size still holds the document when the next one comes."""
+    def request_for(group: tuple[int, str | SetAside], _: int, keys: list[tuple[int, int]],
                     questions: list[dict[str, Any]]) -> ChatRequest:
-        messages = render(document=group[1], questions=questions, one_pair=per_call == 1)
+        text = group[1]
+        passages = list(text.passages) if isinstance(text, SetAside) else []
+        messages = render(document=_document(text), questions=questions, one_pair=per_call == 1,
+                          set_aside=passages)
         return ChatRequest.of(messages, item_id=f"{tag}{keys[0][1]}")
 
     items = [((s, text), (s, i), question) for s, pairs in enumerate(sets)
              for i, (question, text) in enumerate(pairs)]
+    first_seen: dict[str, int] = {}
+    for (_, text), _, _ in items:
+        first_seen.setdefault(_document(text), len(first_seen))
+    items.sort(key=lambda item: first_seen[_document(item[0][1])])  # stable: sets keep their order within
     return number_batches(items, per_call, request_for)
 
 
-def grade_pair_sets(backend: LLMBackend, render: Render, sets: Sequence[Sequence[Pair]], *,
+def grade_pair_sets(backend: LLMBackend, render: Render, sets: Sequence[Sequence[GradedPair]], *,
                     questions_per_call: int = 8, raw_log: Path | None = None,
                     on_done: Callable[[int], None] | None = None, tag: str = "") -> list[list[Grade]]:
     """Grade each (question, text) pair of several sets, every request in one pool.
 
     Within a set, pairs with the same text are asked together: one request per text and
     batch of at most `questions_per_call` questions. `render(document=...,
-    questions=[{"id", "text"}], one_pair=...)` gives the messages; `tag` keeps the item
-    ids of different callers apart in logs.
+    questions=[{"id", "text"}], one_pair=..., set_aside=[passages])` gives the messages;
+    `tag` keeps the item ids of different callers apart in logs.
     """
     batches = _batches(sets, questions_per_call, render, tag)
     schema_for = (lambda _: BARE_GRADE) if questions_per_call == 1 else GRADES.schema
@@ -107,7 +133,7 @@ def grade_pairs(backend: LLMBackend, render: Render, pairs: Sequence[Pair], *,
                            on_done=on_done, tag=tag)[0]
 
 
-def request_count(pairs: Sequence[Pair], questions_per_call: int) -> int:
+def request_count(pairs: Sequence[GradedPair], questions_per_call: int) -> int:
     """How many requests grading these pairs takes."""
     per_text = Counter(text for _, text in pairs)
     return sum(-(-n // questions_per_call) for n in per_text.values())

@@ -6,7 +6,7 @@ The model returns a free list of questions per chunk, as in the paper's FAQ brai
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import ChatRequest
@@ -61,9 +61,22 @@ def _counter(p: GenerateParams, ctx: StageContext) -> Callable[[str], int]:
     return lambda s: ctx.tokenizer.count_many([s])[0]
 
 
+def chunk_calls(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams
+                ) -> list[tuple[str, str, int, int, str, str]]:
+    """Every call this mode can make: (doc_id, call id, start, end, third, chunk) per chunk."""
+    splitter = make_splitter(p, _counter(p, ctx))
+    out = []
+    for doc_id, text in corpus.select("doc_id", "text").iter_rows():
+        for k, (start, end, chunk) in enumerate(split_with_offsets(splitter, text)):
+            out.append((doc_id, f"{doc_id}/c{k}", start, end, tag_chunk(start, end, len(text)), chunk))
+    return out
+
+
 def generate_chunked(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
-                     on_questions: Callable[[list[str]], None]) -> GenerationOutcome:
-    """`on_questions` hears each accepted answer's questions as it arrives."""
+                     on_questions: Callable[[list[str]], None],
+                     only: Collection[str] | None = None) -> GenerationOutcome:
+    """`on_questions` hears each accepted answer's questions as it arrives; `only` (call
+    ids, see `chunk_calls`) asks about those chunks alone."""
     assert p.llm is not None
 
     def validate(value: Any) -> list[dict[str, str]]:
@@ -71,17 +84,16 @@ def generate_chunked(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
         on_questions([item["question"].strip() for item in items[: p.questions_per_call]])
         return items
 
-    splitter = make_splitter(p, _counter(p, ctx))
+    summaries = dict(corpus.select("doc_id", "summary").iter_rows())
     calls: list[tuple[str, str, int, int, str]] = []
     requests: list[ChatRequest] = []
-    for doc in corpus.select("doc_id", "text", "summary").iter_rows(named=True):
-        for k, (start, end, chunk) in enumerate(split_with_offsets(splitter, doc["text"])):
-            call_id = f"{doc['doc_id']}/c{k}"
-            tag = tag_chunk(start, end, len(doc["text"]))
-            messages = ctx.render(p.prompt, summary=doc["summary"] or "", chunk=chunk,
-                                  max_questions=p.questions_per_call)
-            calls.append((doc["doc_id"], call_id, start, end, tag))
-            requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=answer_schema(p.questions_per_call)))
+    for doc_id, call_id, start, end, tag, chunk in chunk_calls(corpus, ctx, p):
+        if only is not None and call_id not in only:
+            continue
+        messages = ctx.render(p.prompt, summary=summaries[doc_id] or "", chunk=chunk,
+                              max_questions=p.questions_per_call)
+        calls.append((doc_id, call_id, start, end, tag))
+        requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=answer_schema(p.questions_per_call)))
     with ctx.progress.task("generating per chunk", len(requests)) as bar:
         answers = chat_json(ctx.llm(p.llm), requests, validate,
                             raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -55,6 +56,10 @@ class GenerateQueries(Stage):
         return frozenset({QUERIES, REQUESTED_POSITIONS, *extra})
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
+        return self.run_calls(bench, ctx)
+
+    def run_calls(self, bench: Bench, ctx: StageContext, only: Collection[str] | None = None) -> Bench:
+        """Generate; with `only`, make just those calls (ids as `steering.candidate_calls` lists)."""
         p = self.params
         # Only a stage that will judge some question's language starts langdetect.
         langs = [normalise(c) for c in bench.corpus["lang"].unique().to_list()]
@@ -64,7 +69,9 @@ class GenerateQueries(Stage):
                 ctx.llm(p.llm)  # build the client before langdetect's thread competes for the interpreter
             detector = BackgroundDetector()
         try:
-            outcome = _MODES[p.mode](bench.corpus, ctx, p, detector.submit if detector else _ignore)
+            on_questions = detector.submit if detector else _ignore
+            outcome = (_MODES[p.mode](bench.corpus, ctx, p, on_questions) if only is None
+                       else _MODES[p.mode](bench.corpus, ctx, p, on_questions, only))
             ctx.stats.update(outcome.notes)
             return _apply(bench, outcome, ctx, p, detector)
         finally:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import ChatRequest
@@ -48,10 +48,29 @@ def pick_region(ctx: StageContext, key: str, weights: dict[str, float]) -> str:
     return ctx.item_rng(key).choices(regions, [weights[r] for r in regions])[0]
 
 
+def region_calls(corpus: pl.DataFrame, p: GenerateParams) -> list[tuple[str, str, str]]:
+    """Every call a steered build can make: (doc_id, call id, region), one per document and
+    region of positive weight."""
+    regions = [r for r in ("first", "middle", "final") if p.region_weights.get(r, 0) > 0]
+    return [(doc_id, f"{doc_id}/{region}", region) for doc_id in corpus["doc_id"] for region in regions]
+
+
+def _drawn_calls(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams) -> list[tuple[str, str, str, int]]:
+    """(doc_id, call id, region, call number): `calls_per_doc` per document, each region drawn."""
+    out = []
+    for doc_id in corpus["doc_id"]:
+        for k in range(p.calls_per_doc):
+            call_id = f"{doc_id}/g{k}"
+            out.append((doc_id, call_id, pick_region(ctx, call_id, p.region_weights), k))
+    return out
+
+
 def generate_whole_document(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
-                            on_questions: Callable[[list[str]], None]) -> GenerationOutcome:
+                            on_questions: Callable[[list[str]], None],
+                            only: Collection[str] | None = None) -> GenerationOutcome:
     """`on_questions` hears each accepted answer's questions as it arrives, before the
-    last answer is in."""
+    last answer is in. `only` (call ids of `region_calls`) asks those regions instead of
+    drawing one per call."""
     assert p.llm is not None
 
     def validate(value: Any) -> dict[str, Any]:
@@ -59,20 +78,20 @@ def generate_whole_document(corpus: pl.DataFrame, ctx: StageContext, p: Generate
         on_questions([item["question"].strip() for item in value["questions"][: p.questions_per_call]])
         return value
 
+    texts = dict(corpus.select("doc_id", "text").iter_rows())
+    planned = _drawn_calls(corpus, ctx, p) if only is None else [
+        (doc_id, call_id, region, 0) for doc_id, call_id, region in region_calls(corpus, p) if call_id in only]
     calls: list[tuple[str, str, str]] = []  # (doc_id, call id, region)
     requests: list[ChatRequest] = []
-    for doc in corpus.select("doc_id", "text").iter_rows(named=True):
-        for k in range(p.calls_per_doc):
-            call_id = f"{doc['doc_id']}/g{k}"
-            region = pick_region(ctx, call_id, p.region_weights)
-            messages = ctx.render(
-                p.prompt, document=doc["text"], n_questions=p.questions_per_call,
-                region_instruction=REGION_INSTRUCTIONS[region],
-                question_types=p.question_types, styles=p.styles,
-                call_number=k + 1, calls=p.calls_per_doc,  # so two calls are never one cached request
-            )
-            calls.append((doc["doc_id"], call_id, region))
-            requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=answer_schema(p.questions_per_call)))
+    for doc_id, call_id, region, k in planned:
+        messages = ctx.render(
+            p.prompt, document=texts[doc_id], n_questions=p.questions_per_call,
+            region_instruction=REGION_INSTRUCTIONS[region],
+            question_types=p.question_types, styles=p.styles,
+            call_number=k + 1, calls=p.calls_per_doc,  # so two calls are never one cached request
+        )
+        calls.append((doc_id, call_id, region))
+        requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=answer_schema(p.questions_per_call)))
     with ctx.progress.task("generating questions", len(requests)) as bar:
         answers = chat_json(ctx.llm(p.llm), requests, validate,
                             raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)

@@ -1,15 +1,24 @@
 """Helpers shared by the QC stages: cutting spans out of a document, and grading
-(question, text) pairs with an LLM judge."""
+(question, text) pairs with an LLM judge.
+
+Grading a document without a query's span has two layouts. `set_aside` (the default) sends
+the whole document and, after the fixed instructions, the span's text to disregard: every
+request about a document then opens with the same text, which a prefix cache serves.
+`cut` sends the document with the span cut out (PosIR's literal contrast), whose text
+differs from the span on. A grading prompt that does not read `set_aside` gets `cut`.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
+from pydantic import Field
 
-from builder.backends.rerankers import Grade, Pair, grade_pair_sets, request_count
+from builder.backends.rerankers import Grade, SetAside, grade_pair_sets, request_count
+from builder.backends.rerankers.llm_judge import GradedPair
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -27,9 +36,19 @@ def remove_spans(text: str, spans: Sequence[dict] | None, joiner: str = " ") -> 
     return joiner.join(p.strip() for p in pieces if p.strip())
 
 
-def contrast_rows(bench: Bench) -> tuple[list[tuple[str, str, str, str]], dict[str, str]]:
-    """(query_id, query, document, document without spans) per query that has spans, and
-    `no_spans` for those that have none."""
+WithoutSpan = Literal["set_aside", "cut"]
+# A query's row: (query_id, query, document, document with its spans cut out, the spans' texts).
+ContrastRow = tuple[str, str, str, str, tuple[str, ...]]
+
+
+def without_span_field() -> Any:
+    return Field(default="set_aside", description=(
+        "grading without the span: set_aside sends the whole document and names the span to disregard "
+        "(a prefix cache serves the document); cut sends the document with the span cut out, as PosIR did"))
+
+
+def contrast_rows(bench: Bench) -> tuple[list[ContrastRow], dict[str, str]]:
+    """A `ContrastRow` per query that has spans, and `no_spans` for those that have none."""
     texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
     spans_col = "spans" if "spans" in bench.queries.columns else None
     rows, missing = [], {}
@@ -39,17 +58,18 @@ def contrast_rows(bench: Bench) -> tuple[list[tuple[str, str, str, str]], dict[s
             missing[qid] = "no_spans"
             continue
         text = texts[doc_id]
-        rows.append((qid, query, text, remove_spans(text, spans)))
+        passages = tuple(text[s["start"]:s["end"]] for s in sorted(spans, key=lambda s: s["start"]))
+        rows.append((qid, query, text, remove_spans(text, spans), passages))
     return rows, missing
 
 
-def grade(ctx: StageContext, llm: str, prompt: str, pairs: Sequence[Pair], questions_per_call: int,
+def grade(ctx: StageContext, llm: str, prompt: str, pairs: Sequence[GradedPair], questions_per_call: int,
           what: str = "grading") -> list[Grade]:
     """Grade (question, text) pairs with the recipe model `llm`, with a progress bar."""
     return grade_sets(ctx, llm, prompt, [pairs], questions_per_call, what)[0]
 
 
-def grade_sets(ctx: StageContext, llm: str, prompt: str, sets: Sequence[Sequence[Pair]],
+def grade_sets(ctx: StageContext, llm: str, prompt: str, sets: Sequence[Sequence[GradedPair]],
                questions_per_call: int, what: str = "grading") -> list[list[Grade]]:
     """Grade several sets of pairs at once: all their requests go to one pool."""
     total = sum(request_count(pairs, questions_per_call) for pairs in sets)
@@ -65,15 +85,19 @@ def grade_histogram(grades: Sequence[Grade]) -> dict[str, int]:
     return dict(sorted(Counter(str(g.value) if g.error is None else g.error for g in grades).items()))
 
 
-def contrast_verdicts(ctx: StageContext, rows: Sequence[tuple[str, str, str, str]], llm: str, prompt: str,
+def contrast_verdicts(ctx: StageContext, rows: Sequence[ContrastRow], llm: str, prompt: str,
                       min_grade: int, contrast: bool, questions_per_call: int,
+                      without_span: WithoutSpan = "set_aside",
                       grades: dict[str, int] | None = None) -> dict[str, str | None]:
     """Per query: None (passes) or why not: a grading error, `llm_grade_below:<n>`, or
     (with `contrast`) `llm_not_higher` when the text without spans grades as high.
     `grades`, where given, receives each query's grade with its spans."""
-    sets = [[(q, doc) for _, q, doc, _ in rows]]
+    sets: list[list[GradedPair]] = [[(q, doc) for _, q, doc, _, _ in rows]]
     if contrast:
-        sets.append([(q, cut) for _, q, _, cut in rows])
+        layout = without_span if "set_aside" in ctx.prompts.get(prompt).variables else "cut"
+        ctx.stats["contrast_layout"] = layout
+        sets.append([(q, SetAside(doc, passages) if layout == "set_aside" else cut)
+                     for _, q, doc, cut, passages in rows])
     with_span, *rest = grade_sets(ctx, llm, prompt, sets, questions_per_call,
                                   "grading with and without spans" if contrast else "grading with spans")
     without = rest[0] if contrast else [Grade(None, None)] * len(rows)

@@ -12,7 +12,7 @@ from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.contracts import QUERIES, SPANS
 from builder.stages.refs import ModelRef, PromptRef
-from builder.stages.qc.grading import contrast_rows, contrast_verdicts
+from builder.stages.qc.grading import WithoutSpan, contrast_rows, contrast_verdicts, without_span_field
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -27,6 +27,7 @@ class RelevanceParams(StageParams):
         "also grade the document without the query's spans and require a strictly higher grade with them"))
     questions_per_call: int = Field(default=8, ge=1, description=(
         "questions about one text per request; 1 = one pair per request, graded with a bare integer"))
+    without_span: WithoutSpan = without_span_field()
 
 
 @register_stage
@@ -62,10 +63,10 @@ class LLMRelevance(QueryFilter):
             verdicts.update(missing)
         else:
             texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
-            rows = [(qid, q, texts[d], "") for qid, q, d in bench.queries.select(
+            rows = [(qid, q, texts[d], "", ()) for qid, q, d in bench.queries.select(
                 "query_id", "text", "doc_id").iter_rows()]
         verdicts.update(contrast_verdicts(ctx, rows, p.llm, p.prompt, p.min_grade, p.contrast, p.questions_per_call,
-                                          self.grades))
+                                          p.without_span, self.grades))
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         p = self.params

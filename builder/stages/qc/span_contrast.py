@@ -3,7 +3,8 @@
 Each reranker scores the query against its document and against the document with
 the span characters cut out; the query stays only if the full document scores higher
 (under every reranker, or a majority). An optional LLM check repeats the contrast with
-0-4 grades.
+0-4 grades (the document without the span in the layout `without_span` names, see
+grading.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.contracts import QUERIES, SPANS
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef
-from builder.stages.qc.grading import contrast_rows, contrast_verdicts
+from builder.stages.qc.grading import WithoutSpan, contrast_rows, contrast_verdicts, without_span_field
 from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, span_ends
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ class SpanContrastParams(StageParams):
     prompt: PromptRef = "relevance_grade"
     min_grade: int = Field(default=3, ge=0, le=4, description="LLM check: lowest grade with the span")
     questions_per_call: int = Field(default=8, ge=1)
+    without_span: WithoutSpan = without_span_field()
     beyond_window: BeyondWindow = beyond_window_field()
 
 
@@ -68,11 +70,11 @@ class SpanContrast(QueryFilter):
         for name in p.rerankers:
             reranker = ctx.reranker(name)
             if p.beyond_window == "drop":
-                unread = beyond_window(reranker, [(qid, q, doc, ends[qid]) for qid, q, doc, _ in rows])
+                unread = beyond_window(reranker, [(qid, q, doc, ends[qid]) for qid, q, doc, *_ in rows])
                 verdicts.drop_all(unread, f"span_beyond_window:{name}")
                 rows = verdicts.undecided(rows)
             reranker.fit(corpus_texts)
-            pairs = [(q, doc) for _, q, doc, _ in rows] + [(q, cut) for _, q, _, cut in rows]
+            pairs = [(q, doc) for _, q, doc, *_ in rows] + [(q, cut) for _, q, _, cut, _ in rows]
             with ctx.progress.task(f"contrast with {name}", len(pairs)) as bar:
                 scores = score_windowed(reranker, pairs, bar.advance)
             n = len(rows)
@@ -91,7 +93,8 @@ class SpanContrast(QueryFilter):
             verdicts.drop(qid, verdict(failed, len(p.rerankers), p.require))
         if p.llm:
             kept = verdicts.undecided(rows)
-            answers = contrast_verdicts(ctx, kept, p.llm, p.prompt, p.min_grade, True, p.questions_per_call)
+            answers = contrast_verdicts(ctx, kept, p.llm, p.prompt, p.min_grade, True, p.questions_per_call,
+                                        p.without_span)
             verdicts.update({q: _llm_reason(r) for q, r in answers.items() if r})
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
