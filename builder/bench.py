@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from builder.atomic import replace_dir, temp_dir_beside
+from builder.textutil.positions import REGION_OF_NAME
 
 CORPUS_SCHEMA: dict[str, pl.DataType] = {
     "doc_id": pl.Utf8(),
@@ -63,6 +64,14 @@ def _conform(df: pl.DataFrame | None, schema: dict[str, pl.DataType]) -> pl.Data
         df = df.with_columns(casts)
     rest = [c for c in df.columns if c not in schema]
     return df.select([*schema, *rest])
+
+
+def canonical_positions(queries: pl.DataFrame) -> pl.DataFrame:
+    """Queries read back from disk, with `requested_position` in beginning / middle / end:
+    older releases wrote it in the prompt's words (first / middle / final)."""
+    if "requested_position" not in queries.columns:
+        return queries
+    return queries.with_columns(pl.col("requested_position").cast(pl.Utf8).replace(REGION_OF_NAME))
 
 
 RIVALS_DTYPE = pl.List(pl.Utf8)
@@ -192,9 +201,8 @@ class Bench:
     @classmethod
     def load(cls, directory: Path) -> Bench:
         directory = Path(directory)
-        return cls.of(**{
-            f.name: pl.read_parquet(directory / f"{f.name}.parquet") for f in dataclasses.fields(cls)
-        })
+        tables = {f.name: pl.read_parquet(directory / f"{f.name}.parquet") for f in dataclasses.fields(cls)}
+        return cls.of(**{**tables, "queries": canonical_positions(tables["queries"])})
 
     def counts(self) -> dict[str, int]:
         return {"docs": self.corpus.height, "queries": self.queries.height, "qrels": self.qrels.height}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from builder.bench import Bench
+from builder.bench import Bench, canonical_positions
 
 
 def read_beir(folder: Path) -> Bench:
@@ -15,7 +15,7 @@ def read_beir(folder: Path) -> Bench:
     folder = Path(folder)
     return Bench.of(
         corpus=pl.read_parquet(folder / "corpus.parquet"),
-        queries=pl.read_parquet(folder / "queries.parquet"),
+        queries=canonical_positions(pl.read_parquet(folder / "queries.parquet")),
         qrels=pl.read_parquet(folder / "qrels.parquet"),
         drops=pl.read_parquet(folder / "drops.parquet"),
     )

@@ -20,10 +20,10 @@ from typing import Any
 import polars as pl
 
 from builder.bench import Bench
+from builder.textutil.positions import REGION_OF_NAME
 
 GROUPS = ("beginning", "middle", "end")
 SPENT_FIELDS = ("calls", "prompt_tokens", "completion_tokens", "cached_tokens", "usd")
-_OF_REQUESTED = {"first": "beginning", "middle": "middle", "final": "end"}
 
 
 def _group_column(q: pl.DataFrame) -> pl.Expr:
@@ -37,7 +37,7 @@ def _group_column(q: pl.DataFrame) -> pl.Expr:
     if "chunk_tag" in q.columns:
         found.append(pl.col("chunk_tag").cast(pl.Utf8))
     if "requested_position" in q.columns:
-        found.append(pl.col("requested_position").cast(pl.Utf8).replace_strict(_OF_REQUESTED, default=None))
+        found.append(pl.col("requested_position").cast(pl.Utf8).replace_strict(REGION_OF_NAME, default=None))
     return pl.coalesce(found) if found else pl.lit(None, pl.Utf8)
 
 

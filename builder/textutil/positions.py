@@ -13,6 +13,8 @@ from typing import Literal
 
 __all__ = [
     "Anchor",
+    "REGIONS",
+    "REGION_OF_NAME",
     "Region",
     "RequestedRegion",
     "char_bucket",
@@ -27,16 +29,16 @@ __all__ = [
 
 Anchor = Literal["start", "midpoint"]
 Region = Literal["beginning", "middle", "end"]
-# PosIR's generation prompt asks for the first, middle or final third.
+# The one vocabulary of every output, in document order.
+REGIONS: tuple[Region, ...] = ("beginning", "middle", "end")
+# PosIR's generation prompt asks for the first, middle or final third. Query ids derive
+# from these words, so a release grown from an older one keeps its ids; older releases'
+# `requested_position` and recipes' `region_weights` may hold them too.
 RequestedRegion = Literal["first", "middle", "final"]
 
 _REGION_OF_REQUESTED: dict[str, Region] = {"first": "beginning", "middle": "middle", "final": "end"}
-# Either vocabulary to the position tag's: `requested_position` is written in the prompt's
-# words (query ids derive from them, so a release grown from an older one keeps its ids),
-# and read in both.
+# Either vocabulary to the canonical one.
 REGION_OF_NAME: dict[str, Region] = {**_REGION_OF_REQUESTED, "beginning": "beginning", "end": "end"}
-# The position tag's names, as recipes may give them, to the prompt's.
-REQUESTED_OF_TAG_NAME: dict[str, RequestedRegion] = {"beginning": "first", "end": "final"}
 _REQUESTED_OF_REGION: dict[str, RequestedRegion] = {"beginning": "first", "middle": "middle", "end": "final"}
 
 
@@ -163,7 +165,7 @@ def char_bucket(offset: int, edges: Sequence[int] = (100, 200, 300, 400, 500)) -
 
 
 def region_of_requested(requested: RequestedRegion) -> Region:
-    """Tag of the region a generation prompt asked for ("first" -> "beginning")."""
+    """The canonical name of a region the prompt's words name ("first" -> "beginning")."""
     try:
         return _REGION_OF_REQUESTED[requested]
     except KeyError:
@@ -171,7 +173,7 @@ def region_of_requested(requested: RequestedRegion) -> Region:
 
 
 def requested_of_region(region: Region) -> RequestedRegion:
-    """Inverse of :func:`region_of_requested` ("end" -> "final")."""
+    """The prompt's word for a region ("end" -> "final"), which ids derive from."""
     try:
         return _REQUESTED_OF_REGION[region]
     except KeyError:

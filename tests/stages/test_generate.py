@@ -14,6 +14,7 @@ from builder.stages.generate.extractive import sentences
 from builder.stages.generate.generate_queries import GenerateParams, GenerateQueries
 from builder.stages.generate.whole_document import generate_whole_document
 from builder.stages.translate.languages import detect_base
+from builder.textutil.positions import requested_of_region
 from tests.helpers import make_ctx
 
 DOC = (
@@ -49,7 +50,7 @@ def test_extractive_questions_sit_in_the_requested_third(tmp_path):
     for row in q.iter_rows(named=True):
         (ref,) = row["reference_texts"]
         start = DOC.index(ref)
-        third = {"first": 0, "middle": 1, "final": 2}[row["requested_position"]]
+        third = {"beginning": 0, "middle": 1, "end": 2}[row["requested_position"]]
         assert third * len(DOC) / 3 <= start and start + len(ref) <= (third + 1) * len(DOC) / 3
         assert "____" in row["text"] and row["answer"] in ref and row["answer"] not in row["text"]
     again = GenerateQueries(params).run(_bench(DOC), make_ctx(tmp_path, seed=4))
@@ -73,8 +74,10 @@ def test_whole_document_mode_over_http(tmp_path, fake_openai):
     out = GenerateQueries(params).run(_bench(DOC, "broken doc", "garbage doc"), ctx)
     assert out.corpus["doc_id"].to_list() == ["d0", "d2"]
     rows = out.queries.select("query_id", "text", "requested_position").rows()
-    assert len(rows) == 2 and all(t == f"Q about {r}?" for _, t, r in rows)
-    assert [qid for qid, *_ in rows] == [query_id("d0", f"generate_queries:whole_document:{r}", t) for _, t, r in rows]
+    # requested_position is canonical; the prompt and the ids keep the prompt's words.
+    assert len(rows) == 2 and all(t == f"Q about {requested_of_region(r)}?" for _, t, r in rows)
+    assert [qid for qid, *_ in rows] == [
+        query_id("d0", f"generate_queries:whole_document:{requested_of_region(r)}", t) for _, t, r in rows]
     assert sorted(out.drops.select("kind", "id", "reason").rows()) == [
         ("doc", "d1", "doc_unusable"),
         ("query", "d2/g0", "llm_unparseable"), ("query", "d2/g1", "llm_unparseable"),
@@ -110,7 +113,7 @@ def _generate_with(tmp_path, fake_openai, reply):
 def test_posir_prompt_offers_the_reasoning_steps_and_reads_the_fenced_json_after_them(tmp_path, fake_openai):
     out, srv = _generate_with(tmp_path, fake_openai, _reasoning_reply("```json\n{answer}\n```"))
     (region,) = out.queries["requested_position"].to_list()
-    assert out.queries["text"].to_list() == [f"Q about {region}?"]
+    assert out.queries["text"].to_list() == [f"Q about {requested_of_region(region)}?"]
     assert out.drops.is_empty() and srv.request_count == 1  # no re-ask was needed
     user = srv.requests[0]["messages"][0]["content"]
     assert "Searchers" in user and "Question types" in user and "```json" in user
@@ -147,7 +150,7 @@ def test_chunked_mode_tags_chunks_with_algorithm_1(tmp_path, fake_openai):
     rows = out.queries.select("chunk_start", "chunk_end", "chunk_tag", "requested_position").rows()
     # A chunk across a third boundary is middle (Algorithm 1).
     assert [r[2] for r in rows] == ["beginning", "middle", "middle", "end"]
-    assert [r[3] for r in rows] == ["first", "middle", "middle", "final"]
+    assert [r[3] for r in rows] == ["beginning", "middle", "middle", "end"]
     for start, end, *_ in rows:
         assert len(doc[start:end].split()) == 30
     assert "<summary>\nabout atoms\n</summary>" in srv.requests[0]["messages"][-1]["content"]
@@ -229,7 +232,8 @@ def test_questions_in_another_language_than_their_document_drop(tmp_path, fake_o
     assert out.queries["text"].to_list() == [questions["en"], questions["short"]]
     (region,) = set(out.queries["requested_position"])
     assert sorted(out.drops.select("id", "reason").rows()) == sorted(
-        (query_id("d0", f"generate_queries:whole_document:{region}", questions[lang]), "query_wrong_language")
+        (query_id("d0", f"generate_queries:whole_document:{requested_of_region(region)}", questions[lang]),
+         "query_wrong_language")
         for lang in ("de", "zh"))
     assert ctx.stats["query_language"] == {"checked": 3, "too_short": 1, "wrong": 2}
 
@@ -268,8 +272,8 @@ def test_the_background_detector_agrees_with_detect_base():
 def test_region_weights_take_the_position_tag_names_as_well():
     # beginning/middle/end, as position_tag says; first/middle/final stay readable in older recipes.
     assert GenerateParams(mode="extractive", region_weights={"beginning": 2, "end": 0.5}).region_weights == {
-        "first": 2.0, "final": 0.5}
+        "beginning": 2.0, "end": 0.5}
     assert GenerateParams(mode="extractive", region_weights={"first": 1, "middle": 1}).region_weights == {
-        "first": 1.0, "middle": 1.0}
+        "beginning": 1.0, "middle": 1.0}
     with pytest.raises(ValueError, match="names the beginning twice"):
         GenerateParams(mode="extractive", region_weights={"beginning": 1, "first": 1})

@@ -72,8 +72,8 @@ def test_rounds_stop_once_every_quota_is_met(tmp_path):
     assert stats["groups"] == {"beginning": {"asked": 2, "kept": 2, "left": 2},
                                "end": {"asked": 4, "kept": 2, "left": 0},
                                "middle": {"asked": 2, "kept": 2, "left": 2}}
-    assert sorted(out.queries["requested_position"].to_list()) == ["final"] * 2 + ["first"] * 2 + ["middle"] * 2
-    assert sorted(set(out.queries.filter(out.queries["requested_position"] == "final")["doc_id"])) == ["d2", "d3"]
+    assert sorted(out.queries["requested_position"].to_list()) == ["beginning"] * 2 + ["end"] * 2 + ["middle"] * 2
+    assert sorted(set(out.queries.filter(out.queries["requested_position"] == "end")["doc_id"])) == ["d2", "d3"]
     assert out.drops["reason"].to_list() == ["contrast_not_higher:zebra"] * 2
     assert out.qrels.height == out.queries.height == 6
 

@@ -13,7 +13,7 @@ from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
 from builder.ids import query_id
 from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items, question_list_schema
-from builder.textutil.positions import requested_of_region, tag_chunk
+from builder.textutil.positions import tag_chunk
 
 if TYPE_CHECKING:
     import polars as pl
@@ -110,7 +110,7 @@ def generate_chunked(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
                 query_id=query_id(doc_id, f"generate_queries:chunk:{start}-{end}", text), doc_id=doc_id, text=text,
                 answer=item["answer"].strip(),
                 qtype=qtype if qtype in ("simple", "complicated") else "complicated",
-                requested_position=requested_of_region(tag),
+                requested_position=tag,
                 chunk_start=start, chunk_end=end, chunk_tag=tag,
             ))
     return outcome

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from builder.ids import query_id
 from builder.stages.generate.records import GenerationOutcome, QueryDraft
 from builder.stages.generate.whole_document import pick_region
+from builder.textutil.positions import requested_of_region
 
 if TYPE_CHECKING:
     import random
@@ -34,7 +35,7 @@ _TEMPLATES = (
     'Fill in the blank: "{masked}"',
     'Which word is missing from this statement: "{masked}"?',
 )
-_THIRDS = {"first": 0, "middle": 1, "final": 2}
+_THIRDS = {"beginning": 0, "middle": 1, "end": 2}
 
 
 def sentences(text: str) -> list[tuple[int, int]]:
@@ -81,7 +82,7 @@ def _draft(doc_id: str, text: str, region: str, rng: random.Random,
         masked = piece[: key.start()] + "____" + piece[key.end():]
         question = rng.choice(_TEMPLATES).format(masked=" ".join(masked.split()))
         return QueryDraft(
-            query_id=query_id(doc_id, f"generate_queries:cloze:{region}", question), doc_id=doc_id,
+            query_id=query_id(doc_id, f"generate_queries:cloze:{requested_of_region(region)}", question), doc_id=doc_id,
             text=question,
             answer=key.group(), qtype="cloze", requested_position=region,
             reference_texts=(piece,),

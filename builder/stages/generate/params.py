@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from builder.stages.base import StageParams
 from builder.stages.refs import ModelRef, PromptRef
-from builder.textutil.positions import REQUESTED_OF_TAG_NAME
+from builder.textutil.positions import REGION_OF_NAME, Region
 
 # PosIR's over-complete list of question types, in our own short wording.
 POSIR_TYPES = [
@@ -32,10 +32,10 @@ class GenerateParams(StageParams):
     calls_per_doc: int = Field(default=1, ge=1, description="whole_document: one region drawn per call")
     questions_per_call: int = Field(default=3, ge=1, description=(
         "whole_document: questions asked per call; chunked: the most kept from a chunk's list"))
-    region_weights: dict[Literal["first", "middle", "final"], float] = Field(
-        default={"first": 1.0, "middle": 1.0, "final": 1.0}, description=(
-            "weight of each third: beginning, middle, end (as position_tag names them), or first, "
-            "middle, final (the prompt's words, which requested_position keeps)"))
+    region_weights: dict[Region, float] = Field(
+        default={"beginning": 1.0, "middle": 1.0, "end": 1.0}, description=(
+            "weight of each third: beginning, middle, end; first and final are read as "
+            "beginning and end"))
     question_types: list[str] = Field(default_factory=lambda: list(POSIR_TYPES))
     styles: list[str] = Field(default_factory=lambda: list(POSIR_STYLES))
     chunk_size: int = Field(default=256, ge=16, description="chunked: chunk length in chunk_unit")
@@ -46,16 +46,17 @@ class GenerateParams(StageParams):
 
     @field_validator("region_weights", mode="before")
     @classmethod
-    def _prompt_words(cls, value: object) -> object:
+    def _canonical_names(cls, value: object) -> object:
         if not isinstance(value, dict):
             return value
         out: dict[object, object] = {}
+        given: dict[object, object] = {}
         for name, weight in value.items():
-            word = REQUESTED_OF_TAG_NAME.get(name, name) if isinstance(name, str) else name
-            if word in out:
-                tag = next(t for t, w in REQUESTED_OF_TAG_NAME.items() if w == word)
-                raise ValueError(f"region_weights names the {tag} twice ({word!r} and {tag!r} are one third)")
-            out[word] = weight
+            region = REGION_OF_NAME.get(name, name) if isinstance(name, str) else name
+            if region in out:
+                raise ValueError(f"region_weights names the {region} twice ({given[region]!r} and {name!r} "
+                                 "are one third)")
+            out[region], given[region] = weight, name
         return out
 
     @model_validator(mode="after")

@@ -13,7 +13,7 @@ class QueryDraft:
     text: str
     answer: str
     qtype: str
-    requested_position: str  # first | middle | final
+    requested_position: str  # beginning | middle | end
     reference_texts: tuple[str, ...] = ()
     chunk_start: int | None = None
     chunk_end: int | None = None

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from builder.textutil.positions import region_of_requested
+from builder.textutil.positions import REGION_OF_NAME
 
 if TYPE_CHECKING:
     import polars as pl
@@ -41,10 +41,8 @@ class Tally:
 
 
 def third_of_value(value: str | None) -> str | None:
-    """beginning / middle / end from a tag or a requested region (first / middle / final)."""
-    if value in ("first", "final"):
-        return region_of_requested(value)
-    return value
+    """beginning / middle / end from a tag or a requested region, in either vocabulary."""
+    return REGION_OF_NAME.get(value, value) if value is not None else None
 
 
 def strata(corpus: pl.DataFrame, per: Sequence[str], buckets: Sequence[int] | None) -> dict[str, Stratum]:
@@ -67,7 +65,7 @@ def candidate_calls(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams) 
         return [(doc_id, call_id, tag) for doc_id, call_id, _, _, tag, _ in chunk_calls(corpus, ctx, p)]
     from builder.stages.generate.whole_document import region_calls
 
-    return [(doc_id, call_id, region_of_requested(region)) for doc_id, call_id, region in region_calls(corpus, p)]
+    return region_calls(corpus, p)
 
 
 def targets(tallies: dict[Group, Tally], quota: int | None, prior: float) -> dict[Stratum, float]:

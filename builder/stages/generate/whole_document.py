@@ -9,6 +9,7 @@ from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
 from builder.ids import query_id
 from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items, question_list_schema
+from builder.textutil.positions import REGIONS, requested_of_region
 
 if TYPE_CHECKING:
     import polars as pl
@@ -16,10 +17,11 @@ if TYPE_CHECKING:
     from builder.stages.context import StageContext
     from builder.stages.generate.params import GenerateParams
 
+# The prompt keeps its words (first / final), so cached answers stay valid.
 REGION_INSTRUCTIONS = {
-    "first": "Base every question mainly on the first third of the document.",
+    "beginning": "Base every question mainly on the first third of the document.",
     "middle": "Base every question mainly on the middle third of the document.",
-    "final": "Base every question mainly on the final third of the document.",
+    "end": "Base every question mainly on the final third of the document.",
 }
 
 def answer_schema(n: int) -> dict[str, Any]:
@@ -44,15 +46,17 @@ def validate_answer(value: Any) -> dict[str, Any]:
 
 
 def pick_region(ctx: StageContext, key: str, weights: dict[str, float]) -> str:
-    regions = [r for r in ("first", "middle", "final") if weights.get(r, 0) > 0]
+    regions = [r for r in REGIONS if weights.get(r, 0) > 0]
     return ctx.item_rng(key).choices(regions, [weights[r] for r in regions])[0]
 
 
 def region_calls(corpus: pl.DataFrame, p: GenerateParams) -> list[tuple[str, str, str]]:
     """Every call a steered build can make: (doc_id, call id, region), one per document and
-    region of positive weight."""
-    regions = [r for r in ("first", "middle", "final") if p.region_weights.get(r, 0) > 0]
-    return [(doc_id, f"{doc_id}/{region}", region) for doc_id in corpus["doc_id"] for region in regions]
+    region of positive weight. A failed call's id becomes a query id, so it keeps the
+    prompt's word for the region."""
+    regions = [r for r in REGIONS if p.region_weights.get(r, 0) > 0]
+    return [(doc_id, f"{doc_id}/{requested_of_region(region)}", region)
+            for doc_id in corpus["doc_id"] for region in regions]
 
 
 def _drawn_calls(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams) -> list[tuple[str, str, str, int]]:
@@ -105,7 +109,8 @@ def generate_whole_document(corpus: pl.DataFrame, ctx: StageContext, p: Generate
             for item in answer.value["questions"][: p.questions_per_call]:
                 text = item["question"].strip()
                 outcome.drafts.append(QueryDraft(
-                    query_id=query_id(doc_id, f"generate_queries:whole_document:{region}", text),
+                    query_id=query_id(doc_id, f"generate_queries:whole_document:{requested_of_region(region)}",
+                                      text),
                     doc_id=doc_id, text=text,
                     answer=item["answer"].strip(), qtype=str(item.get("type") or ""),
                     requested_position=region,
