@@ -54,7 +54,7 @@ def test_every_shipped_prompt_has_fingerprints_of_its_own():
 
 
 @pytest.mark.parametrize("prompt", ["posir_generate", "posir_generate_json"])
-@pytest.mark.parametrize("region,third", [("first", FIRST), ("middle", MIDDLE), ("final", FINAL)])
+@pytest.mark.parametrize("region,third", [("beginning", FIRST), ("middle", MIDDLE), ("end", FINAL)])
 def test_generated_questions_come_from_sentences_of_the_requested_third(prompt, region, third):
     value = generation(prompt, region)
     assert value["usable"] is True and len(value["questions"]) == 2
@@ -66,13 +66,13 @@ def test_generated_questions_come_from_sentences_of_the_requested_third(prompt, 
 
 def test_posir_generate_writes_notes_before_the_json_block():
     raw = ask("posir_generate", document=DOC, n_questions=1,
-              region_instruction=whole_document.REGION_INSTRUCTIONS["first"],
+              region_instruction=whole_document.REGION_INSTRUCTIONS["beginning"],
               question_types=["fact lookup"], styles=["plain"], call_number=1, calls=1)
     assert raw.startswith("1. Searchers:") and raw.rstrip().endswith("```")
 
 
 def test_a_document_without_sentences_is_unusable():
-    assert generation("posir_generate_json", "first", document="404 | home | login") == {
+    assert generation("posir_generate_json", "beginning", document="404 | home | login") == {
         "usable": False, "questions": []}
 
 
@@ -85,7 +85,7 @@ def test_chunk_qa_asks_about_the_excerpt_only():
 
 
 def test_references_are_copied_verbatim_and_unanswerable_questions_get_none():
-    questions = [q["question"] for q in generation("posir_generate_json", "final")["questions"]]
+    questions = [q["question"] for q in generation("posir_generate_json", "end")["questions"]]
     listed = [{"id": i + 1, "text": q} for i, q in enumerate([*questions, "Who won the 1998 chess olympiad?"])]
     request = ChatRequest.of(PROMPTS.get("locate_reference").render(document=DOC, questions=listed))
     (answer,) = chat_json(mock(), [request], REFERENCES.validator(3))
