@@ -41,8 +41,9 @@ class Backends:
         self._cache: LLMCache | None = None
         self._executor: Executor | None = None
         self._warming: threading.Thread | None = None
-        # The recipe's budget, shared by every HTTP model (the mock and vLLM are not metered).
-        self.gate = None if mock_llm else make_gate(getattr(recipe, "budget", None))
+        # The recipe's budget, shared by every HTTP model and the mock (so a budget can be
+        # tried offline); in-process vLLM is not metered.
+        self.gate = make_gate(getattr(recipe, "budget", None))
 
     @property
     def tokenizer(self) -> TokenCounter:
@@ -109,7 +110,8 @@ class Backends:
         if name not in self._llms and self.mock_llm:
             from builder.backends.llm.mock_backend import MockLLMBackend
 
-            self._llms[name] = MockLLMBackend(name, self.recipe.models[name], self.recipe.seed, self._open_cache())
+            self._llms[name] = MockLLMBackend(name, self.recipe.models[name], self.recipe.seed, self._open_cache(),
+                                              self.gate)
         if name not in self._llms:
             if self._warming is not None:
                 self._warming.join()

@@ -139,3 +139,23 @@ def test_a_budget_spent_before_any_query_is_placed_writes_nothing_and_says_why(w
         _build(path, tmp_path, 30, Console(record=True, width=400))
     assert len(srv.requests) == 30 and not (tmp_path / "out").exists()
 
+
+
+@pytest.mark.timeout(300)
+def test_a_mock_build_meters_its_calls_so_a_budget_can_be_tried_offline(write_recipe, tmp_path):
+    path = write_recipe(RECIPE.replace("BASE", "http://127.0.0.1:9/v1"))
+
+    def build(root: Path, budget: int, console: Console | None = None) -> dict:
+        loaded = parse_recipe(path, [f"budget.calls={budget}"])
+        Runner(loaded, RunOptions(run_root=root / "runs", out_dir=root / "out", mock_llm=True), console).run()
+        return json.loads((root / "out" / "stats.json").read_text(encoding="utf-8"))["budget"]
+
+    whole = build(tmp_path / "whole", 1000)["spent"]["calls"]
+    assert whole > 60
+    console = Console(record=True, width=400)
+    first = build(tmp_path, 60, console)
+    assert first["spent"]["calls"] == 60 and first["stopped_at_stage"] is not None and first["not_sent"] > 0
+    assert any("budget spent (calls 60 of 60)" in line for line in console.export_text().splitlines())
+    rest = build(tmp_path, 1000)
+    # The rerun answers from the mock's cache what it made before and makes only the rest.
+    assert rest["stopped_at_stage"] is None and rest["spent"]["calls"] == whole - 60

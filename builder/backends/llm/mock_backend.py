@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from builder.backends.llm.base import ChatRequest, ChatResponse, LLMUsage, Message
+from builder.backends.llm.budget import SpendGate
 from builder.backends.llm.cache import LLMCache, Origin, fill, key_for, split_cached
 from builder.backends.llm.config import OpenAIModelConfig, VLLMModelConfig
 from builder.backends.llm.mock_prompts import (STOPWORDS, Sentence, between, blocks, content_words, identify, numbered,
@@ -200,10 +201,13 @@ class MockLLMBackend:
     first (the mock's own, see the module docstring)."""
 
     def __init__(self, name: str, config: OpenAIModelConfig | VLLMModelConfig, seed: int,
-                 cache: LLMCache | None = None) -> None:
+                 cache: LLMCache | None = None, gate: SpendGate | None = None) -> None:
         self.name = name
         self._config = config
         self.seed = seed
+        # A budget meters the mock's calls as it would a server's (it spends no tokens), so
+        # stopping at a budget and resuming can be tried offline.
+        self.gate = gate
         self.cache = cache if cache is not None else LLMCache.memory()
         self.usage = LLMUsage()
 
@@ -220,7 +224,7 @@ class MockLLMBackend:
         responses, missing = split_cached(self.cache, [self.key(r) for r in requests])
         made = []
         for key, positions in missing.items():
-            answer = self._answer(requests[positions[0]])
+            answer = self._metered(requests[positions[0]])
             fill(responses, positions, answer)
             if answer.text is not None:
                 made.append((key, answer.text, 0, 0, None, Origin(model=MOCK_NAME)))
@@ -231,6 +235,16 @@ class MockLLMBackend:
         if on_done is not None and done:
             on_done(len(done))
         return done
+
+    def _metered(self, request: ChatRequest) -> ChatResponse:
+        if self.gate is None:
+            return self._answer(request)
+        ticket = self.gate.admit(request, 0, None)
+        if ticket is None:
+            return self.gate.refusal()
+        answer = self._answer(request)
+        self.gate.settle(ticket, request, answer, None)
+        return answer
 
     def _answer(self, request: ChatRequest) -> ChatResponse:
         text = mock_answer(request.messages, self.seed)
