@@ -15,8 +15,7 @@ import polars as pl
 from scipy import stats
 
 from builder.evaluation.intervals import BootstrapSettings, draws, interval
-
-NDCG = "ndcg@10"
+from builder.evaluation.metrics import NDCG
 
 
 def position_trend(scores: pl.DataFrame, bootstrap: BootstrapSettings | None = None) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from builder.mteb_export.shape import Part, TaskShape
+from builder.mteb_export.shape import Part, TaskShape, languages
 from builder.mteb_export.tables import RetrievalTables
 from builder.stages.translate.languages import CODE_SHAPE
 
@@ -96,9 +96,7 @@ def metadata_failures(fields: Mapping[str, Any]) -> list[str]:
     empty = [name for name, value in fields.items() if value is None and name != "adapted_from"]
     if empty:
         failures.append(f"metadata: fields not filled: {', '.join(empty)}")
-    langs = fields.get("eval_langs") or []
-    codes = [c for cs in langs.values() for c in cs] if isinstance(langs, dict) else langs
-    bad = list(dict.fromkeys(code for code in codes if not CODE_SHAPE.match(code)))
+    bad = [code for code in languages(fields.get("eval_langs") or []) if not CODE_SHAPE.match(code)]
     if bad:
         failures.append(f"metadata: language codes not ISO 639-3 + script (like eng-Latn): {', '.join(bad)}")
     return failures

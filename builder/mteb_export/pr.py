@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from builder.mteb_export.shape import languages
+
 LIMIT = 2000
 
 
-def languages(eval_langs: list[str] | dict[str, list[str]]) -> list[str]:
-    codes = [c for cs in eval_langs.values() for c in cs] if isinstance(eval_langs, dict) else eval_langs
-    return list(dict.fromkeys(codes))
 
 
 def pr_description(fields: dict[str, Any], stats: dict[str, Any], module_file: str) -> str:

@@ -22,10 +22,9 @@ import polars as pl
 
 from builder.mteb_export.tables import RetrievalTables, read_tables
 from builder.publish.languages import posir_name
+from builder.publish.layout import SPLIT, UNSAFE_IN_NAME
 
 DEFAULT = "default"
-SPLIT = "test"
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")  # as builder/publish/layout.py names a language's configs
 _CELL = re.compile(r"^(depth[0-9.]+)_len([0-9]+)$")  # builder/stages/grid/depth_grid.py's cell_name
 
 
@@ -115,7 +114,7 @@ def _by_language(folder: Path, langs: list[str]) -> list[Part]:
         part = RetrievalTables(tables.corpus.filter(pl.col("doc_id").is_in(docs)),
                                tables.queries.filter(pl.col("query_id").is_in(qids)),
                                tables.qrels.filter(pl.col("query_id").is_in(qids)))
-        parts.append(Part(lang, SPLIT, _UNSAFE.sub("_", lang).strip("._") or "und", part))
+        parts.append(Part(lang, SPLIT, UNSAFE_IN_NAME.sub("_", lang).strip("._") or "und", part))
     return parts
 
 
@@ -132,3 +131,9 @@ def task_shape(folder: Path, langs: list[str]) -> TaskShape:
         parts, kind = [Part(DEFAULT, SPLIT, None, read_tables(folder))], "Retrieval"
     codes = list(dict.fromkeys(posir_name(lang) for lang in langs))
     return TaskShape(kind, parts, {p.subset: codes for p in parts})
+
+
+def languages(eval_langs: list[str] | dict[str, list[str]]) -> list[str]:
+    """Every language code of `eval_langs` (a list, or lists per subset), once each, in order."""
+    codes = [c for cs in eval_langs.values() for c in cs] if isinstance(eval_langs, dict) else eval_langs
+    return list(dict.fromkeys(codes))

@@ -34,7 +34,7 @@ from builder.publish.beir import write_parquet
 
 TABLES = ("corpus", "queries", "qrels", "positions", "documents")
 SPLIT = "test"
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9_.-]+")  # characters a config name may not hold
 
 
 @dataclass
@@ -46,7 +46,7 @@ class HubLayout:
 
 def _safe(column: str, fallback: str) -> pl.Expr:
     """A partition name from a column: file-name safe, `fallback` where empty."""
-    cleaned = pl.col(column).cast(pl.Utf8).str.replace_all(_UNSAFE.pattern, "_").str.strip_chars("._")
+    cleaned = pl.col(column).cast(pl.Utf8).str.replace_all(UNSAFE_IN_NAME.pattern, "_").str.strip_chars("._")
     return pl.when(cleaned.is_null() | (cleaned == "")).then(pl.lit(fallback)).otherwise(cleaned)
 
 

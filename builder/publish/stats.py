@@ -16,7 +16,7 @@ import polars as pl
 from builder.bench import Bench
 from builder.publish.confounds import MIN_GROUP, position_confounds
 from builder.publish.qtypes import QUERY_TYPES, query_type
-from builder.records.group_ledger import group_ledger
+from builder.records.group_ledger import SPENT_FIELDS, group_ledger, round_spent
 from builder.records.qc_scorers import recorded_qc_scorers
 from builder.records.run_warnings import position_group_warnings, run_warnings
 from builder.records.stage_record import StageRecord
@@ -69,17 +69,6 @@ def compute_stats(bench: Bench, run_stats: RunStats = None, confound_min_group: 
         "qc_scorers": recorded_qc_scorers(stages),
         "notes": notes,
     }
-
-
-def confound_warnings(bench: Bench) -> list[str]:
-    """The warnings of the build's confounds of position, as stats.json lists them."""
-    found = position_confounds(bench.queries, bench.corpus, _query_positions(bench, [])["position_tag"])
-    return found["warnings"] if found else []
-
-
-def position_tag_counts(bench: Bench) -> dict[str, int]:
-    """Queries per position third (beginning, middle, end), as stats.json counts them."""
-    return _position_summary(_query_positions(bench, []))["tags"]
 
 
 def _n_unique(df: pl.DataFrame, col: str) -> int:
@@ -259,7 +248,7 @@ def _llm_usage(stages: list[StageRecord], kept: int, kept_by_group: Mapping[str,
         return {"stages": rows, "total": total}
     priced = rows and all(r["usd"] is not None for r in rows)
     total["usd"] = round(sum(r["usd"] for r in rows), 6) if priced else None
-    per_kept = {f: (round(total[f] / kept, 6 if f == "usd" else 2) if kept and total[f] is not None else None)
-                for f in ("calls", "prompt_tokens", "completion_tokens", "cached_tokens", "usd")}
+    per_kept = {f: round_spent(f, total[f] / kept) if kept and total[f] is not None else None
+                for f in SPENT_FIELDS}
     return {"stages": rows, "total": total, "kept_queries": kept, "per_kept_query": per_kept,
             "by_group": group_ledger(rows, asked, kept_by_group)}

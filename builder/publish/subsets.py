@@ -16,15 +16,14 @@ Files that are empty get no config: `datasets` cannot load an empty split.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
-SPLIT = "test"
+from builder.publish.layout import SPLIT, UNSAFE_IN_NAME
+
 _BEIR = ("corpus", "queries", "qrels", "drops", "pairs")
 _KINDS = {"cross": "cross", "settings": "setting"}
 _POSIR = {"corpus": "corpus.parquet", "queries": "queries.parquet", "qrels": "qrels/test.parquet"}
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def _config(name: str, path: str) -> dict[str, Any]:
@@ -73,10 +72,10 @@ def subset_configs(folder: Path) -> list[dict[str, Any]]:
         for table in _BEIR:
             path = sub / f"{table}.parquet"
             if _nonempty(path):
-                configs.append(_config(_UNSAFE.sub("_", f"{prefix}-{table}"), path.relative_to(folder).as_posix()))
+                configs.append(_config(UNSAFE_IN_NAME.sub("_", f"{prefix}-{table}"), path.relative_to(folder).as_posix()))
     posir = folder / "posir"
     for part in sorted(posir.glob("*/*")) if posir.is_dir() else []:
-        prefix = _UNSAFE.sub("_", f"posir_{part.parent.name}_{part.name}")
+        prefix = UNSAFE_IN_NAME.sub("_", f"posir_{part.parent.name}_{part.name}")
         for table, file in _POSIR.items():
             if _nonempty(part / file):
                 configs.append(_config(f"{prefix}-{table}", (part / file).relative_to(folder).as_posix()))

@@ -20,9 +20,9 @@ from typing import Any
 import polars as pl
 
 from builder.bench import Bench
-from builder.textutil.positions import REGION_OF_NAME
+from builder.textutil.positions import REGION_OF_NAME, REGIONS, third_of
 
-GROUPS = ("beginning", "middle", "end")
+GROUPS = REGIONS
 SPENT_FIELDS = ("calls", "prompt_tokens", "completion_tokens", "cached_tokens", "usd")
 
 
@@ -31,9 +31,7 @@ def _group_column(q: pl.DataFrame) -> pl.Expr:
     if "position_tag" in q.columns:
         found.append(pl.col("position_tag").cast(pl.Utf8))
     if "rel_pos" in q.columns:
-        rel = pl.col("rel_pos").cast(pl.Float64)
-        found.append(pl.when(rel < 1 / 3).then(pl.lit("beginning")).when(rel > 2 / 3).then(pl.lit("end"))
-                     .when(rel.is_not_null()).then(pl.lit("middle")).otherwise(pl.lit(None, pl.Utf8)))
+        found.append(pl.col("rel_pos").cast(pl.Float64).map_elements(third_of, return_dtype=pl.Utf8))
     if "chunk_tag" in q.columns:
         found.append(pl.col("chunk_tag").cast(pl.Utf8))
     if "requested_position" in q.columns:
@@ -53,7 +51,7 @@ def asked_by_group(before: Bench, after: Bench) -> dict[str, int]:
     return {g: int(counts.get(g, 0)) for g in GROUPS}
 
 
-def _round(field: str, value: float | None) -> float | None:
+def round_spent(field: str, value: float | None) -> float | None:
     return None if value is None else round(value, 6 if field == "usd" else 2)
 
 
@@ -76,7 +74,7 @@ def group_ledger(rows: Sequence[Mapping[str, Any]], asked: Sequence[Mapping[str,
     out: dict[str, Any] = {}
     for g in GROUPS:
         n = kept.get(g, 0)
-        out[g] = {"kept": n, "spent": {f: _round(f, v) for f, v in spent[g].items()},
-                  "per_kept_query": {f: _round(f, None if v is None else v / n) for f, v in spent[g].items()}
+        out[g] = {"kept": n, "spent": {f: round_spent(f, v) for f, v in spent[g].items()},
+                  "per_kept_query": {f: round_spent(f, None if v is None else v / n) for f, v in spent[g].items()}
                   if n else None}
     return out

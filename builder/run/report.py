@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import types
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -31,9 +32,19 @@ def _dropped(record: StageRecord) -> str:
 _NUMBERS = ("LLM calls", "cache hits", "retries", "seconds")
 
 
+def _warnings(result: RunResult) -> list[str]:
+    """The build's warnings as its stats.json lists them: after a run the output folder holds
+    this build's stats.json (written, or found current), so its confounds are not worked out
+    a second time; a result without one has them computed here."""
+    written = result.out_dir / "stats.json"
+    if written.is_file():
+        return list(json.loads(written.read_text(encoding="utf-8")).get("warnings", []))
+    from builder.publish.stats import compute_stats
+
+    return list(compute_stats(result.bench, result.stage_stats)["warnings"])
+
+
 def print_run_summary(console: Console, result: RunResult) -> None:
-    from builder.publish.stats import confound_warnings, position_tag_counts
-    from builder.records.run_warnings import position_group_warnings, run_warnings
     from builder.stages.qc.windowing import format_kept_by_third
 
     # One reason and one third a line: cells wrap between them, and fit_columns keeps words whole.
@@ -55,8 +66,7 @@ def print_run_summary(console: Console, result: RunResult) -> None:
         )
     fit_columns(table, console.width)
     console.print(table)
-    warnings = run_warnings(result.stage_stats) + position_group_warnings(position_tag_counts(result.bench))
-    for text in warnings + confound_warnings(result.bench):
+    for text in _warnings(result):
         console.print(f"[yellow]warning: {escape(text)}[/]", highlight=False)
     counts = result.bench.counts()
     console.print(f"{counts['docs']} documents, {counts['queries']} queries, "

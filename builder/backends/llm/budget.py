@@ -93,6 +93,22 @@ class SpendGate:
                             cached=False, transport=True)
 
 
+def metered_now(gate: SpendGate | None, request: ChatRequest, max_tokens: int, price: Any,
+                send: Callable[[ChatRequest, int], ChatResponse]) -> ChatResponse:
+    """`metered` for a backend that answers in process, without an event loop (the mock)."""
+    if gate is None:
+        return send(request, max_tokens)
+    ticket = gate.admit(request, max_tokens, price)
+    if ticket is None:
+        return gate.refusal()
+    answer = ChatResponse.failed("not answered", transport=True)
+    try:
+        answer = send(request, max_tokens)
+    finally:
+        gate.settle(ticket, request, answer, price)
+    return answer
+
+
 async def metered(gate: SpendGate | None, request: ChatRequest, max_tokens: int, price: Any,
                   send: Callable[[ChatRequest, int], Awaitable[ChatResponse]]) -> ChatResponse:
     """`send(request, max_tokens)` when the gate admits it (always, without a gate)."""

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from builder.backends.llm.base import ChatRequest, ChatResponse, LLMUsage, Message
-from builder.backends.llm.budget import SpendGate
+from builder.backends.llm.budget import SpendGate, metered_now
 from builder.backends.llm.cache import LLMCache, Origin, fill, key_for, split_cached
 from builder.backends.llm.config import OpenAIModelConfig, VLLMModelConfig
 from builder.backends.llm.mock_prompts import (STOPWORDS, Sentence, between, blocks, content_words, identify, numbered,
@@ -237,14 +237,7 @@ class MockLLMBackend:
         return done
 
     def _metered(self, request: ChatRequest) -> ChatResponse:
-        if self.gate is None:
-            return self._answer(request)
-        ticket = self.gate.admit(request, 0, None)
-        if ticket is None:
-            return self.gate.refusal()
-        answer = self._answer(request)
-        self.gate.settle(ticket, request, answer, None)
-        return answer
+        return metered_now(self.gate, request, 0, None, lambda r, _: self._answer(r))
 
     def _answer(self, request: ChatRequest) -> ChatResponse:
         text = mock_answer(request.messages, self.seed)
