@@ -48,7 +48,9 @@ def test_a_repeated_prompt_reports_cached_tokens(llama):
     print(f"\nfirst usage: {first['usage']}\nsecond usage: {second['usage']}")
     prompt = first["usage"]["prompt_tokens"]
     assert prompt > 400 and second["usage"]["prompt_tokens"] == prompt
-    assert first["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+    # Only the chat template's opening, shared with any request the session's server already
+    # answered, can come from the cache the first time.
+    assert first["usage"]["prompt_tokens_details"]["cached_tokens"] < 40
     # All but the last prompt token come from the cache: the server evaluates that one again
     # to have logits to sample the answer from.
     assert second["usage"]["prompt_tokens_details"]["cached_tokens"] == prompt - 1
