@@ -3,6 +3,7 @@ short, and stop when every quota is met or the short group's candidates run out.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import pytest
@@ -118,3 +119,35 @@ def test_a_wrapped_stage_naming_an_undeclared_model_is_a_recipe_problem(write_re
         parse_recipe(path)
     assert [(p.loc, p.message) for p in caught.value.problems] == [
         (("stages", 0, "generate_to_quota", "stages.0.llm"), "model 'nope' is not declared under models:")]
+
+
+class SameQuestionEverywhere(MockLLMBackend):
+    """The mock, except that every chunk's answer is the same copper question."""
+
+    def _answer(self, request):
+        from builder.backends.llm.base import ChatResponse
+        from builder.backends.llm.mock_prompts import identify
+
+        if identify(request.messages) == "chunk_qa":
+            question = {"question": "Why did engineers measure voltage drops along every copper line?",
+                        "answer": "Engineers measured voltage drops along every copper line.", "type": "simple"}
+            return ChatResponse(json.dumps([question]), None, False, source="same")
+        return super()._answer(request)
+
+
+def test_a_later_round_repeating_an_earlier_rounds_question_drops_it_as_a_repeat(tmp_path):
+    params = ToQuotaParams(column="chunk_tag", quota=1, rounds=2, stages=[
+        {"generate_queries": {"mode": "chunked", "llm": "gen", "chunk_size": 16, "chunk_unit": "words",
+                              "questions_per_call": 1, "check_language": False}},
+    ])
+    gen = SameQuestionEverywhere("gen", OpenAIModelConfig(model="any-model"), seed=0)
+    ctx = qc_ctx(tmp_path, llms={"gen": gen})
+    bench = bench_of({"d0": CLEAN + MIDDLE + END + ZEBRA_END}, [])
+    bench = bench.replace(corpus=bench.corpus.with_columns(summary=bench.corpus["text"]))
+    out = GenerateToQuota(params).run(bench, ctx)
+    # Every chunk brings the same question. Round 1 asks one chunk per third and keeps one
+    # copy, tagged beginning; round 2 asks the middle and the end again, and gets the copy.
+    assert [(r["calls"], r["kept"]) for r in ctx.stats["rounds"]] == [(3, 1), (2, 0)]
+    assert out.queries.select("text", "chunk_tag").rows() == [
+        ("Why did engineers measure voltage drops along every copper line?", "beginning")]
+    assert out.drops["reason"].to_list() == ["duplicate_query"] * 4

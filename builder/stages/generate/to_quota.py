@@ -17,6 +17,7 @@ import polars as pl
 from pydantic import Field, model_validator
 
 from builder.stages.base import STAGES, Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.generate.checks import repeated_questions
 from builder.stages.generate.generate_queries import GenerateQueries
 from builder.stages.generate.steering import (Group, Tally, candidate_calls, plan_round, stop_reason, strata,
                                               third_of_value)
@@ -159,8 +160,14 @@ class GenerateToQuota(Stage):
         figures: dict[str, Any] = {}
         for k, child in enumerate(self.children):
             child_ctx = dataclasses.replace(ctx, stats={})
-            fresh = (child.run_calls(fresh, child_ctx, only) if isinstance(child, GenerateQueries)
-                     else child.run(fresh, child_ctx))
+            if isinstance(child, GenerateQueries):
+                fresh = child.run_calls(fresh, child_ctx, only)
+                # Generation sees only this round's questions: a repeat of an earlier round's is dropped here.
+                asked = pl.concat([earlier.queries.select("query_id", "text", "doc_id"),
+                                   fresh.queries.select("query_id", "text", "doc_id")])
+                fresh = fresh.drop_queries(repeated_questions(asked, fresh.queries["query_id"].to_list()), child_ctx.label)
+            else:
+                fresh = child.run(fresh, child_ctx)
             figures[f"{k}_{child.name}"] = child_ctx.stats
         ctx.stats.setdefault("round_figures", {})[str(number)] = figures
         is_doc = pl.col("kind") == "doc"
