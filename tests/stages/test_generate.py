@@ -277,3 +277,21 @@ def test_region_weights_take_the_position_tag_names_as_well():
         "beginning": 1.0, "middle": 1.0}
     with pytest.raises(ValueError, match="names the beginning twice"):
         GenerateParams(mode="extractive", region_weights={"beginning": 1, "first": 1})
+
+
+def test_a_chunk_that_supports_no_question_is_an_answer_not_a_failure(tmp_path, fake_openai):
+    # The chunk prompt asks for as many questions as the excerpt supports: an empty list
+    # is a model saying "none", so it is neither retried nor dropped as unparseable.
+    def reply(body):
+        if "<excerpt>\nw0 " in body["messages"][-1]["content"]:
+            return json.dumps({"questions": [{"question": "What is w0?", "answer": "x", "type": "simple"}]})
+        return json.dumps({"questions": []})
+
+    srv = fake_openai(responder=reply)
+    ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
+    doc = " ".join(f"w{i}" for i in range(60))  # two chunks of 30 words
+    out = GenerateQueries(GenerateParams(mode="chunked", llm="gen", chunk_size=30)).run(_bench(doc), ctx)
+    assert out.queries["text"].to_list() == ["What is w0?"]
+    assert out.drops.height == 0 and len(srv.requests) == 2
+    assert (ctx.stats["chunks"], ctx.stats["chunks_without_questions"]) == (2, 1)
+    assert srv.requests[0]["response_format"]["json_schema"]["schema"]["properties"]["questions"]["minItems"] == 0

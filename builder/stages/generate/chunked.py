@@ -24,14 +24,15 @@ if TYPE_CHECKING:
 
 def answer_schema(n: int) -> dict[str, Any]:
     """An object at the top, as hosted APIs require; `validate_answer` also takes the bare list."""
-    return {"type": "object", "properties": {"questions": question_list_schema(n, ["simple", "complicated"])},
+    return {"type": "object", "properties": {"questions": question_list_schema(n, ["simple", "complicated"], least=0)},
             "required": ["questions"], "additionalProperties": False}
 
 
 def validate_answer(value: Any) -> list[dict[str, str]]:
     if isinstance(value, dict) and isinstance(value.get("questions"), list):
         value = value["questions"]  # some models wrap the list in an object
-    return check_question_items(value)
+    # The prompt asks for as many questions as the excerpt supports, which may be none.
+    return [] if value == [] else check_question_items(value)
 
 
 def make_splitter(p: GenerateParams, count: Callable[[str], int]) -> RecursiveCharacterTextSplitter:
@@ -97,11 +98,13 @@ def generate_chunked(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
     with ctx.progress.task("generating per chunk", len(requests)) as bar:
         answers = chat_json(ctx.llm(p.llm), requests, validate,
                             raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
-    outcome = GenerationOutcome(notes={"chunks": len(requests), "questions_over_cap": 0})
+    outcome = GenerationOutcome(notes={"chunks": len(requests), "questions_over_cap": 0,
+                                       "chunks_without_questions": 0})
     for (doc_id, call_id, start, end, tag), answer in zip(calls, answers):
         if answer.error is not None:
             outcome.failed[call_id] = (doc_id, answer.error)
             continue
+        outcome.notes["chunks_without_questions"] += not answer.value
         outcome.notes["questions_over_cap"] += max(0, len(answer.value) - p.questions_per_call)
         for item in answer.value[: p.questions_per_call]:
             qtype = str(item.get("type") or "").lower()

@@ -35,8 +35,8 @@ MAX_QUESTION_CHARS = 500
 MAX_ANSWER_CHARS = 2000
 
 
-def question_list_schema(n: int, types: list[str] | None = None) -> dict[str, Any]:
-    """The JSON Schema of 1 to n question items that `check_question_items` accepts;
+def question_list_schema(n: int, types: list[str] | None = None, least: int = 1) -> dict[str, Any]:
+    """The JSON Schema of `least` to n question items that `check_question_items` accepts;
     `types`, when given, are the only values the item's "type" may take."""
     kind: dict[str, Any] = {"type": "string", "enum": types} if types else {"type": "string", "maxLength": 80}
     item = {
@@ -49,7 +49,7 @@ def question_list_schema(n: int, types: list[str] | None = None) -> dict[str, An
         "required": ["question", "answer", "type"],
         "additionalProperties": False,
     }
-    return {"type": "array", "items": item, "minItems": 1, "maxItems": n}
+    return {"type": "array", "items": item, "minItems": least, "maxItems": n}
 
 
 def check_question_items(items: Any) -> list[dict[str, Any]]:
