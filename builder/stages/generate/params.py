@@ -30,6 +30,9 @@ class GenerateParams(StageParams):
         "defaults: posir_generate (notes on searchers, types and register, then the JSON) / chunk_qa; "
         "posir_generate_json asks for the JSON alone"))
     calls_per_doc: int = Field(default=1, ge=1, description="whole_document: one region drawn per call")
+    region_draw: Literal["independent", "dealt"] = Field(default="independent", description=(
+        "whole_document: draw each call's region on its own, or deal the regions in turn within "
+        "each language and domain so their counts follow region_weights (even thirds on small builds)"))
     questions_per_call: int = Field(default=3, ge=1, description=(
         "whole_document: questions asked per call; chunked: the most kept from a chunk's list"))
     region_weights: dict[Region, float] = Field(
