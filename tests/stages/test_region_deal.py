@@ -115,5 +115,8 @@ def test_a_corpus_without_language_or_domain_columns_is_dealt_as_one_group(tmp_p
 
 def test_region_draw_is_independent_unless_asked_and_takes_only_its_two_values():
     assert GenerateParams(llm="gen").region_draw == "independent"
+    # Left out of the stage's settings while it is the default, so earlier fingerprints hold.
+    assert "region_draw" not in GenerateParams(llm="gen").model_dump(mode="json")
+    assert GenerateParams(llm="gen", region_draw="dealt").model_dump(mode="json")["region_draw"] == "dealt"
     with pytest.raises(ValueError):
         GenerateParams(llm="gen", region_draw="shuffled")

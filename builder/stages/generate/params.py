@@ -3,9 +3,9 @@ import them without importing the stage."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from builder.stages.base import StageParams
 from builder.stages.refs import ModelRef, PromptRef
@@ -61,6 +61,15 @@ class GenerateParams(StageParams):
                                  "are one third)")
             out[region], given[region] = weight, name
         return out
+
+    @model_serializer(mode="wrap")
+    def _omit_independent_draw(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Independent draws came before region_draw: left out while it is the default, the
+        # stage fingerprints (and cards) of recipes that never name it stay what they were.
+        data: dict[str, Any] = handler(self)
+        if data.get("region_draw") == "independent":
+            del data["region_draw"]
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> GenerateParams:
