@@ -3,9 +3,9 @@ import them without importing the stage."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from builder.stages.base import StageParams
 from builder.stages.refs import ModelRef, PromptRef
@@ -30,6 +30,9 @@ class GenerateParams(StageParams):
         "defaults: posir_generate (notes on searchers, types and register, then the JSON) / chunk_qa; "
         "posir_generate_json asks for the JSON alone"))
     calls_per_doc: int = Field(default=1, ge=1, description="whole_document: one region drawn per call")
+    region_draw: Literal["independent", "dealt"] = Field(default="independent", description=(
+        "whole_document: draw each call's region on its own, or deal the regions in turn within "
+        "each language and domain so their counts follow region_weights (even thirds on small builds)"))
     questions_per_call: int = Field(default=3, ge=1, description=(
         "whole_document: questions asked per call; chunked: the most kept from a chunk's list"))
     region_weights: dict[Region, float] = Field(
@@ -58,6 +61,15 @@ class GenerateParams(StageParams):
                                  "are one third)")
             out[region], given[region] = weight, name
         return out
+
+    @model_serializer(mode="wrap")
+    def _omit_independent_draw(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Independent draws came before region_draw: left out while it is the default, the
+        # stage fingerprints (and cards) of recipes that never name it stay what they were.
+        data: dict[str, Any] = handler(self)
+        if data.get("region_draw") == "independent":
+            del data["region_draw"]
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> GenerateParams:

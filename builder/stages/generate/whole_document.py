@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
 from builder.ids import query_id
+from builder.stages.generate.deal import deal_regions
 from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items, question_list_schema
+from builder.stages.seeding import derive_seed
 from builder.textutil.positions import REGIONS, requested_of_region
 
 if TYPE_CHECKING:
@@ -60,13 +62,27 @@ def region_calls(corpus: pl.DataFrame, p: GenerateParams) -> list[tuple[str, str
 
 
 def _drawn_calls(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams) -> list[tuple[str, str, str, int]]:
-    """(doc_id, call id, region, call number): `calls_per_doc` per document, each region drawn."""
-    out = []
-    for doc_id in corpus["doc_id"]:
-        for k in range(p.calls_per_doc):
-            call_id = f"{doc_id}/g{k}"
-            out.append((doc_id, call_id, pick_region(ctx, call_id, p.region_weights), k))
-    return out
+    """(doc_id, call id, region, call number): `calls_per_doc` per document, each region
+    drawn, or dealt within each language and domain (`region_draw`)."""
+    calls = [(doc_id, f"{doc_id}/g{k}", k) for doc_id in corpus["doc_id"] for k in range(p.calls_per_doc)]
+    if p.region_draw == "independent":
+        return [(doc_id, call_id, pick_region(ctx, call_id, p.region_weights), k) for doc_id, call_id, k in calls]
+    group_of = dict(zip(corpus["doc_id"], _groups(corpus)))
+    by_group: dict[tuple[str | None, str | None], list[str]] = {}
+    for doc_id, call_id, _ in calls:
+        by_group.setdefault(group_of[doc_id], []).append(call_id)
+    region = {}
+    for group, call_ids in by_group.items():
+        region.update(deal_regions(call_ids, p.region_weights, derive_seed(ctx.seed, ctx.label, "deal", *group)))
+    return [(doc_id, call_id, region[call_id], k) for doc_id, call_id, k in calls]
+
+
+def _groups(corpus: pl.DataFrame) -> list[tuple[str | None, str | None]]:
+    """Each row's (lang, domain); a corpus without the column is one group in it."""
+    def column(name: str) -> list[str | None]:
+        return corpus[name].to_list() if name in corpus.columns else [None] * corpus.height
+
+    return list(zip(column("lang"), column("domain")))
 
 
 def generate_whole_document(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
