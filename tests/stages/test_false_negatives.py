@@ -93,6 +93,20 @@ def test_fineweb_mode_needs_two_judges_to_confirm(tmp_path, grader, votes, dropp
     assert detail.rows() == [("q_tower", "planted", ["bm25", "judge"], votes)]
 
 
+@pytest.mark.parametrize("votes, asked", [(2, [1, 1, 0]), (1, [1, 1, 1]), (0, [1, 1, 0])])
+def test_a_judge_is_asked_only_while_the_vote_is_open(tmp_path, grader, votes, asked):
+    # Two of three must confirm: after two agreeing judges the third cannot change the
+    # outcome, so it is not asked (the FineWeb-PosQ paper's three judges, at two thirds of
+    # the calls when they agree); after a split it decides.
+    judges = _judges(grader, votes)
+    ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config(normalize=True)}, llms=judges)
+    params = FalseNegativeParams(mode="fineweb_posq", rerankers=["bm25"], judges=list(judges))
+    out = FalseNegatives(params).run(_bench(), ctx)
+    assert [judges[f"j{i}"].usage.calls for i in range(3)] == asked
+    assert (out.drops.height == 1) == (votes == 2)
+    assert ctx.stats["judge_pairs_not_sent"] == 3 - sum(asked)
+
+
 def test_fineweb_mode_without_judges_trusts_the_rerankers(tmp_path):
     ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config(normalize=True)})
     out = FalseNegatives(FalseNegativeParams(mode="fineweb_posq")).run(_bench(), ctx)

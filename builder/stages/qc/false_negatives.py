@@ -11,8 +11,11 @@ or a bi_encoder entry for dense recall), and the rerankers score them with the p
 - `mode: fineweb_posq` (FineWeb-PosQ A.2, stage 2): a candidate that more than half of
   the rerankers score above `threshold` (normalized scores) is sent to the LLM judges;
   with at least `min_votes` grades of `min_grade` or more, the query is dropped
-  (`false_negative_confirmed`). To ask one model several times, declare it under several
-  names with different seeds.
+  (`false_negative_confirmed`). Judges are asked in order, each only about the pairs
+  whose vote is still open: with two of three needed, the third is asked only where the
+  first two split (`judge_pairs_not_sent` counts the rest; `judge_votes` is the count when
+  the vote closed). To ask one model several times, declare it under several names with
+  different seeds.
 
 Every flagged (query, document) pair is written to `false_negatives.parquet` in the
 stage's work folder. The stage reports the share of the corpus and of the queries it
@@ -199,10 +202,20 @@ class FalseNegatives(QueryFilter):
         texts = bench.corpus["text"].to_list()
         pairs = [(r["query"], texts[r["row"]]) for r in flagged]
         votes = [0] * len(flagged)
-        for judge in p.judges:
-            grades = grade(ctx, judge, p.prompt, pairs, p.questions_per_call, f"judging with {judge}")
-            votes = [v + (g.value is not None and g.value >= p.min_grade) for v, g in zip(votes, grades)]
         need = p.min_votes if p.judges else 0
+        skipped = 0
+        for k, judge in enumerate(p.judges):
+            # A pair whose vote is settled (confirmed, or out of reach with the judges left) is
+            # not sent on: the outcome is the same, the calls are not.
+            left = len(p.judges) - k
+            open_ = [i for i, v in enumerate(votes) if v < need <= v + left]
+            skipped += len(flagged) - len(open_)
+            grades = grade(ctx, judge, p.prompt, [pairs[i] for i in open_], p.questions_per_call,
+                           f"judging with {judge}") if open_ else []
+            for i, g in zip(open_, grades):
+                votes[i] += g.value is not None and g.value >= p.min_grade
+        if p.judges:
+            ctx.stats["judge_pairs_not_sent"] = skipped
         confirmed = [r for r, v in zip(flagged, votes) if v >= need]
         _save(flagged, ctx, votes=votes if p.judges else None)
         ctx.stats["false_negatives_confirmed"] = len(confirmed)
