@@ -83,6 +83,24 @@ def test_llm_step_needs_a_high_and_distinct_grade(tmp_path, grader):
         "ocean": "llm_segment_not_higher", "warm": "llm_grade_below:3"}
 
 
+@pytest.mark.parametrize("per_call, calls, not_sent", [(1, 5 + 3 * 2 - 1, 4), (8, 3, 0)])
+def test_the_other_thirds_are_graded_only_when_the_labelled_one_passes(tmp_path, grader, per_call, calls,
+                                                                       not_sent):
+    # One pair per call (FineWeb-PosQ's form): lava_mislabelled and warm grade below 3 on
+    # their own third, so they are dropped whatever the other thirds get, and those four
+    # pairs are not sent. Batched, a third's questions share one call: all go at once.
+    # (lava and lava_mislabelled ask the same question: their shared pairs are cache hits.)
+    judge = grader()
+    ctx = qc_ctx(tmp_path, llms={"judge": judge})
+    out = SegmentAgreement(SegmentParams(rerankers=[], llm="judge", questions_per_call=per_call)).run(_bench(), ctx)
+    assert out.queries["query_id"].to_list() == ["lava", "reef"]
+    assert dict(out.drops.select("id", "reason").rows()) == {
+        "lava_mislabelled": "llm_grade_below:3", "unlabelled": "no_position_label",
+        "ocean": "llm_segment_not_higher", "warm": "llm_grade_below:3"}
+    assert judge.usage.calls == calls
+    assert ctx.stats["grading_pairs_not_sent"] == not_sent
+
+
 def test_needs_a_reranker_or_an_llm():
     with pytest.raises(ValueError, match="rerankers, an llm, or both"):
         SegmentParams(rerankers=[])

@@ -148,14 +148,38 @@ class SegmentAgreement(QueryFilter):
         return rows
 
     def _llm_check(self, rows: list[Row], ctx: StageContext) -> dict[str, str]:
+        """Grade each query's three thirds. One pair per call, the labelled third goes first
+        and the other two only where it reached `min_grade`: below it the query is dropped
+        whatever they get. Batched, a third's questions share a call, so all go at once."""
         p = self.params
         assert p.llm is not None
-        grades = grade(ctx, p.llm, p.prompt, [(q, part) for _, q, parts, _ in rows for part in parts],
-                       p.questions_per_call, "grading thirds")
-        ctx.stats["llm_grades"] = grade_histogram(grades)
         reasons: dict[str, str] = {}
-        for k, (qid, _, _, label) in enumerate(rows):
-            three = grades[3 * k: 3 * k + 3]
+        if p.questions_per_call == 1:
+            own = grade(ctx, p.llm, p.prompt, [(q, parts[label]) for _, q, parts, label in rows], 1,
+                        "grading labelled thirds")
+            for (qid, *_), g in zip(rows, own):
+                if g.error or (g.value or 0) < p.min_grade:
+                    reasons[qid] = g.error or f"llm_grade_below:{p.min_grade}"
+            rest = [r for r in rows if r[0] not in reasons]
+            others = grade(ctx, p.llm, p.prompt, [(q, part) for _, q, parts, label in rest
+                                                  for j, part in enumerate(parts) if j != label], 1,
+                           "grading other thirds")
+            ctx.stats["grading_pairs_not_sent"] = 2 * (len(rows) - len(rest))
+            graded = dict(zip((r[0] for r in rows), own))
+            grades = {qid: [*others[2 * k: 2 * k + 2]] for k, (qid, *_) in enumerate(rest)}
+            for qid, _, _, label in rest:
+                grades[qid].insert(label, graded[qid])
+            ctx.stats["llm_grades"] = grade_histogram([*own, *others])
+        else:
+            flat = grade(ctx, p.llm, p.prompt, [(q, part) for _, q, parts, _ in rows for part in parts],
+                         p.questions_per_call, "grading thirds")
+            ctx.stats["grading_pairs_not_sent"] = 0
+            ctx.stats["llm_grades"] = grade_histogram(flat)
+            grades = {qid: flat[3 * k: 3 * k + 3] for k, (qid, *_) in enumerate(rows)}
+        for qid, _, _, label in rows:
+            if qid in reasons:
+                continue
+            three = grades[qid]
             error = next((g.error for g in three if g.error), None)
             values = [g.value or 0 for g in three]
             if error:
