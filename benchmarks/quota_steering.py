@@ -8,9 +8,11 @@ wraps generation, localization and the reranker agreement in `generate_to_quota`
 asks in rounds only for the thirds still short of what `balance` will keep.
 
 Printed per build: kept queries, prompt tokens (the server's count, all stages), kept
-queries per 100,000 prompt tokens, the thirds, what balance removed, and the rounds.
-Target: the steered build keeps at least 1.5x the queries per 100,000 prompt tokens, with
-thirds at least as even.
+queries per 100,000 prompt tokens, the thirds, what balance removed, the rounds, and the
+share of the tokens spent after balance. Target: the steered build keeps at least 1.5x the
+queries per 100,000 prompt tokens, with thirds at least as even. The last line bounds what
+steering can do on the run: one-shot's tokens against the same build with its spending
+before balance cut in proportion to what balance keeps.
 
 How much steering can save depends on how uneven one-shot generation's thirds are before
 balance. The mock writes up to 3 questions per chunk, all from the chunk, so its thirds
@@ -145,6 +147,16 @@ class BuildReport:
     thirds: dict[str, int]
     balanced_out: int
     rounds: list[dict[str, Any]]
+    after_balance: int  # prompt tokens of the stages after balance, paid per kept query either way
+    balance_in: int  # queries that reached balance
+
+    @property
+    def ideal_tokens(self) -> float:
+        """Prompt tokens had generation asked only for what balance keeps: the spending
+        before balance cut in proportion, the stages after it unchanged."""
+        before = self.prompt_tokens - self.after_balance
+        kept = self.balance_in - self.balanced_out
+        return self.after_balance + (before * kept / self.balance_in if self.balance_in else before)
 
     @property
     def per_100k(self) -> float:
@@ -161,7 +173,8 @@ class BuildReport:
         rounds = " ".join(f"{r['calls']}->{r['kept']}" for r in self.rounds) or "-"
         return (f"{self.build:<9} kept {self.kept:>4}  prompt tokens {self.prompt_tokens:>9,}  "
                 f"per 100k {self.per_100k:6.1f}  thirds {thirds} (spread {self.spread:.2f})  "
-                f"balance removed {self.balanced_out}  rounds (calls->kept) {rounds}")
+                f"balance removed {self.balanced_out}  rounds (calls->kept) {rounds}  "
+                f"after balance {self.after_balance / self.prompt_tokens:.0%} of the tokens")
 
 
 def steered_recipe(work: Path) -> Path:
@@ -196,8 +209,11 @@ def build(name: str, recipe: Path, work: Path, corpus: Path, docs: int,
     stages = stats["stages"]
     balanced = sum(s.get("dropped", {}).get("balanced_out", 0) for s in stages)
     rounds = next((s["rounds"] for s in stages if "rounds" in s), [])
+    balance = next(s for s in stages if s["stage"].endswith("_balance"))
+    at = int(balance["stage"].split("_")[0])
+    after = sum(s["prompt_tokens"] for s in stats["llm"]["stages"] if int(s["stage"].split("_")[0]) > at)
     return BuildReport(name, queries.height, int(stats["llm"]["total"]["prompt_tokens"]), dict(thirds),
-                       balanced, rounds)
+                       balanced, rounds, after, balance["queries_in"])
 
 
 def compare(work: Path, corpus: Path = ARTICLES, docs: int = 40, funnel: str = "mock"
@@ -224,6 +240,9 @@ def main() -> None:
     print(steered.line())
     print(f"steered / one-shot, kept per 100k prompt tokens: {steered.per_100k / oneshot.per_100k:.2f}x "
           "(target 1.5x)")
+    # Steering changes what is asked before balance; the stages after it cost the same per kept query.
+    print(f"perfect steering (one-shot's spending before balance cut to what balance keeps): "
+          f"{oneshot.prompt_tokens / oneshot.ideal_tokens:.2f}x")
 
 
 if __name__ == "__main__":

@@ -43,5 +43,7 @@ def test_with_the_papers_funnel_steering_spends_less_per_kept_query(tmp_path):
     assert (oneshot.kept, oneshot.balanced_out) == (22, 25)
     assert steered.kept >= oneshot.kept and steered.balanced_out <= oneshot.balanced_out / 4
     assert steered.spread <= oneshot.spread
-    # 1.29x here; the judges after balance (about 60 % of the tokens) cap what steering saves.
+    # 1.28x here. Perfect steering would reach 1.43x: the stages after balance cost the
+    # same per kept query whatever generation asked.
     assert steered.per_100k >= 1.25 * oneshot.per_100k
+    assert 1.25 < oneshot.prompt_tokens / oneshot.ideal_tokens < 1.5
