@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import LLMBackend, LLMCache, LLMUsage, make_llm
 from builder.backends.llm.factory import start_warm_up
-from builder.backends.llm.mock_backend import MOCK_CACHE
 from builder.backends.rerankers import AnyRerankerConfig, Reranker, make_reranker, reranker_configs
 from builder.backends.tokenizers import TokenCounter, make_counter
 from builder.executors import Executor, make_executor

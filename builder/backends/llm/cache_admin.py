@@ -65,7 +65,7 @@ def cache_path(run_dir: Path) -> Path:
         if not run_dir.is_dir():
             raise CacheAdminError(f"{run_dir} is not a folder: no LLM cache to show or clear")
         mock = ("; its builds ran with --mock-llm, and mock builds never write an LLM cache: the mock's "
-                f"answers stay in their run folders and ship in each output's llm_answers.parquet"
+                "answers stay in their run folders and ship in each output's llm_answers.parquet"
                 if any(run_dir.glob(f"*/*/{MOCK_CACHE}")) else "")
         raise CacheAdminError(f"{run_dir} has no LLM cache ({CACHE_FILE}): nothing to show or clear{mock}")
     return path

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import polars as pl
 from pydantic import Field
 
 from builder.io.bench_rows import add_rows, input_path

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
-from builder.backends.rerankers import is_missing
+from builder.backends.rerankers import Grade, is_missing
 from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
@@ -148,40 +148,16 @@ class SegmentAgreement(QueryFilter):
         return rows
 
     def _llm_check(self, rows: list[Row], ctx: StageContext) -> dict[str, str]:
-        """Grade each query's three thirds. One pair per call, the labelled third goes first
-        and the other two only where it reached `min_grade`: below it the query is dropped
-        whatever they get. Batched, a third's questions share a call, so all go at once."""
         p = self.params
-        assert p.llm is not None
+        grades = self._one_pair_per_call(rows, ctx) if p.questions_per_call == 1 else self._batched(rows, ctx)
+        asked = [g for three in grades.values() for g in three if g is not None]
+        ctx.stats["llm_grades"] = grade_histogram(asked)
+        ctx.stats["grading_pairs_not_sent"] = 3 * len(rows) - len(asked)
         reasons: dict[str, str] = {}
-        if p.questions_per_call == 1:
-            own = grade(ctx, p.llm, p.prompt, [(q, parts[label]) for _, q, parts, label in rows], 1,
-                        "grading labelled thirds")
-            for (qid, *_), g in zip(rows, own):
-                if g.error or (g.value or 0) < p.min_grade:
-                    reasons[qid] = g.error or f"llm_grade_below:{p.min_grade}"
-            rest = [r for r in rows if r[0] not in reasons]
-            others = grade(ctx, p.llm, p.prompt, [(q, part) for _, q, parts, label in rest
-                                                  for j, part in enumerate(parts) if j != label], 1,
-                           "grading other thirds")
-            ctx.stats["grading_pairs_not_sent"] = 2 * (len(rows) - len(rest))
-            graded = dict(zip((r[0] for r in rows), own))
-            grades = {qid: [*others[2 * k: 2 * k + 2]] for k, (qid, *_) in enumerate(rest)}
-            for qid, _, _, label in rest:
-                grades[qid].insert(label, graded[qid])
-            ctx.stats["llm_grades"] = grade_histogram([*own, *others])
-        else:
-            flat = grade(ctx, p.llm, p.prompt, [(q, part) for _, q, parts, _ in rows for part in parts],
-                         p.questions_per_call, "grading thirds")
-            ctx.stats["grading_pairs_not_sent"] = 0
-            ctx.stats["llm_grades"] = grade_histogram(flat)
-            grades = {qid: flat[3 * k: 3 * k + 3] for k, (qid, *_) in enumerate(rows)}
         for qid, _, _, label in rows:
-            if qid in reasons:
-                continue
             three = grades[qid]
-            error = next((g.error for g in three if g.error), None)
-            values = [g.value or 0 for g in three]
+            error = next((g.error for g in three if g is not None and g.error), None)
+            values = [(g.value or 0) if g is not None else 0 for g in three]
             if error:
                 reasons[qid] = error
             elif values[label] < p.min_grade:
@@ -189,6 +165,31 @@ class SegmentAgreement(QueryFilter):
             elif any(values[label] < v + p.margin for j, v in enumerate(values) if j != label):
                 reasons[qid] = "llm_segment_not_higher"
         return reasons
+
+    def _one_pair_per_call(self, rows: list[Row], ctx: StageContext) -> dict[str, list[Grade | None]]:
+        """The labelled third first, the other two only where it reached `min_grade`: below
+        it the query fails whatever they get (None: not asked)."""
+        p = self.params
+        assert p.llm is not None
+        own = grade(ctx, p.llm, p.prompt, [(q, parts[label]) for _, q, parts, label in rows], 1,
+                    "grading labelled thirds")
+        out: dict[str, list[Grade | None]] = {}
+        for (qid, _, _, label), g in zip(rows, own):
+            out[qid] = [g if j == label else None for j in range(3)]
+        rest = [row for row, g in zip(rows, own) if g.error is None and (g.value or 0) >= p.min_grade]
+        pairs = [(q, parts[j]) for _, q, parts, label in rest for j in range(3) if j != label]
+        others = iter(grade(ctx, p.llm, p.prompt, pairs, 1, "grading other thirds") if pairs else [])
+        for qid, _, _, label in rest:
+            out[qid] = [out[qid][j] if j == label else next(others) for j in range(3)]
+        return out
+
+    def _batched(self, rows: list[Row], ctx: StageContext) -> dict[str, list[Grade | None]]:
+        """Several questions share a call about one third, so all three thirds go at once."""
+        p = self.params
+        assert p.llm is not None
+        flat = grade(ctx, p.llm, p.prompt, [(q, part) for _, q, parts, _ in rows for part in parts],
+                     p.questions_per_call, "grading thirds")
+        return {qid: list(flat[3 * k: 3 * k + 3]) for k, (qid, *_) in enumerate(rows)}
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         if not self.params.llm:
