@@ -58,7 +58,6 @@ THIRDS = ("beginning", "middle", "end")
 # by the three rerankers' agreement.
 PAPER_GENERATED = {"beginning": 15_961, "middle": 199_742, "end": 50_162}
 PAPER_AGREED = {"beginning": 13_061, "middle": 65_941, "end": 38_006}
-MOCK_PER_CHUNK = 3  # the most questions the mock writes per chunk
 
 
 class PaperFunnel:
@@ -120,8 +119,8 @@ class PaperFunnel:
 
     @staticmethod
     def _questions(body: dict[str, Any], n: int) -> list[dict[str, str]]:
-        """Up to `n` distinct questions about the chunk: the mock writes at most
-        MOCK_PER_CHUNK per answer, so further answers with other seeds add to them."""
+        """Up to `n` distinct questions about the chunk: the mock writes at most 3 per
+        answer, so further answers with other seeds add to them."""
         items: list[dict[str, str]] = []
         for seed in range(4):
             for item in json.loads(mock_answer(body["messages"], seed=seed) or "[]"):
