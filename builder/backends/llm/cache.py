@@ -38,8 +38,11 @@ CREATE TABLE IF NOT EXISTS answers (
 _PROBE_CHARS, _MIN_PROBE_CHARS = 200, 20
 # Columns an older cache file lacks; they are added when it is opened (all may be NULL).
 _ADDED_COLUMNS = ("reasoning", "model", "stage", "base_url", "failure")
-# SQLite's verdicts on a file that is not (or no longer) a sound database.
-_DAMAGE_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+# SQLite's verdicts on a file that is not (or no longer) a sound database: SQLITE_CORRUPT and
+# SQLITE_NOTADB, by number (sqlite3 names them only from Python 3.11 on), and the messages
+# SQLite gives with them, all that Python 3.10 passes on (it sets no `sqlite_errorcode`).
+_DAMAGE_CODES = {11, 26}
+_DAMAGE_MESSAGES = ("database disk image is malformed", "file is not a database", "malformed database schema")
 
 T = TypeVar("T")
 
@@ -93,7 +96,9 @@ def _print_notice(message: str) -> None:
 
 def _damaged(error: sqlite3.DatabaseError) -> bool:
     code = getattr(error, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF in _DAMAGE_CODES
+    if code is None:
+        return str(error).startswith(_DAMAGE_MESSAGES)
+    return code & 0xFF in _DAMAGE_CODES
 
 
 class LLMCache:
