@@ -1,4 +1,4 @@
-"""Document sources: JSONL, parquet, Hugging Face datasets, and CPython's own docs.
+"""Document sources: JSONL, parquet, Hugging Face datasets, and CPython's reference topics.
 
 Each source yields raw rows; `load_sources` maps fields, and every bad row becomes a
 counted drop with a reason instead of an exception.
@@ -15,6 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from builder.io.jsonl import read_jsonl
 from builder.license_field import license_field
+from builder.resources import shipped_dir
+
+# `python_docs` reads a frozen copy of CPython's `pydoc_data.topics` shipped with build-bench
+# (recipes/examples/, see its PROVENANCE.md): each CPython release rewrites some topics, and the
+# interpreter's own copy would make the same recipe build another benchmark on each Python.
+PYTHON_REFERENCE_FILE = "python_reference.jsonl"
+PYTHON_REFERENCE_CPYTHON = "3.11.7"
 
 
 class FieldMap(BaseModel):
@@ -62,7 +69,8 @@ class HFSource(_SourceBase):
 
 
 class PythonDocsSource(_SourceBase):
-    """The Python Language Reference topics shipped with CPython (`pydoc_data.topics`)."""
+    """The Python Language Reference topics (CPython's `pydoc_data.topics`), as frozen from
+    CPython 3.11.7 and shipped with build-bench: the same 79 documents on every Python."""
 
     type: Literal["python_docs"]
     fields: FieldMap = FieldMap(id="id", text="text", title="title")
@@ -150,12 +158,13 @@ def _iter_hf(spec: HFSource) -> Iterator[Located]:
         n += 1
 
 
-def _iter_python_docs() -> Iterator[Located]:
-    from pydoc_data.topics import topics
+def python_reference_path() -> Path:
+    return shipped_dir("recipes") / "examples" / PYTHON_REFERENCE_FILE
 
-    for n, key in enumerate(sorted(topics)):
-        title = key.replace("-", " ")
-        yield f"row:{n}", {"id": key, "title": title, "text": topics[key]}
+
+def _iter_python_docs() -> Iterator[Located]:
+    for n, (_, row) in enumerate(read_jsonl(python_reference_path())):
+        yield f"row:{n}", row
 
 
 def iter_rows(spec: _SourceBase, base_dir: Path | None) -> Iterator[Located]:

@@ -48,9 +48,9 @@ def _source(spec: Any, base_dir: Path, limit: int | None = None) -> dict[str, An
 
     out: dict[str, Any] = {"type": spec.type}
     if spec.type == "python_docs":
-        import sys
+        from builder.io.sources import PYTHON_REFERENCE_CPYTHON
 
-        out["revision"] = f"CPython {sys.version.split()[0]}"
+        out["revision"] = f"CPython {PYTHON_REFERENCE_CPYTHON}"
     elif spec.type == "hf":
         out.update(path=spec.path, revision=spec.revision or "unpinned (the default branch when built)")
     else:
