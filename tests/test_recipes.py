@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import re
 import tempfile
-import time
 import traceback
 from pathlib import Path
 
@@ -116,11 +115,10 @@ def test_malformed_set_value_is_one_line_error(value):
     assert f"--set {value!r}: the value is not valid YAML" in line
 
 
-def test_alias_bomb_fails_fast():
-    start = time.perf_counter()
+def test_alias_bomb_is_refused_before_it_is_expanded():
     result = runner.invoke(app, ["validate", str(FIXTURES / "broken_recipes" / "alias_bomb.yaml")])
     assert result.exit_code == 2
-    assert time.perf_counter() - start < 2
+    assert "more than 100000 values once aliases are expanded" in result.output
 
 
 def test_anchors_and_merge_keys_still_work(write_recipe):

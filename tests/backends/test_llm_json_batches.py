@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -159,11 +158,11 @@ def test_a_failing_caller_cancels_what_is_in_flight_and_keeps_what_came(fake_ope
     srv = fake_openai(responder=reply)
     cache = LLMCache.memory()
     backend = make_backend(srv, cache=cache)
-    start = time.perf_counter()
     with pytest.raises(RuntimeError, match="caller broke"):
         chat_json(backend, [_ask(i) for i in range(3)], validate)
-    assert time.perf_counter() - start < 1.5  # the slow requests were not waited for
-    assert len(cache) == 1  # the answer that came back is kept
+    # The answer that came back is kept; the slow ones were not waited for (they would be
+    # cached too: "1" is a valid answer).
+    assert len(cache) == 1
 
 
 def test_an_answer_shaped_by_the_schema_is_read() -> None:

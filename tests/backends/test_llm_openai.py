@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -94,16 +93,32 @@ def test_rate_limits_errors_and_timeouts_are_retried(fake_openai: Start, make_ba
         assert (answer.text, answer.retries) == (f"echo: {label}", 1), label
 
 
-def test_retry_after_is_honoured_and_capped(fake_openai: Start, make_backend: MakeBackend) -> None:
+def _waits(backend: Any, monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The pauses the backend takes between attempts, as it computes them (and still takes)."""
+    waits: list[float] = []
+    delay = backend._delay
+
+    def recorded(attempt: int, retry_after: float | None) -> float:
+        waits.append(delay(attempt, retry_after))
+        return waits[-1]
+
+    monkeypatch.setattr(backend, "_delay", recorded)
+    return waits
+
+
+def test_retry_after_is_honoured_and_capped(fake_openai: Start, make_backend: MakeBackend,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     srv = fake_openai(responder=flaky(Reply(status=429, headers={"Retry-After": "0.3"})))
-    start = time.perf_counter()
-    assert make_backend(srv, backoff_max_s=1.0).chat_many([ask("wait")])[0].text == "echo: wait"
-    assert time.perf_counter() - start >= 0.3
+    backend = make_backend(srv, backoff_max_s=1.0)
+    waits = _waits(backend, monkeypatch)
+    assert backend.chat_many([ask("wait")])[0].text == "echo: wait"
+    assert waits == [0.3]
 
     srv = fake_openai(responder=flaky(Reply(status=429, headers={"Retry-After": "3600"})))
-    start = time.perf_counter()
-    assert make_backend(srv, backoff_max_s=0.1).chat_many([ask("capped")])[0].ok
-    assert time.perf_counter() - start < 2
+    backend = make_backend(srv, backoff_max_s=0.1)
+    waits = _waits(backend, monkeypatch)
+    assert backend.chat_many([ask("capped")])[0].ok
+    assert waits == [0.1]
 
 
 def test_permanent_failure_is_reported_not_raised_or_cached(fake_openai: Start, make_backend: MakeBackend) -> None:

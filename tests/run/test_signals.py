@@ -51,6 +51,7 @@ from builder.cli import main
 main()
 """
 EXPECTED = {signal.SIGINT: 130, signal.SIGTERM: 143}
+SERVER_LATENCY_S = 60.0
 
 
 def _spawn(recipe: Path, root: Path) -> subprocess.Popen:
@@ -59,15 +60,15 @@ def _spawn(recipe: Path, root: Path) -> subprocess.Popen:
                             env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
-def _stop(proc: subprocess.Popen, sig: signal.Signals) -> tuple[float, str]:
-    """Send `sig`; seconds until the process ended, and its stderr."""
-    sent = time.monotonic()
+def _stop(proc: subprocess.Popen, sig: signal.Signals) -> str:
+    """Send `sig`; the stderr of the process, which must end by itself: it is given half the
+    time the test server takes to answer, so one that waits for an answer fails here."""
     proc.send_signal(sig)
     try:
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=SERVER_LATENCY_S / 2)
     finally:
         proc.kill()
-    return time.monotonic() - sent, err
+    return err
 
 
 def _stop_lines(err: str) -> list[str]:
@@ -82,25 +83,23 @@ def test_a_signal_at_start_up_gives_one_line_and_the_usual_status(sig, fake_open
     proc = _spawn(recipe, tmp_path)
     assert proc.stderr is not None
     assert proc.stderr.readline().strip() == READY
-    took, err = _stop(proc, sig)
+    err = _stop(proc, sig)
     assert proc.returncode == EXPECTED[sig], err
-    assert took < 2.0, f"{took:.2f} s"
     assert _stop_lines(err) == [f"interrupted by {sig.name}; {RESUME}"], err
     assert srv.request_count == 0
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
 def test_a_signal_mid_stage_gives_one_line_and_a_rerun_resumes(sig, fake_openai, write_recipe, tmp_path):
-    srv = fake_openai(responder=scripted_llm, latency_s=60.0)  # every answer far off: the stage is in flight
+    srv = fake_openai(responder=scripted_llm, latency_s=SERVER_LATENCY_S)  # the stage is in flight
     recipe = write_recipe(RECIPE.replace("BASE", srv.base_url))
     proc = _spawn(recipe, tmp_path)
     deadline = time.monotonic() + 60
     while srv.request_count == 0 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert srv.request_count > 0, "summarize never asked the model"
-    took, err = _stop(proc, sig)
+    err = _stop(proc, sig)
     assert proc.returncode == EXPECTED[sig], err
-    assert took < 2.0, f"{took:.2f} s"
     assert _stop_lines(err) == [f"interrupted by {sig.name}; {RESUME}"], err
     assert not (tmp_path / "out").exists()
     srv.latency_s = 0.0
