@@ -136,3 +136,13 @@ def test_a_depth_farther_than_the_tolerance_drops_the_query(tmp_path):
                                                                ("q2", "depth_beyond_tolerance")]
     out, grid, _ = _grid(tmp_path, bench, lengths=[40], depths=[0, 0.5, 1], max_depth_error=0.5)
     assert out.queries.height == 6 and grid["largest_depth_gap"] == 0.5
+
+
+def test_a_pool_of_only_the_queries_sources_is_a_parameter_error(tmp_path):
+    from builder.stages.base import StageParamError
+
+    with pytest.raises(StageParamError) as caught:
+        _grid(tmp_path, cells_bench({"d1": DOCS["d1"], "d2": DOCS["d2"]}))
+    assert caught.value.param == "padding"
+    assert str(caught.value).startswith("the padding corpus (the bench's documents) leaves nothing to pad with: "
+                                        "each of its 2 documents is a query's source")

@@ -360,7 +360,12 @@ class DepthGrid(Stage):
         texts = dict(zip(corpus["doc_id"].to_list(), corpus["text"].to_list()))
         domains = dict(zip(corpus["doc_id"].to_list(), corpus["domain"].to_list()))
         passages = {d: passages_of(d, t or "") for d, t in texts.items() if d not in sources}
-        return _Pool(texts, domains, named, {d: ps for d, ps in passages.items() if ps})
+        free = {d: ps for d, ps in passages.items() if ps}
+        if not free and sources:
+            raise StageParamError("padding", f"the padding corpus ({named}) leaves nothing to pad with: each of "
+                                             f"its {len(texts)} documents is a query's source (or empty); name a "
+                                             "larger corpus with `padding:`, or take fewer queries (max_queries)")
+        return _Pool(texts, domains, named, free)
 
     def _walk(self, item: str, pool: _Pool, need: int, ctx: StageContext) -> Walk:
         """The pool's documents in an order seeded by `item`, their paragraphs in their own."""
