@@ -102,6 +102,17 @@ def test_each_cell_carries_its_distractors_at_the_cells_length(tmp_path):
     assert grid["chance"]["24"] == {"documents": 5, "ndcg@10": pytest.approx(ndcg, abs=1e-4), "recall@100": 1.0}
 
 
+def test_distractors_repeating_another_word_for_word_are_counted(tmp_path):
+    # Three pool documents of two 4-word sentences: a 16-word distractor is two of them in
+    # a row, six ways at most.
+    docs = {"d1": DOCS["d1"], "d2": DOCS["d2"], **{f"f{k}": DOCS[f"f{k}"].split("\n\n")[0] for k in range(3)}}
+    out, grid, _ = _grid(tmp_path, cells_bench(docs), distractors=12, lengths=[16], depths=[0])
+    distractors = out.corpus.filter(pl.col("source_doc_id").is_null())
+    assert 1 < distractors.height <= 6
+    assert distractors["text"].n_unique() == distractors.height == grid["distractors"]["per_length"]["16"]
+    assert grid["distractors"]["short"] == {"duplicate_text": 12 - distractors.height}
+
+
 def test_distractors_the_pool_cannot_fill_are_counted(tmp_path):
     # The pool's clean padding is 34 four-word sentences (136 words): enough for the queries'
     # 135 words beside their evidence at 144, not for a distractor's 137 or more.
@@ -146,3 +157,18 @@ def test_a_pool_of_only_the_queries_sources_is_a_parameter_error(tmp_path):
     assert caught.value.param == "padding"
     assert str(caught.value).startswith("the padding corpus (the bench's documents) leaves nothing to pad with: "
                                         "each of its 2 documents is a query's source")
+
+
+def test_two_questions_on_one_sentence_keep_the_first(tmp_path):
+    # q3 asks about q1's sentence: in a cell, q1's document would hold q3's evidence too.
+    bench = cells_bench()
+    start = DOCS["d1"].index("cliff above the bay")
+    span = [{"start": start, "end": start + len("cliff above the bay"), "method": "exact", "score": 100.0}]
+    extra = pl.DataFrame({"query_id": ["q3"], "text": ["where does the falcon nest?"], "doc_id": ["d1"], "lang": ["en"],
+                          "spans": pl.Series([span], dtype=SPAN_DTYPE)})
+    bench = Bench.of(corpus=bench.corpus, queries=pl.concat([bench.queries, extra]),
+                     qrels=pl.concat([bench.qrels, extra.select("query_id", "doc_id", pl.lit(1, dtype=pl.Int64).alias("score"))]))
+    out, _, p = _grid(tmp_path, bench)
+    assert sorted(out.queries["source_query_id"].unique().to_list()) == ["q1", "q2"]
+    assert out.drops.select("id", "reason").rows() == [("q3", "evidence_shared_with_another_query")]
+    assert leaks(out.corpus, out.queries, _pool_judge(bench, p), p.near_duplicate_ratio) == []

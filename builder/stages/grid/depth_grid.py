@@ -197,19 +197,18 @@ class DepthGrid(Stage):
             raise StageParamError("lengths", f"length {shortest} is below the evidence of every query "
                                              f"(the shortest holds {min(q.tokens for q in queries)} tokens): "
                                              "ask for longer lengths")
-        fits = [q for q in queries if q.tokens <= shortest]
+        fits = self._apart([q for q in queries if q.tokens <= shortest], verdicts)
         verdicts.drop_all([q.query_id for q in queries if q.tokens > shortest], "evidence_longer_than_length")
         pool = self._pool(bench, {q.doc_id for q in queries}, ctx)
         sentences = sorted({s for ps in pool.passages.values() for x in ps for s in x.sentences})
         tokens = dict(zip(sentences, ctx.tokenizer.count_many(sentences)))
         judge = self._judge([x.text for d, t in pool.texts.items() for x in passages_of(d, t or "")], ctx)
-        repeats = Repeats([q.evidence.text for q in fits],
-                          [q.evidence.text[q.evidence.span_start:q.evidence.span_end] for q in fits],
+        repeats = Repeats([q.evidence.text for q in fits], [_span_text(q) for q in fits],
                           p.near_duplicate, p.near_duplicate_ratio)
         screen = Screen([Target(q.text, q.evidence.text) for q in fits], repeats, judge)
         longest = max(p.lengths)
         walks = [self._walk(q.query_id, pool, longest - q.tokens, ctx) for q in fits]
-        others = [self._walk(f"distractor{k}", pool, longest, ctx) for k in range(p.distractors)]
+        others = [self._walk(f"distractor{k}", pool, longest, ctx, anywhere=True) for k in range(p.distractors)]
         walk_all(walks + others, screen, tokens)
         rows: list[tuple[_Query, int, float, Placed, list[Piece]]] = []
         for q, walk in zip(fits, walks):
@@ -236,6 +235,23 @@ class DepthGrid(Stage):
                        for n, d in distractors.items()} if n_queries else {},
             **_errors(corpus)}
         return Bench.of(corpus=corpus, queries=grid_queries, qrels=qrels, drops=kept.drops)
+
+    def _apart(self, queries: list[_Query], verdicts: Verdicts) -> list[_Query]:
+        """The queries whose evidence no earlier one's repeats, nor repeats an earlier one's
+        (two questions on one sentence would each have two relevant documents in a cell, and
+        the qrels name one): the later goes (`evidence_shared_with_another_query`)."""
+        p = self.params
+        kept: list[_Query] = []
+        for q in queries:
+            mine = Repeats([q.evidence.text], [_span_text(q)], p.near_duplicate, p.near_duplicate_ratio)
+            theirs = Repeats([k.evidence.text for k in kept], [_span_text(k) for k in kept],
+                             p.near_duplicate, p.near_duplicate_ratio)
+            flat = " ".join(q.evidence.text.split())
+            if kept and (theirs(flat) or any(mine(" ".join(k.evidence.text.split())) for k in kept)):
+                verdicts.drop(q.query_id, "evidence_shared_with_another_query")
+            else:
+                kept.append(q)
+        return kept
 
     def _slack(self, length: int) -> int:
         return int(self.params.length_tolerance * length)
@@ -265,17 +281,25 @@ class DepthGrid(Stage):
 
     def _distractors(self, walks: list[Walk], tokens: dict[str, int], screen: Screen
                      ) -> tuple[dict[int, list[tuple[str, list[Piece]]]], Counter[str]]:
-        """Per length, the distractors' texts (and pieces); a distractor the pool cannot fill is counted."""
+        """Per length, the distractors' texts (and pieces); a distractor the pool cannot fill,
+        or that repeats another of its length word for word (MTEB refuses duplicate texts), is
+        counted."""
         out: dict[int, list[tuple[str, list[Piece]]]] = {}
         short: Counter[str] = Counter()
         for length in self.params.lengths:
             out[length] = []
+            made: set[str] = set()
             for walk in walks:
                 fill = padding(walk.usable, tokens, length, self._slack(length), screen)
                 if fill is None:
                     short["padding_exhausted"] += 1
-                else:
-                    out[length].append((compose(fill), fill))
+                    continue
+                text = compose(fill)
+                if text in made:
+                    short["duplicate_text"] += 1
+                    continue
+                made.add(text)
+                out[length].append((text, fill))
         return out, short
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
@@ -367,11 +391,18 @@ class DepthGrid(Stage):
                                              "larger corpus with `padding:`, or take fewer queries (max_queries)")
         return _Pool(texts, domains, named, free)
 
-    def _walk(self, item: str, pool: _Pool, need: int, ctx: StageContext) -> Walk:
-        """The pool's documents in an order seeded by `item`, their paragraphs in their own."""
+    def _walk(self, item: str, pool: _Pool, need: int, ctx: StageContext, anywhere: bool = False) -> Walk:
+        """The pool's documents in an order seeded by `item`, their paragraphs in their own;
+        `anywhere` starts it at a seeded paragraph, wrapping round (distractors: a pool of
+        few documents would otherwise open many of them alike)."""
         order = sorted(pool.passages)
-        ctx.item_rng(item).shuffle(order)
-        return Walk([x for d in order for x in pool.passages[d]], need, self._slack(max(self.params.lengths)))
+        rng = ctx.item_rng(item)
+        rng.shuffle(order)
+        passages = [x for d in order for x in pool.passages[d]]
+        if anywhere:
+            start = rng.randrange(len(passages))
+            passages = passages[start:] + passages[:start]
+        return Walk(passages, need, self._slack(max(self.params.lengths)))
 
     def _tables(self, rows: list[tuple[_Query, int, float, Placed, list[Piece]]],
                 distractors: dict[int, list[tuple[str, list[Piece]]]], bench: Bench,
@@ -414,6 +445,10 @@ class DepthGrid(Stage):
             "evidence_start": pl.Int64, "evidence_end": pl.Int64, "spans": SPAN_DTYPE})
         qrels = grid_queries.select("query_id", "doc_id", pl.lit(1, dtype=pl.Int64).alias("score"))
         return corpus, grid_queries, qrels
+
+
+def _span_text(q: _Query) -> str:
+    return q.evidence.text[q.evidence.span_start:q.evidence.span_end]
 
 
 def _shares(pieces: list[Piece], domains: dict[str, str | None]) -> dict[str, float]:
