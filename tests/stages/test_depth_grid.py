@@ -7,7 +7,8 @@ import pytest
 
 from builder.bench import SPAN_DTYPE, Bench
 from builder.stages.base import StageParamError
-from builder.stages.grid.depth_grid import DepthGrid, GridParams, cell_name
+from builder.stages.grid.cells import cell_name
+from builder.stages.grid.depth_grid import DepthGrid, GridParams
 from builder.stages.grid.evidence import Evidence, widen
 from builder.stages.grid.padding import Piece, passages_of
 from builder.stages.grid.placement import place

@@ -11,7 +11,8 @@ import polars as pl
 import pytest
 
 from builder.bench import SPAN_DTYPE, Bench
-from builder.stages.grid.depth_grid import DepthGrid, GridParams, cell_name
+from builder.stages.grid.cells import cell_name
+from builder.stages.grid.depth_grid import DepthGrid, GridParams
 from builder.stages.grid.judges import BM25Judge
 from builder.stages.grid.padding import passages_of
 from tests.grid_cells import leaks

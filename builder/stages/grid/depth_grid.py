@@ -26,7 +26,6 @@ Each cell is a `setting` (written to settings/<cell>/ as a BEIR folder) and a `d
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -35,16 +34,17 @@ import polars as pl
 from pydantic import Field, field_validator, model_validator
 
 from builder.backends.rerankers.config import GRADE_VARIABLES
-from builder.bench import SPAN_DTYPE, Bench
+from builder.bench import Bench
 from builder.io.sources import SourceError, SourceSpec
 from builder.stages.base import (Estimate, Flow, Stage, StageParamError, StageParams, Verdicts,
                                  register_stage)
 from builder.stages.contracts import DOCUMENTS, QUERIES, SPANS
+from builder.stages.grid.cells import GridQuery, Row, chance, errors, shares, span_text, tables
 from builder.stages.grid.evidence import Evidence, widen
 from builder.stages.grid.from_built import BUILT_FROM
 from builder.stages.grid.judges import BM25Judge, LLMJudge, PaddingJudge, RerankerJudge
 from builder.stages.grid.padding import Passage, Piece, Repeats, passages_of
-from builder.stages.grid.placement import Placed, compose, halves, place
+from builder.stages.grid.placement import compose, halves, place
 from builder.stages.grid.walk import Screen, Target, Walk, padding, walk_all
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 from builder.stages.seeding import derive_seed
@@ -57,20 +57,6 @@ GRID_COLUMNS = ("grid_depth", "grid_length")
 # mean is 26 words; prose runs longer, so this errs towards more calls.
 _PARAGRAPH_TOKENS = 25
 _BENCH_POOL = "the bench's documents"  # the recipe's sources, as the stages before left them
-
-
-def cell_name(depth: float, length: int) -> str:
-    """`depth50_len1024`: a setting, folder and config name."""
-    return f"depth{round(depth * 100, 3):g}_len{length}"
-
-
-def chance(documents: int) -> dict[str, float]:
-    """nDCG@10 and Recall@100 of a random ranking of `documents`, one of them relevant:
-    the relevant one is at each rank with chance 1/documents."""
-    if documents < 1:
-        return {"ndcg@10": 0.0, "recall@100": 0.0}
-    gains = sum(1 / math.log2(rank + 1) for rank in range(1, min(10, documents) + 1))
-    return {"ndcg@10": round(gains / documents, 4), "recall@100": round(min(100, documents) / documents, 4)}
 
 
 class GridParams(StageParams):
@@ -151,17 +137,6 @@ class GridParams(StageParams):
 
 
 @dataclass
-class _Query:
-    query_id: str
-    text: str
-    doc_id: str
-    lang: str | None
-    evidence: Evidence
-    tokens: int
-    span: dict[str, Any]
-
-
-@dataclass
 class _Pool:
     """The padding corpus, and what is left of it to pad with."""
 
@@ -203,14 +178,14 @@ class DepthGrid(Stage):
         sentences = sorted({s for ps in pool.passages.values() for x in ps for s in x.sentences})
         tokens = dict(zip(sentences, ctx.tokenizer.count_many(sentences)))
         judge = self._judge([x.text for d, t in pool.texts.items() for x in passages_of(d, t or "")], ctx)
-        repeats = Repeats([q.evidence.text for q in fits], [_span_text(q) for q in fits],
+        repeats = Repeats([q.evidence.text for q in fits], [span_text(q) for q in fits],
                           p.near_duplicate, p.near_duplicate_ratio)
         screen = Screen([Target(q.text, q.evidence.text) for q in fits], repeats, judge)
         longest = max(p.lengths)
         walks = [self._walk(q.query_id, pool, longest - q.tokens, ctx) for q in fits]
         others = [self._walk(f"distractor{k}", pool, longest, ctx, anywhere=True) for k in range(p.distractors)]
         walk_all(walks + others, screen, tokens)
-        rows: list[tuple[_Query, int, float, Placed, list[Piece]]] = []
+        rows: list[Row] = []
         for q, walk in zip(fits, walks):
             placed = self._place(q, walk, tokens, screen)
             if isinstance(placed, str):
@@ -219,7 +194,7 @@ class DepthGrid(Stage):
             rows += placed
         distractors, short = self._distractors(others, tokens, screen)
         kept = verdicts.apply(bench, ctx.label)
-        corpus, grid_queries, qrels = self._tables(rows, distractors, bench, ctx)
+        corpus, grid_queries, qrels = tables(rows, distractors, p.depths, bench, ctx.tokenizer)
         n_queries = len({q.query_id for q, *_ in rows})
         pieces = [x for *_, fill in rows for x in fill] + [x for by_length in distractors.values()
                                                            for _, fill in by_length for x in fill]
@@ -227,24 +202,24 @@ class DepthGrid(Stage):
             "depths": p.depths, "lengths": p.lengths, "cells": len(p.depths) * len(p.lengths),
             "queries": n_queries, "judge": p.judge,
             "padding_pool": {"from": pool.named, "documents": len(pool.passages)},
-            "padding_share": _shares(pieces, pool.domains),
+            "padding_share": shares(pieces, pool.domains),
             "padding_excluded": dict(sorted(screen.excluded.items())),
             "distractors": {"asked": p.distractors, "per_length": {str(n): len(d) for n, d in distractors.items()},
                             "short": dict(sorted(short.items()))},
             "chance": {str(n): {"documents": n_queries + len(d), **chance(n_queries + len(d))}
                        for n, d in distractors.items()} if n_queries else {},
-            **_errors(corpus)}
+            **errors(corpus)}
         return Bench.of(corpus=corpus, queries=grid_queries, qrels=qrels, drops=kept.drops)
 
-    def _apart(self, queries: list[_Query], verdicts: Verdicts) -> list[_Query]:
+    def _apart(self, queries: list[GridQuery], verdicts: Verdicts) -> list[GridQuery]:
         """The queries whose evidence no earlier one's repeats, nor repeats an earlier one's
         (two questions on one sentence would each have two relevant documents in a cell, and
         the qrels name one): the later goes (`evidence_shared_with_another_query`)."""
         p = self.params
-        kept: list[_Query] = []
+        kept: list[GridQuery] = []
         for q in queries:
-            mine = Repeats([q.evidence.text], [_span_text(q)], p.near_duplicate, p.near_duplicate_ratio)
-            theirs = Repeats([k.evidence.text for k in kept], [_span_text(k) for k in kept],
+            mine = Repeats([q.evidence.text], [span_text(q)], p.near_duplicate, p.near_duplicate_ratio)
+            theirs = Repeats([k.evidence.text for k in kept], [span_text(k) for k in kept],
                              p.near_duplicate, p.near_duplicate_ratio)
             flat = " ".join(q.evidence.text.split())
             if kept and (theirs(flat) or any(mine(" ".join(k.evidence.text.split())) for k in kept)):
@@ -256,8 +231,8 @@ class DepthGrid(Stage):
     def _slack(self, length: int) -> int:
         return int(self.params.length_tolerance * length)
 
-    def _place(self, q: _Query, walk: Walk, tokens: dict[str, int], screen: Screen
-               ) -> list[tuple[_Query, int, float, Placed, list[Piece]]] | str:
+    def _place(self, q: GridQuery, walk: Walk, tokens: dict[str, int], screen: Screen
+               ) -> list[Row] | str:
         """The query's document in every cell, or why it cannot have one in each."""
         p = self.params
         out = []
@@ -335,8 +310,8 @@ class DepthGrid(Stage):
         return queries.filter(pl.col("query_id").is_in(list(picked)))
 
     def _evidence(self, queries: pl.DataFrame, texts: dict[str, str], ctx: StageContext,
-                  verdicts: Verdicts) -> list[_Query]:
-        found: list[_Query] = []
+                  verdicts: Verdicts) -> list[GridQuery]:
+        found: list[GridQuery] = []
         pending: list[tuple[str, str, str, str | None, Evidence, dict[str, Any]]] = []
         for qid, text, doc, lang, spans in queries.select("query_id", "text", "doc_id", "lang", "spans").iter_rows():
             spans = [s for s in (spans or []) if s and s.get("start") is not None]
@@ -351,7 +326,7 @@ class DepthGrid(Stage):
             pending.append((qid, text, doc, lang, evidence, span))
         counts = ctx.tokenizer.count_many([e.text for *_, e, _ in pending])
         for (qid, text, doc, lang, evidence, span), n in zip(pending, counts):
-            found.append(_Query(qid, text, doc, lang, evidence, n, span))
+            found.append(GridQuery(qid, text, doc, lang, evidence, n, span))
         return found
 
     def _judge(self, corpus: list[str], ctx: StageContext) -> PaddingJudge:
@@ -403,67 +378,3 @@ class DepthGrid(Stage):
             start = rng.randrange(len(passages))
             passages = passages[start:] + passages[:start]
         return Walk(passages, need, self._slack(max(self.params.lengths)))
-
-    def _tables(self, rows: list[tuple[_Query, int, float, Placed, list[Piece]]],
-                distractors: dict[int, list[tuple[str, list[Piece]]]], bench: Bench,
-                ctx: StageContext) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-        domains = dict(zip(bench.corpus["doc_id"].to_list(), bench.corpus["domain"].to_list()))
-        docs, queries = [], []
-        for q, length, depth, placed, _ in rows:
-            cell = cell_name(depth, length)
-            query_id = f"{q.query_id}@{cell}"
-            doc_id = f"{query_id}-doc"
-            start = placed.evidence_start
-            docs.append({"doc_id": doc_id, "title": "", "text": placed.text, "lang": q.lang, "domain": cell,
-                         "setting": cell, "grid_depth": depth, "grid_length": length,
-                         "grid_depth_actual": placed.depth, "source_doc_id": q.doc_id,
-                         "source_domain": domains.get(q.doc_id)})
-            queries.append({"query_id": query_id, "text": q.text, "doc_id": doc_id, "lang": q.lang,
-                            "setting": cell, "grid_depth": depth, "grid_length": length,
-                            "source_query_id": q.query_id,
-                            "evidence_start": start, "evidence_end": start + len(q.evidence.text),
-                            "spans": [{"start": start + q.evidence.span_start, "end": start + q.evidence.span_end,
-                                       "method": q.span.get("method"), "score": q.span.get("score")}]})
-        lang = next((q.lang for q, *_ in rows), None)
-        if rows:  # distractors only beside queries: a cell without any is no task
-            for length, made in distractors.items():
-                for depth in self.params.depths:
-                    cell = cell_name(depth, length)
-                    docs += [{"doc_id": f"distractor{k}@{cell}", "title": "", "text": text, "lang": lang,
-                              "domain": cell, "setting": cell, "grid_depth": depth, "grid_length": length,
-                              "grid_depth_actual": None, "source_doc_id": None, "source_domain": None}
-                             for k, (text, _) in enumerate(made)]
-        corpus = pl.DataFrame(docs, schema={
-            "doc_id": pl.Utf8, "title": pl.Utf8, "text": pl.Utf8, "lang": pl.Utf8, "domain": pl.Utf8,
-            "setting": pl.Utf8, "grid_depth": pl.Float64, "grid_length": pl.Int64,
-            "grid_depth_actual": pl.Float64, "source_doc_id": pl.Utf8, "source_domain": pl.Utf8})
-        corpus = corpus.with_columns(pl.Series("n_tokens", ctx.tokenizer.count_many(corpus["text"].to_list()),
-                                               dtype=pl.Int64))
-        grid_queries = pl.DataFrame(queries, schema={
-            "query_id": pl.Utf8, "text": pl.Utf8, "doc_id": pl.Utf8, "lang": pl.Utf8, "setting": pl.Utf8,
-            "grid_depth": pl.Float64, "grid_length": pl.Int64, "source_query_id": pl.Utf8,
-            "evidence_start": pl.Int64, "evidence_end": pl.Int64, "spans": SPAN_DTYPE})
-        qrels = grid_queries.select("query_id", "doc_id", pl.lit(1, dtype=pl.Int64).alias("score"))
-        return corpus, grid_queries, qrels
-
-
-def _span_text(q: _Query) -> str:
-    return q.evidence.text[q.evidence.span_start:q.evidence.span_end]
-
-
-def _shares(pieces: list[Piece], domains: dict[str, str | None]) -> dict[str, float]:
-    """The share of the grid's padding tokens from each domain of the padding corpus."""
-    by_domain: Counter[str] = Counter()
-    for piece in pieces:
-        by_domain[str(domains.get(piece.doc_id))] += piece.tokens
-    total = sum(by_domain.values())
-    return {d: round(n / total, 4) for d, n in sorted(by_domain.items())} if total else {}
-
-
-def _errors(corpus: pl.DataFrame) -> dict[str, Any]:
-    """How far the documents are from the lengths and depths asked for."""
-    if corpus.is_empty():
-        return {"largest_length_gap_tokens": None, "largest_depth_gap": None}
-    length_gap = (corpus["n_tokens"] - corpus["grid_length"]).abs().max()
-    depth_gap = (corpus["grid_depth_actual"] - corpus["grid_depth"]).abs().max()
-    return {"largest_length_gap_tokens": int(length_gap), "largest_depth_gap": round(float(depth_gap), 4)}
