@@ -56,9 +56,10 @@ def test_quickstart_output_is_golden(tmp_path, monkeypatch):
 
 def test_depth_grid_output_is_golden(tmp_path, monkeypatch):
     """The grid over the quickstart's evidence, offline and without extras; 6 of its 40
-    questions keep it to a few seconds (and 17 MB rather than 95)."""
+    questions and 4 of its 100 distractors per cell keep it to seconds (and MBs rather than 300)."""
     monkeypatch.chdir(REPO)
-    _check("depth_grid", _build(REPO / "recipes" / "depth_grid.yaml", tmp_path, ["stages.depth_grid.max_queries=6"]))
+    _check("depth_grid", _build(REPO / "recipes" / "depth_grid.yaml", tmp_path,
+                                ["stages.depth_grid.max_queries=6", "stages.depth_grid.distractors=4"]))
 
 
 @pytest.mark.parametrize("recipe", ["squad_posq", "msmarco_farrelevant", "msmarco_farrelevant_shuffled",

@@ -67,7 +67,7 @@ def grid_folder(root: Path) -> Path:
     recipe = root / "regrid.yaml"
     recipe.write_text(f"name: regrid\nsources: []\ntokenizer: {{kind: words}}\nstages:\n"
                       f"  - from_built: {{path: {root / 'built'}}}\n"
-                      "  - depth_grid: {depths: [0, 1], lengths: [12, 24]}\n")
+                      "  - depth_grid: {depths: [0, 1], lengths: [12, 24], distractors: 0}\n")
     result = CliRunner().invoke(app, ["build", str(recipe), "--out", str(root / "grid"), "--run-dir", str(root / "runs")])
     assert result.exit_code == 0, result.output
     return root / "grid"

@@ -7,7 +7,8 @@ import pytest
 
 from builder.bench import SPAN_DTYPE, Bench
 from builder.stages.base import StageParamError
-from builder.stages.grid.depth_grid import DepthGrid, GridParams, cell_name
+from builder.stages.grid.cells import cell_name
+from builder.stages.grid.depth_grid import DepthGrid, GridParams
 from builder.stages.grid.evidence import Evidence, widen
 from builder.stages.grid.padding import Piece, passages_of
 from builder.stages.grid.placement import place
@@ -70,7 +71,7 @@ def test_the_evidence_goes_between_sentences_nearest_the_depth():
 
 def test_grid_places_the_evidence_exactly_at_each_depth_and_length(tmp_path):
     ctx = make_ctx(tmp_path, label="02_depth_grid")
-    stage = DepthGrid(GridParams(depths=[0, 0.5, 1], lengths=[12, 24]))
+    stage = DepthGrid(GridParams(distractors=0, depths=[0, 0.5, 1], lengths=[12, 24], max_depth_error=0.5))
     out = stage.run(tiny_bench(), ctx)
     assert sorted(out.queries["setting"].unique().to_list()) == sorted(
         cell_name(d, n) for d in (0, 0.5, 1) for n in (12, 24))
@@ -114,14 +115,14 @@ def test_padding_that_runs_out_drops_the_query(tmp_path):
     bench = tiny_bench()
     small = Bench.of(corpus=bench.corpus.filter(pl.col("doc_id").is_in(["own", "c"])),
                      queries=bench.queries.head(1), qrels=bench.qrels.head(1))
-    out = DepthGrid(GridParams(depths=[0, 1], lengths=[12, 24])).run(small, make_ctx(tmp_path, label="02_depth_grid"))
+    out = DepthGrid(GridParams(distractors=0, depths=[0, 1], lengths=[12, 24])).run(small, make_ctx(tmp_path, label="02_depth_grid"))
     assert out.queries.is_empty()
     assert out.drops.select("id", "reason").rows() == [("q1", "padding_exhausted")]
 
 
 def test_a_length_below_every_evidence_is_a_parameter_error(tmp_path):
     with pytest.raises(StageParamError) as caught:
-        DepthGrid(GridParams(depths=[0], lengths=[4, 24])).run(tiny_bench(), make_ctx(tmp_path, label="02_depth_grid"))
+        DepthGrid(GridParams(distractors=0, depths=[0], lengths=[4, 24])).run(tiny_bench(), make_ctx(tmp_path, label="02_depth_grid"))
     assert caught.value.param == "lengths"
     assert str(caught.value).startswith("length 4 is below the evidence of every query (the shortest holds 8 tokens)")
 
@@ -141,7 +142,10 @@ def test_bad_depths_and_lengths_are_refused(params, message):
 def test_plan_counts_one_document_per_query_and_cell():
     from builder.stages.base import Flow
 
-    stage = DepthGrid(GridParams(depths=[0, 0.5, 1], lengths=[512, 1024], max_queries=40))
+    stage = DepthGrid(GridParams(distractors=0, depths=[0, 0.5, 1], lengths=[512, 1024], max_queries=40))
     out, estimate = stage.plan(Flow(docs=36, queries=108, doc_tokens=800.0))
     assert (out.docs, out.queries, out.doc_tokens) == (240, 240, 768.0)
-    assert estimate.notes == ["6 cells (3 depths x 2 lengths): at most 240 documents and queries"]
+    assert estimate.notes == ["6 cells (3 depths x 2 lengths): at most 240 queries and 240 documents"]
+    _, estimate = DepthGrid(GridParams(depths=[0, 0.5, 1], lengths=[512, 1024], max_queries=40)).plan(
+        Flow(docs=36, queries=108, doc_tokens=800.0))
+    assert estimate.notes == ["6 cells (3 depths x 2 lengths): at most 240 queries and 840 documents"]

@@ -60,7 +60,7 @@ def _run(params: GridParams, ctx, only: str | None = None):
 def test_the_grid_counts_rank_margin_exclusions(tmp_path):
     ctx = qc_ctx(tmp_path)
     ctx.label, ctx.index = "02_depth_grid", 2
-    out = _run(GridParams(depths=[0, 1], lengths=[12, 24], max_score_ratio=None, rank_margin=0), ctx)
+    out = _run(GridParams(distractors=0, depths=[0, 1], lengths=[12, 24], max_score_ratio=None, rank_margin=0), ctx)
     assert out.queries.height == 4
     assert ctx.stats["grid"]["padding_excluded"] == {"answers_query:bm25_rank": 1, "near_duplicate_of_evidence": 1}
 
@@ -75,7 +75,7 @@ def test_the_reranker_judge_leaves_out_what_scores_near_the_evidence(tmp_path):
     # Distinct query words a text holds: the evidence and "Zebra sleeps. Zebra sleeps moon."
     # hold two ("zebra", "sleeps"), every other passage none.
     ctx = _grid_ctx(tmp_path, rerankers={"words": ShortWindow("words", max_length=1000)})
-    params = GridParams(depths=[0, 1], lengths=[12, 24], judge="reranker", reranker="words")
+    params = GridParams(distractors=0, depths=[0, 1], lengths=[12, 24], judge="reranker", reranker="words")
     out = _run(params, ctx)
     assert sorted(out.corpus["n_tokens"].to_list()) == [12, 12, 24, 24]
     assert all(t.count(EVIDENCE) == 1 and "Zebra sleeps" not in t for t in out.corpus["text"])
@@ -85,7 +85,7 @@ def test_the_reranker_judge_leaves_out_what_scores_near_the_evidence(tmp_path):
 
 def test_a_reranker_margin_wider_than_the_evidence_score_leaves_no_padding(tmp_path):
     ctx = _grid_ctx(tmp_path, rerankers={"words": ShortWindow("words", max_length=1000)})
-    params = GridParams(depths=[0], lengths=[12], judge="reranker", reranker="words", reranker_margin=2)
+    params = GridParams(distractors=0, depths=[0], lengths=[12], judge="reranker", reranker="words", reranker_margin=2)
     out = _run(params, ctx)
     assert out.queries.is_empty()
     assert out.drops.filter(out.drops["id"] == "q1")["reason"].to_list() == ["padding_exhausted"]
@@ -97,7 +97,7 @@ def test_the_packaged_minilm_judges_padding(tmp_path):
     if missing_extra(config):
         pytest.skip(f"{missing_extra(config)} (the packaged MiniLM is in the rerank extra)")
     ctx = _grid_ctx(tmp_path, configs={"minilm": config})
-    params = GridParams(depths=[0, 1], lengths=[12, 24], judge="reranker", reranker="minilm")
+    params = GridParams(distractors=0, depths=[0, 1], lengths=[12, 24], judge="reranker", reranker="minilm")
     out = _run(params, ctx)
     assert ctx.stats["grid"]["padding_excluded"] == {"answers_query:reranker": 1, "near_duplicate_of_evidence": 1}
     assert all("Zebra sleeps" not in t for t in out.corpus["text"]) and out.queries.height == 4
@@ -123,30 +123,34 @@ def test_the_llm_judge_leaves_out_padding_graded_above_max_grade(tmp_path, judge
     # word of "zebra sleeps moon?") and the other passages 0.
     backend, server = judge_server()
     ctx = _grid_ctx(tmp_path, llms={"judge": backend})
-    out = _run(GridParams(depths=[0, 1], lengths=[12, 24], judge="llm", llm="judge"), ctx)
+    out = _run(GridParams(distractors=0, depths=[0, 1], lengths=[12, 24], judge="llm", llm="judge"), ctx)
     assert out.queries.height == 4
     assert all("Zebra sleeps" not in t for t in out.corpus["text"])
     assert ctx.stats["grid"]["padding_excluded"] == {"answers_query:llm": 1, "near_duplicate_of_evidence": 1}
-    assert len(server.requests) == 4  # the pool's five passages but the near-duplicate
+    # The pool's five passages but the near-duplicate, and the one cut short at 12 tokens
+    # ("Cold rivers run deep." of two sentences), judged as it stands.
+    assert len(server.requests) == 5
 
 
 def test_the_llm_judge_stops_once_the_padding_is_full(tmp_path, judge_server):
-    # At 12 tokens the first passage walked ("Cold rivers run deep. ...", 8 tokens) fills it:
-    # one passage per round asks one question; the default batch asks about the whole pool.
-    for batch, calls in ((1, 1), (16, 4)):
+    # At 12 tokens the first passage walked ("Cold rivers run deep. ...", 8 tokens) fills it,
+    # cut to its first sentence (judged again as it stands): one passage per round asks two
+    # questions; the default batch asks about the whole pool and the cut.
+    left_out = {"answers_query:llm": 1, "near_duplicate_of_evidence": 1}
+    for batch, calls, excluded in ((1, 2, {}), (16, 5, left_out)):
         backend, server = judge_server()
         ctx = _grid_ctx(tmp_path, llms={"judge": backend})
-        out = _run(GridParams(depths=[0], lengths=[12], judge="llm", llm="judge", judge_batch=batch), ctx)
+        out = _run(GridParams(distractors=0, depths=[0], lengths=[12], judge="llm", llm="judge", judge_batch=batch), ctx)
         assert out.corpus["text"].to_list() == [f"{EVIDENCE}\n\nCold rivers run deep."]
         assert len(server.requests) == calls
-        assert ctx.stats["grid"]["padding_excluded"] == {}
+        assert ctx.stats["grid"]["padding_excluded"] == excluded  # what was judged and left out
 
 
 def test_a_passage_the_llm_cannot_grade_is_left_out_with_the_failure(tmp_path, judge_server):
     grades = with_grades()
     backend, _ = judge_server(lambda body: "no idea" if "apples" in str(body) else grades(body))
     ctx = _grid_ctx(tmp_path, llms={"judge": backend})
-    out = _run(GridParams(depths=[0], lengths=[24], judge="llm", llm="judge"), ctx, only="q1")
+    out = _run(GridParams(distractors=0, depths=[0], lengths=[24], judge="llm", llm="judge"), ctx, only="q1")
     assert out.queries.is_empty()  # without the apples the padding holds 12 of the 16 tokens needed
     assert out.drops.select("id", "reason").rows() == [("q1", "padding_exhausted")]
     assert ctx.stats["grid"]["padding_excluded"] == {
@@ -167,9 +171,10 @@ def test_a_judge_without_what_it_needs_is_refused(params, message):
 def test_plan_counts_one_llm_call_per_padding_paragraph():
     from builder.stages.base import Flow
 
-    stage = DepthGrid(GridParams(depths=[0, 1], lengths=[512, 1024], judge="llm", llm="judge", max_queries=10))
+    stage = DepthGrid(GridParams(distractors=0, depths=[0, 1], lengths=[512, 1024], judge="llm", llm="judge", max_queries=10))
     _, estimate = stage.plan(Flow(docs=5, queries=30, doc_tokens=800.0))
-    # 1,024 tokens of padding at 25 a paragraph: 41 paragraphs, judged 16 at a time: 48 a query.
-    assert (estimate.calls, estimate.prompt_tokens, estimate.completion_tokens) == (480, 480 * 275, 480 * 2)
-    assert estimate.notes[1] == ("llm judge: about one call per padding paragraph (taken as 25 tokens), "
-                                 "in rounds of 16 per query")
+    # 1,024 tokens of padding at 25 a paragraph: 41 paragraphs a walk, 410 for ten walks, but
+    # the pool (5 documents of 800 tokens) holds only 160; each graded against the 10 queries.
+    assert (estimate.calls, estimate.prompt_tokens, estimate.completion_tokens) == (1600, 1600 * 275, 1600 * 2)
+    assert estimate.notes[1] == ("llm judge: each padding paragraph met (taken as 25 tokens) graded against "
+                                 "every query, in rounds of 16 per walk")

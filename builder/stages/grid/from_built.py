@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import polars as pl
 from pydantic import Field
 
 from builder.io.bench_rows import add_rows, input_path
@@ -12,6 +13,8 @@ from builder.io.table_check import TableError, check_built_folder
 from builder.stages.base import Stage, StageParamError, StageParams, register_stage
 from builder.stages.contracts import DOCUMENTS, QUERIES, SPANS
 from builder.stages.refs import DataPath
+
+BUILT_FROM = "built_from"  # the folder a document was read from
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -33,6 +36,15 @@ class FromBuilt(Stage):
     Params = FromBuiltParams
     params: FromBuiltParams
 
+    def problems(self, recipe: Any) -> list[tuple[str, str]]:
+        # The recipe's sources are loaded before any stage runs: beside a built folder they
+        # would become padding unasked (or clash with its ids).
+        if getattr(recipe, "sources", None):
+            return [("path", "from_built reads its documents from the built folder, but the recipe's "
+                             "`sources:` would be loaded beside them and pad the grid: set `sources: []` "
+                             "(to pad from another corpus, name it in depth_grid's `padding:`)")]
+        return []
+
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         from builder.io.built_folder import read_beir
 
@@ -47,4 +59,6 @@ class FromBuilt(Stage):
             raise StageParamError("path", f"{folder / 'queries.parquet'} has no spans: build the folder with "
                                           "a localize_spans stage (or a recipe that writes spans)")
         ctx.stats["read"] = {"folder": str(folder), "docs": built.corpus.height, "queries": queries.height}
-        return add_rows(bench, ctx.label, corpus=built.corpus, queries=queries, qrels=built.qrels)
+        # A later grid names where its padding came from by this column.
+        corpus = built.corpus.with_columns(pl.lit(str(self.params.path)).alias(BUILT_FROM))
+        return add_rows(bench, ctx.label, corpus=corpus, queries=queries, qrels=built.qrels)
