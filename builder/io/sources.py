@@ -1,4 +1,5 @@
-"""Document sources: JSONL, parquet, Hugging Face datasets, and CPython's own docs.
+"""Document sources: JSONL, parquet, Hugging Face datasets, CPython's own docs, and a folder
+of PDF, HTML, Markdown, Word and text files.
 
 Each source yields raw rows; `load_sources` maps fields, and every bad row becomes a
 counted drop with a reason instead of an exception.
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from builder.io.jsonl import read_jsonl
 from builder.license_field import license_field
@@ -68,8 +69,30 @@ class PythonDocsSource(_SourceBase):
     fields: FieldMap = FieldMap(id="id", text="text", title="title")
 
 
+class FilesSource(_SourceBase):
+    """A folder (read with its subfolders) or a glob of .pdf, .html/.htm, .md, .docx and .txt
+    files, each converted to one document (see builder/io/files)."""
+
+    type: Literal["files"]
+    path: str = Field(description="a folder, or a glob such as `manuals/**/*.pdf`")
+    fields: FieldMap = FieldMap(id="id", text="text", title="title")
+    max_file_mb: float = Field(default=50.0, gt=0, description=(
+        "a file larger than this many MB is not read (dropped as `too_large`)"))
+    near_duplicates: float | None = Field(default=0.8, gt=0, le=1, description=(
+        "documents whose word 5-gram Jaccard similarity (MinHash) reaches this are kept once, "
+        "the longest (dropped as `near_duplicate`); null keeps them all"))
+    # Set by whoever runs the load (the build: <run-dir>/file_cache); not part of the recipe.
+    _cache_dir: Path | None = PrivateAttr(default=None)
+    # What the latest read of the folder found: files per kind, drops, location maps.
+    _last_read: Any = PrivateAttr(default=None)
+
+    def cache_conversions(self, folder: Path) -> None:
+        """Keep converted files under `folder`, named by the digest of their bytes."""
+        self._cache_dir = folder
+
+
 SourceSpec = Annotated[
-    JsonlSource | ParquetSource | HFSource | PythonDocsSource, Field(discriminator="type")
+    JsonlSource | ParquetSource | HFSource | PythonDocsSource | FilesSource, Field(discriminator="type")
 ]
 
 
@@ -166,4 +189,8 @@ def iter_rows(spec: _SourceBase, base_dir: Path | None) -> Iterator[Located]:
         return _iter_jsonl(path) if isinstance(spec, JsonlSource) else _iter_parquet(path)
     if isinstance(spec, HFSource):
         return _iter_hf(spec)
+    if isinstance(spec, FilesSource):
+        from builder.io.files.read import iter_files
+
+        return iter_files(spec, base_dir)
     return _iter_python_docs()
