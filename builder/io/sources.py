@@ -100,6 +100,19 @@ class SourceError(RuntimeError):
     pass
 
 
+_TABLE_TYPES = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+
+
+def resolve_auto_sources(data: Any, base_dir: Path | None) -> None:
+    """`type: auto` becomes jsonl or parquet for a path with that extension, else files (a
+    folder, a glob, a PDF, ...), so one recipe takes a jsonl corpus or a folder of files."""
+    sources = data.get("sources") if isinstance(data, dict) else None
+    for source in sources if isinstance(sources, list) else []:
+        if isinstance(source, dict) and source.get("type") == "auto" and isinstance(source.get("path"), str):
+            suffix = resolve_path(source["path"], base_dir).suffix.lower()
+            source["type"] = _TABLE_TYPES.get(suffix, "files")
+
+
 def resolve_path(path: str, base_dir: Path | None) -> Path:
     """A relative path is looked up from the working directory, then the recipe's folder."""
     p = Path(path).expanduser()

@@ -74,3 +74,53 @@ def make_html(path: Path, title: str, sections: list[tuple[str, str]]) -> Path:
     path.write_text(f"<html><head><title>{title}</title></head><body>{NAV}<main><article><h1>{title}</h1>\n"
                     f"{body}</article></main>{FOOTER}</body></html>", encoding="utf-8")
     return path
+
+
+def article_texts(repo: Path) -> list[tuple[str, str]]:
+    """(title, text) of the shipped sample articles (recipes/examples, see its PROVENANCE.md):
+    real, varied prose to fill the files with."""
+    import json
+
+    lines = (repo / "recipes" / "examples" / "articles.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
+    return [(r["title"], r["text"]) for r in rows]
+
+
+def pdf_safe(text: str) -> str:
+    """Text Helvetica's WinAnsi encoding can show (anything else becomes '?')."""
+    return text.encode("cp1252", errors="replace").decode("cp1252")
+
+
+def make_mixed_folder(folder: Path, repo: Path) -> dict[str, str]:
+    """A folder of every kind, filled with the sample articles; returns {file: what it is}."""
+    (folder / "kb").mkdir(parents=True, exist_ok=True)
+    arts = article_texts(repo)
+
+    def lines(i: int) -> list[str]:
+        return [pdf_safe(x) for x in arts[i][1].splitlines() if x.strip()]
+
+    def pages(i: int, per: int = 12) -> list[str | None]:
+        ls = lines(i)
+        return ["\n".join(ls[k:k + per]) for k in range(0, len(ls), per)]
+
+    make_pdf(folder / "manual.pdf", pages(0), title=pdf_safe(arts[0][0]))
+    make_pdf(folder / "report.pdf", [*pages(1)[:2], None, *pages(1)[2:]], title=pdf_safe(arts[1][0]))
+    make_pdf(folder / "scanned.pdf", [None, None])
+    make_pdf(folder / "locked.pdf", pages(2)[:1], password="letmein")
+    paras = [p for p in arts[3][1].split("\n") if p.strip()]
+    half = len(paras) // 2
+    make_html(folder / "kb" / "article.html", arts[3][0],
+              [("Background", " ".join(paras[:half])), ("Details", " ".join(paras[half:]))])
+    # The same page saved twice, one copy with a changed footer line: a near-duplicate.
+    make_html(folder / "kb" / "article-saved-again.htm", arts[3][0],
+              [("Background", " ".join(paras[:half])), ("Details", " ".join(paras[half:]) + " Updated.")])
+    md = [p for p in arts[4][1].split("\n") if p.strip()]
+    (folder / "notes.md").write_text(f"# {arts[4][0]}\n\n" + "\n\n".join(md[:3]) + "\n\n## More\n\n"
+                                     + "\n\n".join(md[3:]) + "\n", encoding="utf-8")
+    make_docx(folder / "policy.docx", arts[5][0], [p for p in arts[5][1].split("\n") if p.strip()])
+    (folder / "plain.txt").write_text(arts[6][1], encoding="utf-8")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4\nnot really a pdf\n")
+    (folder / "picture.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    return {"manual.pdf": "pdf", "report.pdf": "pdf", "scanned.pdf": "no_text_layer", "locked.pdf": "encrypted",
+            "kb/article.html": "html", "kb/article-saved-again.htm": "near_duplicate", "notes.md": "markdown",
+            "policy.docx": "docx", "plain.txt": "text", "broken.pdf": "unreadable", "picture.png": "unknown_extension"}

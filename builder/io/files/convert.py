@@ -13,6 +13,10 @@ A file that cannot give text raises `Unreadable` with the reason its drop carrie
 from __future__ import annotations
 
 import importlib.util
+import logging
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +62,24 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _pdf(path: Path) -> Converted:
+    with _quiet("pypdf"):  # its warnings about a damaged file would land amid the progress lines
+        return _read_pdf(path)
+
+
+@contextmanager
+def _quiet(logger: str) -> Iterator[None]:
+    log = logging.getLogger(logger)
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        log.setLevel(level)
+
+
+def _read_pdf(path: Path) -> Converted:
     from pypdf import PdfReader
 
     try:
@@ -92,8 +114,9 @@ def _html(path: Path) -> Converted:
 
     try:
         page = path.read_bytes()
-        text = trafilatura.extract(page, output_format="markdown", include_comments=False, include_tables=True)
-        meta = trafilatura.extract_metadata(page)
+        with _quiet("trafilatura"):
+            text = trafilatura.extract(page, output_format="markdown", include_comments=False, include_tables=True)
+            meta = trafilatura.extract_metadata(page)
     except Exception as exc:  # noqa: BLE001 - lxml and the extractors raise many kinds
         raise Unreadable("unreadable", _first_line(exc)) from exc
     if not text or not text.strip():

@@ -92,6 +92,8 @@ def _conversion(path: Path, kind: str, cache: ConversionCache) -> Conversion:
 
 def iter_files(spec: FilesSource, base_dir: Path | None) -> Iterator[Located]:
     root, files = list_files(spec, base_dir)
+    if not files:
+        raise SourceError(f"files source {spec.path}: no files found in {root} (hidden files are not read)")
     missing = missing_modules({k for p in files if (k := KINDS.get(p.suffix.lower()))})
     if missing:
         raise SourceError(f"files source {spec.path}: the `files` extra is not installed ({', '.join(missing)} "
@@ -168,4 +170,23 @@ def empty_page_warnings(specs: Sequence[Any]) -> list[str]:
         shown = "; ".join(f"{name} p. {', '.join(map(str, p))}" for name, p in list(read.empty_pages.items())[:3])
         more = f" and {len(read.empty_pages) - 3} more files" if len(read.empty_pages) > 3 else ""
         out.append(f"{spec.path}: {pages} PDF page(s) without text left out (scanned or blank): {shown}{more}")
+    return out
+
+
+def files_plan_lines(specs: Sequence[Any]) -> list[str]:
+    """Per files source read: the files found of each kind, and those it drops and why."""
+    out = []
+    for spec in specs:
+        read = spec._last_read if isinstance(spec, FilesSource) else None
+        if read is None:
+            continue
+        found = sum(read.found.values())
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(read.found.items(), key=lambda kv: (-kv[1], kv[0])))
+        dropped = sum(read.dropped.values())
+        why = ", ".join(f"{reason} {n}" for reason, n in sorted(read.dropped.items(), key=lambda kv: (-kv[1], kv[0])))
+        line = f"files source {spec.path}: found {found} files ({kinds}); reads {found - dropped}"
+        line += f", drops {dropped} ({why})" if dropped else ", drops none"
+        if read.empty_pages:
+            line += f"; {sum(len(p) for p in read.empty_pages.values())} PDF page(s) without text left out"
+        out.append(line)
     return out
