@@ -104,14 +104,14 @@ def make_mixed_folder(folder: Path, repo: Path) -> dict[str, str]:
         return ["\n".join(ls[k:k + per]) for k in range(0, len(ls), per)]
 
     make_pdf(folder / "manual.pdf", pages(0), title=pdf_safe(arts[0][0]))
-    make_pdf(folder / "report.pdf", [*pages(1)[:2], None, *pages(1)[2:]], title=pdf_safe(arts[1][0]))
+    make_pdf(folder / "report.pdf", [*pages(1, 5)[:2], None, *pages(1, 5)[2:]], title=pdf_safe(arts[1][0]))
     make_pdf(folder / "scanned.pdf", [None, None])
     make_pdf(folder / "locked.pdf", pages(2)[:1], password="letmein")
     paras = [p for p in arts[3][1].split("\n") if p.strip()]
     half = len(paras) // 2
     make_html(folder / "kb" / "article.html", arts[3][0],
               [("Background", " ".join(paras[:half])), ("Details", " ".join(paras[half:]))])
-    # The same page saved twice, one copy with a changed footer line: a near-duplicate.
+    # The same page saved twice, the later copy with a line added: the longer one is kept.
     make_html(folder / "kb" / "article-saved-again.htm", arts[3][0],
               [("Background", " ".join(paras[:half])), ("Details", " ".join(paras[half:]) + " Updated.")])
     md = [p for p in arts[4][1].split("\n") if p.strip()]
@@ -122,5 +122,5 @@ def make_mixed_folder(folder: Path, repo: Path) -> dict[str, str]:
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4\nnot really a pdf\n")
     (folder / "picture.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     return {"manual.pdf": "pdf", "report.pdf": "pdf", "scanned.pdf": "no_text_layer", "locked.pdf": "encrypted",
-            "kb/article.html": "html", "kb/article-saved-again.htm": "near_duplicate", "notes.md": "markdown",
+            "kb/article.html": "near_duplicate", "kb/article-saved-again.htm": "html", "notes.md": "markdown",
             "policy.docx": "docx", "plain.txt": "text", "broken.pdf": "unreadable", "picture.png": "unknown_extension"}
