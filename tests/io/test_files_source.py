@@ -213,6 +213,12 @@ def test_a_mixed_folder_builds_offline_and_every_span_points_to_its_page(tmp_pat
         first = row["spans"][0]
         assert texts[row["doc_id"]][first["start"]:first["end"]].split("\n")[0] in page
     assert (stats["stages"][0]["files"][0]["converted"], result.written) == (10, True)
+    # The review page shows each item's file and page.
+    from builder.review.sample import draw_sample
+
+    located = {i["query_id"]: i["where"] for i in draw_sample(out, 0.5, 0)}
+    expected = dict(queries.select("query_id", pl.col("doc_id") + ", " + pl.col("evidence_location")).iter_rows())
+    assert located and all(located[q] == expected[q] for q in located)
     # A rebuild from scratch reads every conversion back instead of converting again.
     Runner(parse_recipe(REPO / "recipes" / "my_domain.yaml", _OFFLINE),
            RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out", mock_llm=True, fresh=True)).run()

@@ -67,3 +67,33 @@ def add_evidence_locations(queries: pl.DataFrame, corpus: pl.DataFrame) -> pl.Da
         pages.append(page)
     return queries.with_columns(pl.Series("evidence_location", labels, dtype=pl.Utf8),
                                 pl.Series("evidence_page", pages, dtype=pl.Int64))
+
+
+def file_position_stats(queries: pl.DataFrame, corpus: pl.DataFrame) -> dict[str, Any]:
+    """For the card, where the evidence of queries over documents from files sits: counts per
+    kind of file, and for PDFs the position both as share of the text (rel_pos) and by page
+    (the page's middle over the document's last page with text), by third and per page."""
+    if "evidence_location" not in queries.columns or "source_kind" not in corpus.columns:
+        return {}
+    from builder.textutil.positions import third_of
+
+    rows = queries.filter(pl.col("evidence_location").is_not_null()).join(
+        corpus.select("doc_id", "source_kind", pl.col("locations").list.eval(pl.element().struct.field("number"))
+                      .list.max().alias("_last_page")), on="doc_id", how="inner")
+    if rows.is_empty():
+        return {}
+    by_kind = dict(sorted(rows.group_by("source_kind").len().iter_rows()))
+    out: dict[str, Any] = {"n_queries": rows.height, "by_kind": by_kind}
+    pdf = rows.filter(pl.col("evidence_page").is_not_null() & pl.col("rel_pos").is_not_null())
+    if pdf.is_empty():
+        return out
+    page_share = [(page - 0.5) / last for page, last in pdf.select("evidence_page", "_last_page").iter_rows()]
+    thirds = {t: {"text": 0, "pages": 0} for t in ("beginning", "middle", "end")}
+    for rel, share in zip(pdf["rel_pos"].to_list(), page_share, strict=True):
+        thirds[third_of(rel)]["text"] += 1
+        thirds[third_of(share)]["pages"] += 1
+    pages = dict(sorted(pdf.group_by("evidence_page").len().iter_rows()))
+    out["pdf"] = {"n_queries": pdf.height, "mean_share_of_text": round(float(pdf["rel_pos"].mean()), 3),
+                  "mean_share_of_pages": round(sum(page_share) / len(page_share), 3), "thirds": thirds,
+                  "pages": {str(p): n for p, n in pages.items()}}
+    return out
