@@ -213,6 +213,8 @@ def test_a_mixed_folder_builds_offline_and_every_span_points_to_its_page(tmp_pat
         first = row["spans"][0]
         assert texts[row["doc_id"]][first["start"]:first["end"]].split("\n")[0] in page
     assert (stats["stages"][0]["files"][0]["converted"], result.written) == (10, True)
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "#### Evidence in the source files" in card and "| third | by share of text | by page |" in card
     # The review page shows each item's file and page.
     from builder.review.sample import draw_sample
 
