@@ -202,8 +202,7 @@ def iter_rows(spec: _SourceBase, base_dir: Path | None) -> Iterator[Located]:
         return _iter_jsonl(path) if isinstance(spec, JsonlSource) else _iter_parquet(path)
     if isinstance(spec, HFSource):
         return _iter_hf(spec)
-    if isinstance(spec, FilesSource):
-        from builder.io.files.read import iter_files
-
-        return iter_files(spec, base_dir)
-    return _iter_python_docs()
+    if isinstance(spec, PythonDocsSource):
+        return _iter_python_docs()
+    # A files source needs the converters: corpus_loader.source_rows reads it.
+    raise SourceError(f"source type {spec.type!r} is read with builder.io.corpus_loader.source_rows")
