@@ -240,3 +240,21 @@ def test_plan_lists_files_per_kind_and_drops(tmp_path, monkeypatch):
         f"files source {tmp_path / 'docs'}: found 11 files (5 pdf, 2 html, 1 docx, 1 markdown, 1 other, 1 text); "
         "reads 6, drops 5 (encrypted 1, near_duplicate 1, no_text_layer 1, unknown_extension 1, unreadable 1); "
         "1 PDF page(s) without text left out"]
+
+
+def test_the_load_is_redone_when_the_folder_changes(tmp_path):
+    from builder.run.load import load_key
+
+    loaded = parse_recipe(_recipe(tmp_path))
+    (tmp_path / "docs" / "a.md").write_text("# A\n\nText.", encoding="utf-8")
+    before = load_key(loaded.recipe, loaded.base_dir)
+    assert load_key(loaded.recipe, loaded.base_dir) == before
+    (tmp_path / "docs" / "b.md").write_text("# B\n\nMore.", encoding="utf-8")
+    assert load_key(loaded.recipe, loaded.base_dir) != before
+
+
+def _recipe(tmp_path: Path) -> Path:
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    path = tmp_path / "r.yaml"
+    path.write_text("name: r\nsources: [{type: files, path: docs}]\nstages: [{sample_by_length: {n_docs: 5}}]\n", encoding="utf-8")
+    return path
