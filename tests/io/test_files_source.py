@@ -246,15 +246,15 @@ def test_the_load_is_redone_when_the_folder_changes(tmp_path):
     from builder.run.load import load_key
 
     loaded = parse_recipe(_recipe(tmp_path))
-    (tmp_path / "docs" / "a.md").write_text("# A\n\nText.", encoding="utf-8")
+    (tmp_path / "my_files" / "a.md").write_text("# A\n\nText.", encoding="utf-8")
     before = load_key(loaded.recipe, loaded.base_dir)
     assert load_key(loaded.recipe, loaded.base_dir) == before
-    (tmp_path / "docs" / "b.md").write_text("# B\n\nMore.", encoding="utf-8")
+    (tmp_path / "my_files" / "b.md").write_text("# B\n\nMore.", encoding="utf-8")
     assert load_key(loaded.recipe, loaded.base_dir) != before
 
 
 def _recipe(tmp_path: Path) -> Path:
-    (tmp_path / "docs").mkdir(exist_ok=True)
+    (tmp_path / "my_files").mkdir(exist_ok=True)
     path = tmp_path / "r.yaml"
-    path.write_text("name: r\nsources: [{type: files, path: docs}]\nstages: [{sample_by_length: {n_docs: 5}}]\n", encoding="utf-8")
+    path.write_text("name: r\nsources: [{type: files, path: my_files}]\nstages: [{sample_by_length: {n_docs: 5}}]\n", encoding="utf-8")
     return path
