@@ -130,13 +130,12 @@ def iter_files(spec: FilesSource, base_dir: Path | None) -> Iterator[Located]:
     read.converted, read.from_cache = cache.converted, cache.reused
     if spec.near_duplicates is not None and len(texts) > 1:
         read.near_duplicates = near_duplicates(texts, spec.near_duplicates)
-    for rel, row in rows:
-        if rel in read.near_duplicates:
-            row = "near_duplicate"
-            read.located.pop(f"{spec.id_prefix}{rel}")
-        if isinstance(row, str):
-            read.dropped[row] += 1
-        yield rel, row
+    rows = [(rel, "near_duplicate" if rel in read.near_duplicates else row) for rel, row in rows]
+    for rel in read.near_duplicates:
+        read.located.pop(f"{spec.id_prefix}{rel}")
+    # Counted before the first row goes out: a capped read (--limit) stops early.
+    read.dropped.update(row for _, row in rows if isinstance(row, str))
+    yield from rows
 
 
 def file_columns(corpus: pl.DataFrame, specs: Sequence[Any]) -> pl.DataFrame:
