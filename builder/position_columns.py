@@ -9,6 +9,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from builder.backends.tokenizers import TokenCounter
+from builder.io.files.locate import add_evidence_locations
 from builder.textutil.positions import length_bucket, position_bin, rel_pos, third_of
 
 POSITION_COLUMNS = (
@@ -54,7 +55,7 @@ def annotate_positions(
     for spans, text, n_tokens in rows:
         for name, value in _fields(spans, text, n_tokens, tokenizer.name, options).items():
             fields[name].append(value)
-    return joined.drop("_doc_text", "_doc_tokens").with_columns(
+    annotated = joined.drop("_doc_text", "_doc_tokens").with_columns(
         pl.Series("rel_pos", fields["rel_pos"], dtype=pl.Float64),
         pl.Series("position_bin", fields["position_bin"], dtype=pl.Int64),
         pl.Series("position_tag", fields["position_tag"], dtype=pl.Utf8),
@@ -64,6 +65,8 @@ def annotate_positions(
         pl.Series("pos_token_length", fields["pos_token_length"], dtype=pl.Int64),
         pl.Series("pos_tokenizer", fields["pos_tokenizer"], dtype=pl.Utf8),
     )
+    # Documents read from files also say on which page (heading, paragraph) the evidence sits.
+    return add_evidence_locations(annotated, corpus)
 
 
 def _fields(spans: Sequence[dict] | None, text: str | None, n_tokens: int | None,

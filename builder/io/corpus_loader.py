@@ -16,7 +16,8 @@ import polars as pl
 
 from builder.ids import content_id, text_digest
 from builder.io.jsonl import has_lone_surrogate, id_problem
-from builder.io.sources import JsonlSource, Located, SourceError, _SourceBase, iter_rows, source_name
+from builder.io.files.read import iter_files
+from builder.io.sources import FilesSource, JsonlSource, Located, SourceError, _SourceBase, iter_rows, source_name
 
 
 class Doc(NamedTuple):
@@ -163,7 +164,12 @@ def iter_documents(specs: Sequence[_SourceBase], base_dir: Path | None, limit: i
     seen = _Seen()
     for spec in specs:
         caps = [x for x in (spec.limit, limit) if x is not None]
-        yield from _source_docs(spec, iter_rows(spec, base_dir), min(caps) if caps else None, seen)
+        yield from _source_docs(spec, source_rows(spec, base_dir), min(caps) if caps else None, seen)
+
+
+def source_rows(spec: _SourceBase, base_dir: Path | None) -> Iterator[Located]:
+    """A source's rows: a files source's converted files, any other source's records."""
+    return iter_files(spec, base_dir) if isinstance(spec, FilesSource) else iter_rows(spec, base_dir)
 
 
 def load_sources(

@@ -1,4 +1,5 @@
-"""Document sources: JSONL, parquet, Hugging Face datasets, and CPython's reference topics.
+"""Document sources: JSONL, parquet, Hugging Face datasets, CPython's reference topics, and a
+folder of PDF, HTML, Markdown, Word and text files.
 
 Each source yields raw rows; `load_sources` maps fields, and every bad row becomes a
 counted drop with a reason instead of an exception.
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from builder.io.jsonl import read_jsonl
 from builder.license_field import license_field
@@ -76,13 +77,48 @@ class PythonDocsSource(_SourceBase):
     fields: FieldMap = FieldMap(id="id", text="text", title="title")
 
 
+class FilesSource(_SourceBase):
+    """A folder (read with its subfolders) or a glob of .pdf, .html/.htm, .md, .docx and .txt
+    files, each converted to one document (see builder/io/files)."""
+
+    type: Literal["files"]
+    path: str = Field(description="a folder, or a glob such as `manuals/**/*.pdf`")
+    fields: FieldMap = FieldMap(id="id", text="text", title="title")
+    max_file_mb: float = Field(default=50.0, gt=0, description=(
+        "a file larger than this many MB is not read (dropped as `too_large`)"))
+    near_duplicates: float | None = Field(default=0.8, gt=0, le=1, description=(
+        "documents whose word 5-gram Jaccard similarity (MinHash) reaches this are kept once, "
+        "the longest (dropped as `near_duplicate`); null keeps them all"))
+    # Set by whoever runs the load (the build: <run-dir>/file_cache); not part of the recipe.
+    _cache_dir: Path | None = PrivateAttr(default=None)
+    # What the latest read of the folder found: files per kind, drops, location maps.
+    _last_read: Any = PrivateAttr(default=None)
+
+    def cache_conversions(self, folder: Path) -> None:
+        """Keep converted files under `folder`, named by the digest of their bytes."""
+        self._cache_dir = folder
+
+
 SourceSpec = Annotated[
-    JsonlSource | ParquetSource | HFSource | PythonDocsSource, Field(discriminator="type")
+    JsonlSource | ParquetSource | HFSource | PythonDocsSource | FilesSource, Field(discriminator="type")
 ]
 
 
 class SourceError(RuntimeError):
     pass
+
+
+_TABLE_TYPES = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+
+
+def resolve_auto_sources(data: Any, base_dir: Path | None) -> None:
+    """`type: auto` becomes jsonl or parquet for a path with that extension, else files (a
+    folder, a glob, a PDF, ...), so one recipe takes a jsonl corpus or a folder of files."""
+    sources = data.get("sources") if isinstance(data, dict) else None
+    for source in sources if isinstance(sources, list) else []:
+        if isinstance(source, dict) and source.get("type") == "auto" and isinstance(source.get("path"), str):
+            suffix = resolve_path(source["path"], base_dir).suffix.lower()
+            source["type"] = _TABLE_TYPES.get(suffix, "files")
 
 
 def resolve_path(path: str, base_dir: Path | None) -> Path:
@@ -175,4 +211,7 @@ def iter_rows(spec: _SourceBase, base_dir: Path | None) -> Iterator[Located]:
         return _iter_jsonl(path) if isinstance(spec, JsonlSource) else _iter_parquet(path)
     if isinstance(spec, HFSource):
         return _iter_hf(spec)
-    return _iter_python_docs()
+    if isinstance(spec, PythonDocsSource):
+        return _iter_python_docs()
+    # A files source needs the converters: corpus_loader.source_rows reads it.
+    raise SourceError(f"source type {spec.type!r} is read with builder.io.corpus_loader.source_rows")

@@ -20,6 +20,7 @@ from builder.records.group_ledger import SPENT_FIELDS, group_ledger, round_spent
 from builder.records.qc_scorers import recorded_qc_scorers
 from builder.records.run_warnings import position_group_warnings, run_warnings
 from builder.records.stage_record import StageRecord
+from builder.io.files.locate import file_position_stats
 from builder.textutil.positions import length_bucket, position_bin, rel_pos, third_of
 
 N_BINS = 20
@@ -68,6 +69,8 @@ def compute_stats(bench: Bench, run_stats: RunStats = None, confound_min_group: 
         + (confounds["warnings"] if confounds else []),
         "qc_scorers": recorded_qc_scorers(stages),
         "notes": notes,
+        # Only for documents read from files: the evidence's page beside its share of the text.
+        **({"file_positions": located} if (located := file_position_stats(bench.queries, bench.corpus)) else {}),
     }
 
 

@@ -17,7 +17,7 @@ from builder.backends.rerankers.config import BACKENDS as RERANKER_BACKENDS
 from builder.backends.rerankers.config import RERANKER_TYPES, RerankerConfig
 from builder.backends.tokenizers import TokenizerConfig
 from builder.executors.config import ExecutorConfig
-from builder.io.sources import HFSource, JsonlSource, ParquetSource, PythonDocsSource, SourceSpec
+from builder.io.sources import FilesSource, HFSource, resolve_auto_sources, JsonlSource, ParquetSource, PythonDocsSource, SourceSpec
 from builder.recipe.checks import cross_check
 from builder.recipe.sections import CardConfig, MultilingualOutput, PushConfig
 from builder.recipe.values import number_problems, url_problems
@@ -27,7 +27,7 @@ from builder.recipe.suggest import did_you_mean
 
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
-_SOURCE_TYPES = (JsonlSource, ParquetSource, HFSource, PythonDocsSource)
+_SOURCE_TYPES = (JsonlSource, ParquetSource, HFSource, PythonDocsSource, FilesSource)
 
 
 class OutputConfig(MultilingualOutput):
@@ -204,6 +204,7 @@ def parse_recipe(path: Path, overrides: list[str] | None = None) -> LoadedRecipe
     if problems:
         raise RecipeError(path, problems)
     _normalise_stages(data)
+    resolve_auto_sources(data, path.parent)
     model = recipe_model()
     try:
         recipe = model.model_validate(data)

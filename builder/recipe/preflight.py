@@ -45,7 +45,7 @@ def preflight(loaded: Any, *, network: bool, llm_models: bool = True) -> list[Pr
 
 def _inputs(recipe: Any) -> Iterator[tuple[tuple, str]]:
     for i, source in enumerate(recipe.sources):
-        if source.type in ("jsonl", "parquet"):
+        if source.type in ("jsonl", "parquet") or (source.type == "files" and not set("*?[") & set(source.path)):
             yield ("sources", i, "path"), source.path
     for i, stage in enumerate(recipe.stage_objects()):
         for field, kind, value in refs_of(stage.params):

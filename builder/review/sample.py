@@ -24,23 +24,33 @@ def group_size(population: int, width: float) -> int:
 
 def draw_sample(folder: Path, width: float, seed: int) -> list[dict[str, Any]]:
     queries = pl.read_parquet(folder / "queries.parquet")
-    corpus = pl.read_parquet(folder / "corpus.parquet").select("doc_id", pl.col("text").alias("document"))
+    corpus = pl.read_parquet(folder / "corpus.parquet")
+    source = [pl.col("source_path")] if "evidence_location" in queries.columns else []
+    corpus = corpus.select("doc_id", pl.col("text").alias("document"), *source)
     tag = pl.col("position_tag").fill_null("unplaced") if "position_tag" in queries.columns else pl.lit("unplaced")
     lang = pl.col("lang").fill_null("und") if "lang" in queries.columns else pl.lit("und")
     spans = pl.col("spans") if "spans" in queries.columns else pl.lit(None)
     # The LLM judge's 0-4 grade (llm_relevance), for the report's reviewer-LLM agreement.
     grade = pl.col("llm_grade") if "llm_grade" in queries.columns else pl.lit(None, dtype=pl.Int64)
     rows = (queries.select("query_id", "text", "doc_id", tag.alias("group"), lang.alias("lang"), spans.alias("spans"),
-                           grade.alias("llm_grade"))
+                           grade.alias("llm_grade"), *_located(queries))
             .join(corpus, on="doc_id", how="inner"))
     items: list[dict[str, Any]] = []
     for (group, language), members in sorted(rows.group_by("group", "lang"), key=lambda g: g[0]):
         n = group_size(members.height, width)
         for row in members.sample(n=n, seed=seed, shuffle=True).iter_rows(named=True):
             row["spans"] = [[s["start"], s["end"]] for s in row["spans"] or []]
+            if "evidence_location" in row:
+                path, where = row.pop("source_path"), row.pop("evidence_location")
+                row["where"] = f"{path}, {where}" if path and where else None
             row["group"] = group if rows["lang"].n_unique() == 1 else f"{group}/{language}"
             items.append(row)
     return items
+
+
+def _located(queries: pl.DataFrame) -> list[pl.Expr]:
+    """The evidence's page (heading, paragraph), for builds whose documents came from files."""
+    return [pl.col("evidence_location")] if "evidence_location" in queries.columns else []
 
 
 def load_or_draw(folder: Path, width: float, seed: int) -> list[dict[str, Any]]:

@@ -21,6 +21,8 @@ from rich.console import Console
 
 from builder.executors import Executor, map_blocks
 from builder.io.corpus_loader import CORPUS_IN, Doc, Dropped, iter_documents, load_sources
+from builder.io.files.listing import files_listing
+from builder.io.files.read import file_columns
 from builder.run.load_meter import LoadMeter
 from builder.run.load_spread import stream_spread
 from builder.run.load_tasks import count_block
@@ -44,13 +46,15 @@ def streamed_sample(recipe: RecipeBase) -> SampleParams | None:
     return None
 
 
-def load_key(recipe: RecipeBase) -> list[Any]:
-    """What a streamed load depends on beyond the sources: it keeps only the texts the
-    first stage will sample, so a change to that stage or the seed must load again."""
+def load_key(recipe: RecipeBase, base_dir: Path | None) -> list[Any]:
+    """What a load depends on beyond the sources' settings: the files a files source lists
+    (names, sizes, times), so adding or changing one loads again; and for a streamed load,
+    which keeps only the texts the first stage will sample, that stage and the seed."""
+    key = [listing for spec in recipe.sources if (listing := files_listing(spec, base_dir))]
     params = streamed_sample(recipe)
     if params is None:
-        return []
-    return ["streamed", json.dumps(params.model_dump(mode="json"), sort_keys=True), recipe.seed]
+        return key
+    return [*key, "streamed", json.dumps(params.model_dump(mode="json"), sort_keys=True), recipe.seed]
 
 
 def load_corpus(recipe: RecipeBase, base_dir: Path | None, limit: int | None,
@@ -59,6 +63,13 @@ def load_corpus(recipe: RecipeBase, base_dir: Path | None, limit: int | None,
     """(corpus with n_tokens, drops as id/reason), streamed when the first stage samples.
     A local executor (or none) does it all in this process; any other spreads the reading
     and counting over its workers and gives the same tables."""
+    corpus, drops = _load(recipe, base_dir, limit, tokenizer, console, executor)
+    # Documents from files carry their path and location map (pages, headings, paragraphs).
+    return file_columns(corpus, recipe.sources), drops
+
+
+def _load(recipe: RecipeBase, base_dir: Path | None, limit: int | None, tokenizer: TokenCounter,
+          console: Console, executor: Executor | None) -> tuple[pl.DataFrame, pl.DataFrame]:
     spread = executor is not None and executor.kind != "local"
     params = streamed_sample(recipe)
     if params is None:

@@ -23,9 +23,9 @@ import polars as pl
 from builder.backends.tokenizers import TokenizerConfig
 from builder.executors import Executor, blocks_of
 from builder.ids import content_id
-from builder.io.corpus_loader import Doc, Dropped, _check_fields, _Fields, _mapping, _Seen, _source_docs
+from builder.io.corpus_loader import Doc, Dropped, _check_fields, _Fields, _mapping, _Seen, _source_docs, source_rows
 from builder.io.shards import Shard, jsonl_shards, parquet_shards, read_back
-from builder.io.sources import JsonlSource, ParquetSource, SourceError, _SourceBase, iter_rows, resolve_path
+from builder.io.sources import JsonlSource, ParquetSource, SourceError, _SourceBase, resolve_path
 from builder.run.load_meter import LoadMeter
 from builder.run.load_tasks import ScannedDoc, ScannedRow, ShardScan, count_block, scan_shard
 from builder.stages.sample_by_length import WORDS
@@ -68,7 +68,7 @@ class _Load:
         sent: deque[list[Doc]] = deque()
 
         def blocks() -> Iterator[list[str]]:
-            for block in blocks_of(self._kept(_source_docs(spec, iter_rows(spec, self.base_dir), cap, self.seen)),
+            for block in blocks_of(self._kept(_source_docs(spec, source_rows(spec, self.base_dir), cap, self.seen)),
                                    BLOCK):
                 sent.append(block)
                 yield [d.text for d in block]

@@ -15,6 +15,7 @@ from builder.backends.tokenizers import make_counter
 from builder.executors.config import ExecutorConfig
 from builder.run.ledger import estimate_usd
 from builder.io.corpus_sample import sample_documents
+from builder.io.files.read import files_plan_lines
 from builder.stages.base import Estimate, Flow
 from builder.stages.refs import DataPath, refs_of
 
@@ -101,6 +102,8 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
     table.add_row("total", "", "", "", f"{total:,}", f"{ptok:,}", f"{cached:,}", f"{ctok:,}",
                   _usd(usd) if asking else "-", style="bold")
     console.print(table)
+    for line in files_plan_lines(recipe.sources):
+        console.print(line, highlight=False)
     if ptok:
         console.print(f"cacheable share of prompt tokens: {cached / ptok:.2f} (documents open every prompt; "
                       "a server with prefix caching serves them again)", highlight=False)

@@ -37,6 +37,8 @@ from builder.backends.llm.mock_backend import MOCK_CACHE
 from builder.run.backends import Backends
 from builder.run.budget import budget_summary, lost_notice
 from builder.run.ledger import usage_usd
+from builder.io.files.read import FILE_CACHE, empty_page_warnings, files_figures
+from builder.io.sources import FilesSource
 from builder.run.load import load_corpus, load_key
 from builder.run.load_meter import LOAD_LABEL
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
@@ -108,6 +110,9 @@ class Runner:
         self.backends = Backends(self.recipe, self.prompts, cache_path,
                                  reask_failed=options.reask_failed, mock_llm=options.mock_llm)
         self._failed_stages: set[str | None] | None = None  # read from the cache on first need
+        for source in self.recipe.sources:
+            if isinstance(source, FilesSource):  # converted files are kept, so a rebuild reads them back
+                source.cache_conversions(options.run_root / FILE_CACHE)
 
     def _sources_json(self) -> list[Any]:
         return [s.model_dump(mode="json") for s in self.recipe.sources]
@@ -205,7 +210,7 @@ class Runner:
         """Reuse what is unchanged, run the rest. A reused checkpoint is only checked; its
         tables are read when the next stage has to run on them, or when it is the last."""
         stats: list[StageRecord] = []
-        fp, digest = _hash(self._inputs_fp, "load", *load_key(self.recipe)), ""
+        fp, digest = _hash(self._inputs_fp, "load", *load_key(self.recipe, self.loaded.base_dir)), ""
         bench: Bench | None = None
         reused: Checkpoint | None = None
         steps: list[tuple[str, Stage | None]] = [(LOAD_LABEL, None)]
@@ -295,6 +300,7 @@ class Runner:
             stage=LOAD_LABEL, docs_in=corpus.height + bad.height, docs_out=corpus.height,
             docs_dropped=bad.height, queries_in=0, queries_out=0, dropped=dict(Counter(bad["reason"].to_list())),
             seconds=round(time.perf_counter() - t0, 3), tokenizer=self.tokenizer.name,
+            figures=files_figures(self.recipe.sources), warnings=empty_page_warnings(self.recipe.sources),
         )
         self.console.print(f"{LOAD_LABEL}: {corpus.height} documents ({bad.height} rows dropped)")
         return bench, record
