@@ -10,6 +10,7 @@ import queue
 import random
 import re
 import threading
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar, cast
@@ -23,6 +24,7 @@ from builder.backends.llm.config import OpenAIModelConfig
 from builder.backends.llm.endpoints import Endpoint, Endpoints, ssl_context
 from builder.backends.llm.openai_requests import ReplyTooLarge, dumps
 from builder.backends.llm.pool import LoopPool
+from builder.secrets import remember_secret
 
 T = TypeVar("T")
 
@@ -44,6 +46,7 @@ def resolve_api_key(config: OpenAIModelConfig) -> str:
     """Read the key from the configured environment variable only, never from the recipe."""
     key = os.environ.get(config.api_key_env)
     if key:
+        remember_secret(key)  # a server may quote it back in an error message
         return key
     if config.local:
         return _PLACEHOLDER_KEY
@@ -107,6 +110,10 @@ class OpenAIBackend:
         # Why the server refused `response_format`, once it has: from then on the prompt
         # alone asks for JSON (see `_sent`).
         self.schema_refused: str | None = None
+        # Attempts that ran out of timeout_s, and how long the last one waited: counted as
+        # they happen, so the progress line can say so long before the batch ends.
+        self.timed_out = 0
+        self.last_wait_s = 0.0
         self._writer = CacheWriter(cache)
         self._slots = asyncio.Semaphore(config.max_concurrency * len(self._endpoints.all))
         self._loop = _LoopThread(f"llm-{name}")
@@ -299,10 +306,16 @@ class OpenAIBackend:
             retry_after: float | None = None
             # A retry goes to another server when there is one: the last may be down.
             endpoint = self._endpoints.pick(avoid=endpoint)
+            started = time.perf_counter()
             try:
-                answer = _answer(json.loads(await endpoint.send(payload, attempt)), attempt, body["max_tokens"])
+                answer = _answer(_decoded(await endpoint.send(payload, attempt)), attempt, body["max_tokens"])
             except Exception as error:  # one bad request must not sink the batch
                 reason, retryable, retry_after, transport = _classify(error)
+                if reason == "timeout":
+                    self.timed_out += 1
+                    self.last_wait_s = time.perf_counter() - started
+                    reason = (f"timeout: no whole reply within timeout_s={self.config.timeout_s:g} s "
+                              f"(the attempt waited {self.last_wait_s:.1f} s)")
                 if not retryable:
                     return ChatResponse.failed(reason, attempt, transport)
             else:
@@ -317,7 +330,30 @@ class OpenAIBackend:
 
 
 class _Malformed(ValueError):
-    """A 200 reply whose body is not a chat completion we can use."""
+    """A 200 reply whose body is not a chat completion we can use; the message says why."""
+
+
+class _WrongShape(_Malformed):
+    """JSON, but not shaped as a chat completion."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"reply not in the expected shape: {what}")
+
+
+def _decoded(raw: bytes) -> Any:
+    """The reply's JSON; raises _Malformed naming what the body is instead."""
+    try:
+        return json.loads(raw)
+    except UnicodeDecodeError:
+        raise _Malformed("invalid UTF-8 in reply") from None
+    except RecursionError:
+        raise _Malformed("JSON nested too deeply") from None
+    except ValueError:
+        text = raw.decode("utf-8", errors="replace").strip()
+        # A proxy or load balancer in front of the model answers with its own error page.
+        if text[:200].lower().startswith(("<!doctype html", "<html", "<head", "<body")):
+            raise _Malformed("HTML page instead of JSON") from None
+        raise _Malformed(f"reply is not JSON: {text[:40]!r}") from None
 
 
 def _classify(error: Exception) -> tuple[str, bool, float | None, bool]:
@@ -332,8 +368,12 @@ def _classify(error: Exception) -> tuple[str, bool, float | None, bool]:
         return f"HTTP {status}: {error.message[:200]}", False, None, status in _TRANSPORT_STATUSES
     if isinstance(error, openai.APIConnectionError):
         return _connection_reason(error), True, None, True
-    if isinstance(error, (ValueError, KeyError, TypeError, IndexError, RecursionError)):
-        return "malformed response", True, None, False
+    if isinstance(error, _Malformed):
+        return str(error), True, None, False
+    if isinstance(error, RecursionError):
+        return "JSON nested too deeply", True, None, False
+    if isinstance(error, (ValueError, KeyError, TypeError, IndexError)):
+        return f"reply not in the expected shape: {type(error).__name__}: {error}"[:200], True, None, False
     return f"{type(error).__name__}: {error}"[:200], False, None, False
 
 
@@ -344,13 +384,16 @@ def _connection_reason(error: openai.APIConnectionError) -> str:
     # The aiohttp transport reports a refused connection as a connect timeout.
     if isinstance(root, ConnectionRefusedError):
         return "connection refused"
+    # The body ended before the length its Content-Length header announced (or ran past it).
+    if re.search(r"content.length|complete message body|payload is not completed", str(root), re.IGNORECASE):
+        return "Content-Length mismatch (the body ended before the announced length)"
     return "timeout" if isinstance(error, openai.APITimeoutError) else "connection error"
 
 
 def _token_count(usage: dict[str, Any], name: str) -> int:
     value = usage.get(name) or 0
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _MAX_TOKENS:
-        raise _Malformed(f"usage.{name} is {value!r}")
+        raise _WrongShape(f"usage.{name} is {value!r}")
     return value
 
 
@@ -366,19 +409,19 @@ def _llama_cache_n(timings: Any) -> int:
 def _answer(data: Any, retries: int, max_tokens: int) -> ChatResponse:
     """The reply's answer; raises _Malformed when the body has the wrong shape."""
     if not isinstance(data, dict):
-        raise _Malformed("the body is not a JSON object")
+        raise _WrongShape("the body is not a JSON object")
     choices = data.get("choices") or []
     if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
-        raise _Malformed("choices is not a list of objects")
+        raise _WrongShape("choices is not a list of objects")
     message = choices[0].get("message") if choices else {}
     if not isinstance(message, dict):
-        raise _Malformed("message is not an object")
+        raise _WrongShape("message is not an object")
     text, reasoning = message.get("content"), message.get("reasoning_content", message.get("reasoning"))
     if not isinstance(text, str | None) or not isinstance(reasoning, str | None):
-        raise _Malformed("content is not text")
+        raise _WrongShape("content is not text")
     usage = data.get("usage") or {}
     if not isinstance(usage, dict):
-        raise _Malformed("usage is not an object")
+        raise _WrongShape("usage is not an object")
     prompt, completion = _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens")
     details = usage.get("prompt_tokens_details")
     if isinstance(details, dict) and "cached_tokens" in details:
