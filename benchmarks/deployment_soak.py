@@ -75,7 +75,7 @@ def pytest_runtest_logreport(report: Any) -> None:
     outcome = "SKIP" if report.skipped else "PASS" if report.passed else "FAIL"
     case = report.nodeid.split("::", 1)[-1]
     line = f"{outcome}  {time.monotonic() - _started:7.1f} s  {family_of(report.nodeid)}: {case} ({report.duration:.1f} s)"
-    print(line, file=sys.__stdout__, flush=True)
+    print(line, file=sys.__stderr__, flush=True)  # the driver keeps pytest's own stdout quiet
 
 
 # -- the driver ---------------------------------------------------------------------------
@@ -90,12 +90,14 @@ def main() -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "junit.xml"
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:terminal",
-               "-p", "deployment_soak", f"--junitxml={report}", *([] if args.keep_going else ["-x"]),
-               *families.values()]
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "deployment_soak",
+               f"--junitxml={report}", *([] if args.keep_going else ["-x"]), *families.values()]
         path = os.pathsep.join(p for p in (str(REPO / "benchmarks"), str(REPO), os.environ.get("PYTHONPATH")) if p)
-        subprocess.run(cmd, cwd=REPO, check=False, env={**os.environ, "PYTHONPATH": path})
+        # The lines come from this module as a pytest plugin, on stderr; what failed is read from the report.
+        subprocess.run(cmd, cwd=REPO, check=False, stdout=subprocess.DEVNULL,
+                       env={**os.environ, "PYTHONPATH": path})
         tried, passed, skipped = Counter(), Counter(), Counter()
+        failures: list[str] = []
         for case in ET.parse(report).getroot().iter("testcase"):
             # The class name is the test's module, dotted, with its class after it if it has one.
             where = case.get("classname", "")
@@ -107,8 +109,12 @@ def main() -> int:
                 continue
             tried[family] += 1
             passed[family] += not outcome & {"failure", "error"}
+            failures += [f"{family}: {case.get('name')}: {(child.get('message') or '').splitlines()[0][:300] if child.get('message') else child.tag}"
+                         for child in case if child.tag in ("failure", "error")]
     width = max(map(len, families))
     print()
+    for failure in failures:
+        print(f"failed: {failure}")
     for family in families:
         note = f" ({skipped[family]} skipped)" if skipped[family] else ""
         print(f"{family:<{width}}  {passed[family]:>3} / {tried[family]:<3} passed{note}")
