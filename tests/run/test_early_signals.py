@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -40,12 +39,12 @@ installed = stopping.stop_on_signals
 @contextmanager
 def announced():
     with installed():
-        print({READY!r}, "cli-imported" if "builder.cli" in sys.modules else "cli-not-imported",
+        print({READY!r}, "cli-imported" if "builder.cli.commands" in sys.modules else "cli-not-imported",
               file=sys.stderr, flush=True)
         yield
 
 stopping.stop_on_signals = announced
-from builder.entry import main
+from builder.cli import main
 main()
 """
 EXPECTED = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -84,7 +83,7 @@ def _limit_files(limit: int):
 def test_a_file_size_limit_ends_a_build_in_one_line(tmp_path):
     recipe = tmp_path / "early.yaml"
     recipe.write_text(RECIPE, encoding="utf-8")
-    cmd = [sys.executable, "-c", "from builder.entry import main; main()", str(recipe),
+    cmd = [sys.executable, "-c", "from builder.cli import main; main()", str(recipe),
            "--run-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, preexec_fn=_limit_files(4096),
                           env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import polars as pl
 import pytest

@@ -43,7 +43,7 @@ stages:
 
 
 def _piped_build(recipe: Path, root: Path) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-c", "from builder.entry import main; main()", str(recipe),
+    cmd = [sys.executable, "-c", "from builder.cli import main; main()", str(recipe),
            "--run-dir", str(root / "runs"), "--out", str(root / "out")]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(REPO), INTERVAL_ENV: "0.1"})

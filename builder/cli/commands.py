@@ -1,4 +1,5 @@
-"""The `build-bench` command line. Heavy imports live inside commands so --help is instant."""
+"""The `build-bench` commands. Heavy imports live inside commands so --help is instant; the entry
+point is `builder.cli.main`."""
 
 from __future__ import annotations
 
@@ -267,17 +268,10 @@ _COMMANDS = {"build", "validate", "plan", "stages", "stats", "eval", "push", "ca
 
 
 def run(argv: list[str] | None = None) -> None:
-    """Run the command line (stop handlers, if wanted, are the caller's: see `builder.entry`)."""
+    """Run the command line (the stop handlers are the caller's: see `builder.cli.main`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     # `build-bench RECIPE ...` is shorthand for `build-bench build RECIPE ...`.
     if args and not args[0].startswith("-") and args[0] not in _COMMANDS:
         args.insert(0, "build")
     app(args=args, prog_name="build-bench")
 
-
-def main(argv: list[str] | None = None) -> None:
-    """The command line with stop handlers; the console script is `builder.entry.main`,
-    which installs them before this module's slow imports."""
-    from builder.entry import main as entry_main
-
-    entry_main(argv)
