@@ -1,7 +1,7 @@
 """The licences MTEB's `TaskMetadata` takes: one id from its list, or a URL to the text.
 
-The list is read from the installed MTEB (`mteb.types._licenses.LICENSES`); without MTEB
-it is the copy below, which a test compares with MTEB's wherever MTEB is installed. An id
+The list is read from the installed MTEB (`mteb.types.Licenses`); without MTEB it is the
+copy below, which a test compares with MTEB's wherever MTEB is installed. An id
 written in other letters (`MIT`, `CC-BY-4.0`) is given in MTEB's lower case.
 """
 
@@ -9,22 +9,23 @@ from __future__ import annotations
 
 from typing import get_args
 
-# MTEB 2.x's list, in its order (mteb/types/_licenses.py).
+# MTEB 2.26's list, in its order (mteb.types.Licenses).
 KNOWN_LICENSES: tuple[str, ...] = (
     "not specified", "mit", "cc-by-2.0", "cc-by-3.0", "cc-by-4.0", "cc-by-sa-3.0", "cc-by-sa-4.0",
-    "cc-by-nc-4.0", "cc-by-nc-sa-3.0", "cc-by-nc-sa-4.0", "cc-by-nc-nd-4.0", "cc-by-nd-4.0", "openrail",
-    "openrail++", "odc-by", "afl-3.0", "apache-2.0", "cc-by-nd-2.1-jp", "cc0-1.0", "bsd-3-clause", "gpl-3.0",
-    "lgpl", "lgpl-3.0", "cdla-sharing-1.0", "mpl-2.0", "msr-la-nc", "multiple",
+    "cc-by-nc-3.0", "cc-by-nc-4.0", "cc-by-nc-sa-3.0", "cc-by-nc-sa-4.0", "cc-by-nc-nd-4.0", "cc-by-nd-4.0",
+    "openrail", "openrail++", "odc-by", "afl-3.0", "apache-2.0", "cc-by-nd-2.1-jp", "cc0-1.0", "bsd-3-clause",
+    "gpl-3.0", "lgpl", "lgpl-3.0", "cdla-sharing-1.0", "mpl-2.0", "msr-la-nc", "multiple", "gemma", "eupl-1.2",
+    "openmdw-1.1",
 )
 
 
 def installed_licenses() -> tuple[str, ...] | None:
     """The installed MTEB's list, or None without MTEB (or where it keeps it elsewhere)."""
     try:
-        from mteb.types._licenses import LICENSES
+        from mteb.types import Licenses
     except ImportError:
         return None
-    return tuple(dict.fromkeys(get_args(LICENSES)))
+    return tuple(dict.fromkeys(get_args(Licenses)))
 
 
 def mteb_licenses() -> tuple[str, ...]:
