@@ -35,7 +35,7 @@ models:
 rerankers:
   grader: {backend: llm_judge, llm: judge, questions_per_call: 1, batch_size: 2}
 stages:
-  - sample_by_length: {buckets: [0, 4096], weights: [1], n_docs: 3}
+  - sample_by_length: {buckets: [0, 4096], weights: [1], n_docs: 2}
   - generate_queries: {mode: extractive, questions_per_call: 2}
   - localize_spans: {}
   - span_contrast: {rerankers: [grader]}
@@ -62,7 +62,7 @@ def test_requests_that_outlast_timeout_s_are_named_in_progress_and_the_error(wri
 
 
 def test_a_reranker_stage_moves_its_progress_batch_by_batch_when_piped(write_recipe, fake_openai, tmp_path):
-    srv = fake_openai(responder=with_grades(scripted_llm), latency_s=0.3)
+    srv = fake_openai(responder=with_grades(scripted_llm), latency_s=0.2)
     done = _piped_build(write_recipe(CONTRAST.replace("BASE", srv.base_url)), tmp_path)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
