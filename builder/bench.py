@@ -77,13 +77,29 @@ def canonical_positions(queries: pl.DataFrame) -> pl.DataFrame:
 RIVALS_DTYPE = pl.List(pl.Utf8)
 
 
+# A failed LLM request's drop reason may go on with its cause (`llm_failed: HTML page
+# instead of JSON`); the log keeps `llm_failed` as the reason, so failures count together,
+# and the rest in a `cause` column.
+_CAUSED = "llm_failed: "
+
+
 def _reason_frame(reasons: Reasons) -> pl.DataFrame:
     if isinstance(reasons, pl.DataFrame):
-        rivals = [pl.col("rivals").cast(RIVALS_DTYPE)] if "rivals" in reasons.columns else []
-        return reasons.select(pl.col("id").cast(pl.Utf8), pl.col("reason").cast(pl.Utf8), *rivals)
-    return pl.DataFrame(
-        {"id": list(reasons.keys()), "reason": list(reasons.values())},
-        schema={"id": pl.Utf8, "reason": pl.Utf8},
+        extra = [pl.col("rivals").cast(RIVALS_DTYPE)] if "rivals" in reasons.columns else []
+        extra += [pl.col("cause").cast(pl.Utf8)] if "cause" in reasons.columns else []
+        frame = reasons.select(pl.col("id").cast(pl.Utf8), pl.col("reason").cast(pl.Utf8), *extra)
+    else:
+        frame = pl.DataFrame(
+            {"id": list(reasons.keys()), "reason": list(reasons.values())},
+            schema={"id": pl.Utf8, "reason": pl.Utf8},
+        )
+    if "cause" in frame.columns or not frame["reason"].str.contains(_CAUSED, literal=True).any():
+        return frame
+    at = pl.col("reason").str.find(_CAUSED, literal=True)
+    return frame.with_columns(
+        pl.when(at.is_null()).then(pl.col("reason"))
+        .otherwise(pl.col("reason").str.slice(0, at + len(_CAUSED) - 2)).alias("reason"),
+        pl.when(at.is_null()).then(None).otherwise(pl.col("reason").str.slice(at + len(_CAUSED))).alias("cause"),
     )
 
 
@@ -128,7 +144,7 @@ class Bench:
         frame = _reason_frame(reasons).filter(pl.col("id").is_in(self.corpus["doc_id"].implode()))
         if frame.is_empty():
             return self
-        rivals = [pl.col("rivals")] if "rivals" in frame.columns else []
+        rivals = [pl.col(c) for c in ("rivals", "cause") if c in frame.columns]
         drops = frame.select(pl.lit(stage).alias("stage"), pl.lit("doc").alias("kind"), "id", "reason", *rivals)
         bench = self.replace(
             corpus=self.corpus.filter(~pl.col("doc_id").is_in(frame["id"].implode())),
@@ -149,7 +165,7 @@ class Bench:
         if frame.is_empty():
             return self
         ids = frame["id"].implode()
-        rivals = [pl.col("rivals")] if "rivals" in frame.columns else []
+        rivals = [pl.col(c) for c in ("rivals", "cause") if c in frame.columns]
         drops = frame.select(pl.lit(stage).alias("stage"), pl.lit("query").alias("kind"), "id", "reason", *rivals)
         return self.replace(
             queries=self.queries.filter(~pl.col("query_id").is_in(ids)),

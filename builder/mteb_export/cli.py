@@ -35,16 +35,34 @@ def export_mteb_command(
         "--reference", help="URL describing the dataset (default: its Hub page).")] = None,
     adapted_from: Annotated[ListOpt, typer.Option(
         "--adapted-from", help="MTEB task whose data this reuses (repeatable).")] = None,
+    local: Annotated[bool, typer.Option("--local", help=(
+        "Load the data from OUT itself (dataset.path is its absolute path), to evaluate the folder with "
+        "MTEB before it is pushed; --repo and --revision are then not needed."))] = False,
+    allow_mock: Annotated[bool, typer.Option(
+        "--allow-mock", help="Export even a folder built with the mock LLM (--mock-llm), as push --allow-mock.")] = False,
 ) -> None:
     """Write an MTEB task module, its descriptive statistics and a PR description, after MTEB's checks."""
     from rich.markup import escape
 
     from builder.mteb_export.export import ExportError, export_mteb
     from builder.mteb_export.metadata import ExportFlags
+    from builder.mteb_export.metadata import LOCAL_REVISION
     from builder.publish.cli import _check_folder
+    from builder.publish.outputs import built_with_mock, read_run_stats
 
     out, err = console_for(), console_for(stderr=True)
     _check_folder(folder, err)
+    if built_with_mock(read_run_stats(folder)):
+        # Its annotations would read LM-generated, yet no model wrote them: push refuses it too.
+        if not allow_mock:
+            err.print(f"[red]export-mteb:[/] {escape(str(folder))} was built with the mock LLM (--mock-llm): its "
+                      "questions, passages and grades are no model's. Rebuild it without --mock-llm, or export it "
+                      "anyway with --allow-mock.", highlight=False, soft_wrap=True)
+            raise typer.Exit(2)
+        err.print("[yellow]warning:[/] exporting a folder built with the mock LLM: its annotations_creators "
+                  "says LM-generated, but no model wrote them; do not submit it to MTEB", highlight=False)
+    if local:
+        repo, revision = str(folder.resolve()), LOCAL_REVISION
     flags = ExportFlags(repo=repo, revision=revision, domains=domains or [], date=date, subtypes=subtypes or [],
                         sample_creation=sample_creation, license=license, reference=reference,
                         adapted_from=adapted_from or [])

@@ -8,10 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from builder.mteb_export.folder_facts import FolderFacts
+from builder.mteb_export.licenses import mteb_license
 from builder.mteb_export.shape import TaskShape
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _REPO = re.compile(r"^[\w.-]+/[\w.-]+$")
+# dataset.revision of a task that loads a local folder (`--local`): `datasets` reads a
+# folder as it is, whatever revision it is given, and MTEB wants one.
+LOCAL_REVISION = "local"
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ def task_fields(name: str, facts: FolderFacts, flags: ExportFlags, shape: TaskSh
         "date": date_range(flags.date) if flags.date else None,
         "domains": flags.domains or None,
         "task_subtypes": flags.subtypes or None,
-        "license": flags.license or facts.license,
+        "license": mteb_license(flags.license or facts.license) if flags.license or facts.license else None,
         "annotations_creators": facts.annotations,
         "dialect": [],
         "sample_creation": flags.sample_creation,

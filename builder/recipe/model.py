@@ -21,6 +21,7 @@ from builder.io.sources import FilesSource, HFSource, resolve_auto_sources, Json
 from builder.recipe.checks import cross_check
 from builder.recipe.sections import CardConfig, MultilingualOutput, PushConfig
 from builder.recipe.values import number_problems, url_problems
+from builder.secrets import remember_recipe_secrets
 from builder.recipe.yaml_text import BadYaml, Problem, RecipeError, apply_overrides, expand_env, line_of, read_yaml
 from builder.stages import STAGES, Stage
 from builder.recipe.suggest import did_you_mean
@@ -200,6 +201,7 @@ def parse_recipe(path: Path, overrides: list[str] | None = None) -> LoadedRecipe
     if not isinstance(data, dict):
         raise RecipeError(path, [Problem((), "a recipe must be a YAML mapping", 1)])
     problems = expand_env(data, text) + apply_overrides(data, overrides or [])
+    remember_recipe_secrets(data)  # from here on no message or file shows them
     problems += _value_problems(number_problems(data), text)
     if problems:
         raise RecipeError(path, problems)

@@ -120,6 +120,11 @@ def mock_refusal(ref: str) -> str:
             "release built without --mock-llm")
 
 
+def release_files(folder: Path) -> list[str]:
+    """The files of a release that `--from` reads which `folder` has (none: not a release)."""
+    return [name for name in (STATS_FILE, ANSWERS_FILE) if (folder / name).is_file()]
+
+
 def release_is_mock(folder: Path) -> bool:
     """Whether the release in `folder` says it was built with the mock LLM (stats.json)."""
     try:

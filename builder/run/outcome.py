@@ -98,7 +98,8 @@ def check_result(bench: Bench, stats: list[StageRecord], usage: LLMUsage, budget
     last = _last_queries(stats) if not all_failed else None
     if last is not None and not last.startswith(parts[1].split(" removed", 1)[0] + " "):
         parts.append(last)
-    if usage.last_transport_error:
-        parts.append(f"last LLM error: {usage.last_transport_error}")
+    last_error = usage.last_error if all_failed else usage.last_transport_error
+    if last_error:
+        parts.append(f"last LLM error: {last_error}")
     parts.append("nothing was written; pass --allow-empty to write an empty result anyway")
     raise EmptyResult("; ".join(parts))

@@ -332,7 +332,7 @@ class Runner:
         record = check_invariants(bench, out, stage, label)
         usage = self.backends.usage() - before
         record.seconds = round(seconds, 3)
-        record.llm = usage.__dict__
+        record.llm = usage.as_record()
         spent = {name: after - by_model_before.get(name, LLMUsage())
                  for name, after in self.backends.usage_by_model().items()}
         if usage.calls and (usd := usage_usd(self.recipe.models, spent)) is not None:

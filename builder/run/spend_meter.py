@@ -44,13 +44,20 @@ def spend_meter(stage: Stage, bench: Bench, backends: Backends) -> Callable[[], 
         return None
     estimate = stage_estimate(stage, bench)
     gate = backends.gate
+    late_before = backends.timeouts()[0]
+
+    def timeouts() -> str:
+        # A server slower than timeout_s loses every answer: say so while it happens.
+        count, line = backends.timeouts()
+        return f"; {line}" if count > late_before else ""
+
     if gate is not None:  # counts each answer as it arrives
         start = (gate.spent.calls, gate.spent.tokens)
-        return lambda: spend_text(gate.spent.calls - start[0], gate.spent.tokens - start[1], estimate)
+        return lambda: spend_text(gate.spent.calls - start[0], gate.spent.tokens - start[1], estimate) + timeouts()
     before = backends.usage()  # the in-process models count a batch when it ends
 
     def text() -> str:
         used = backends.usage() - before
-        return spend_text(used.calls, used.prompt_tokens + used.completion_tokens, estimate)
+        return spend_text(used.calls, used.prompt_tokens + used.completion_tokens, estimate) + timeouts()
 
     return text

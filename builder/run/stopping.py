@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 RESUME = "finished stages and every LLM answer are kept — run the same command again to resume"
@@ -119,3 +119,14 @@ def stop_on_signals() -> Iterator[None]:
         # the default action would kill the process before it says why.
         signal.set_wakeup_fd(previous_fd)
         os.close(write_fd)  # the watcher reads the end of the pipe and returns
+
+
+def run_stoppable(command: Callable[[], None]) -> None:
+    """Run `command` (a whole command line) under `stop_on_signals`; on a stop, print the
+    line and exit with 128 + the signal's number."""
+    try:
+        with stop_on_signals():
+            command()
+    except Stopped as stop:
+        say_stopped(stop.signum)
+        sys.exit(stop.exit_code)

@@ -39,14 +39,16 @@ class Reply:
     do) and `usage`, when set, replaces the counted token usage; `extra` adds top-level
     fields to the completion (llama-server's `timings`, say). With `drip_s` the body is
     streamed `chunk_bytes` at a time with that pause after each chunk, as a stalling server
-    would; `declare_length` says whether a Content-Length header announces it first.
+    would; `declare_length` says whether a Content-Length header announces it first, and
+    `content_length`, when set, is the length it announces (a lie, if it differs; the
+    connection is then closed after the body). `body` may be bytes (invalid UTF-8, gzip).
     """
 
     text: str | None = ""
     status: int = 200
     headers: Mapping[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
-    body: str | None = None
+    body: str | bytes | None = None
     finish_reason: str = "stop"
     reasoning: str | None = None
     usage: Mapping[str, Any] | None = None
@@ -54,6 +56,7 @@ class Reply:
     drip_s: float = 0.0
     chunk_bytes: int = 1
     declare_length: bool = True
+    content_length: int | None = None
 
 
 Responder = Callable[[dict[str, Any]], "str | Reply"]
@@ -250,21 +253,23 @@ class FakeOpenAIServer:
         finally:
             self.in_flight -= 1
             self.answered.append(time.perf_counter())
-        if reply.drip_s or not reply.declare_length:
+        if reply.drip_s or not reply.declare_length or reply.content_length is not None:
             return await self._drip(request, body, reply)
         if reply.body is not None:
-            return web.Response(
-                text=reply.body, status=reply.status, headers=reply.headers, content_type="application/json"
-            )
+            raw = reply.body if isinstance(reply.body, bytes) else reply.body.encode()
+            return web.Response(body=raw, status=reply.status, headers=reply.headers, content_type="application/json")
         payload = _completion(body, reply, self.request_count) if reply.status == 200 else _error(reply.status)
         return web.json_response(payload, status=reply.status, headers=reply.headers)
 
     async def _drip(self, request: web.Request, body: dict[str, Any], reply: Reply) -> web.StreamResponse:
         payload = _completion(body, reply, self.request_count) if reply.status == 200 else _error(reply.status)
-        data = (reply.body if reply.body is not None else json.dumps(payload)).encode()
+        data = reply.body if reply.body is not None else json.dumps(payload)
+        data = data if isinstance(data, bytes) else data.encode()
         response = web.StreamResponse(status=reply.status, headers={**reply.headers, "Content-Type": "application/json"})
         if reply.declare_length:
-            response.content_length = len(data)
+            response.content_length = len(data) if reply.content_length is None else reply.content_length
+        if reply.content_length is not None:
+            response.force_close()
         await response.prepare(request)
         for at in range(0, len(data), reply.chunk_bytes):
             await response.write(data[at: at + reply.chunk_bytes])

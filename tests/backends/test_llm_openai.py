@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -136,18 +137,20 @@ def test_permanent_failure_is_reported_not_raised_or_cached(fake_openai: Start, 
 
 
 @pytest.mark.parametrize(
-    "reply",
-    [Reply(body="[]"), Reply(text="x", usage={"prompt_tokens": 10**30, "completion_tokens": 1})],
+    ("reply", "cause"),
+    [(Reply(body="[]"), "the body is not a JSON object"),
+     (Reply(text="x", usage={"prompt_tokens": 10**30, "completion_tokens": 1}),
+      f"usage.prompt_tokens is {10**30}")],
     ids=["list body", "huge usage"],
 )
 def test_malformed_replies_fail_with_a_reason(
-    fake_openai: Start, make_backend: MakeBackend, tmp_path: Path, reply: Reply
+    fake_openai: Start, make_backend: MakeBackend, tmp_path: Path, reply: Reply, cause: str
 ) -> None:
     srv = fake_openai(responder=lambda body: reply)
     cache = LLMCache(tmp_path / "cache.sqlite")
     backend = make_backend(srv, cache=cache, max_retries=2)
     answer = backend.chat_many([ask("a")])[0]
-    assert answer.error == "llm_failed: malformed response after 3 attempts"
+    assert answer.error == f"llm_failed: reply not in the expected shape: {cause} after 3 attempts"
     assert srv.request_count == 3 and len(cache) == 0
     assert backend.usage.failures == 1
 
@@ -300,7 +303,9 @@ def test_a_timeout_is_a_transport_failure(fake_openai: Start, make_backend: Make
     srv = fake_openai(responder=lambda body: Reply(text="late", delay_s=1.0))
     backend = make_backend(srv, timeout_s=0.2, max_retries=1)
     answer = backend.chat_many([ask("slow")])[0]
-    assert (answer.error, answer.transport) == ("llm_failed: timeout after 2 attempts", True)
+    assert answer.transport and re.fullmatch(
+        r"llm_failed: timeout: no whole reply within timeout_s=0\.2 s \(the attempt waited \d+\.\d s\) after 2 attempts",
+        answer.error or ""), answer.error
     assert backend.usage.transport_failures == 1
 
 

@@ -5,6 +5,7 @@ with `user:password@` is refused before anything is sent."""
 
 from __future__ import annotations
 
+import json
 import socket
 import sqlite3
 from pathlib import Path
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 
 from builder.cli import app
 from builder.secrets import mask_mapping, mask_string
+from builder.testing.openai_server import Reply
 from tests.fixtures.scripted_llm import scripted_llm
 
 RECIPE = """
@@ -120,3 +122,22 @@ def test_mask_mapping_masks_headers_and_urls_inside() -> None:
                "Referer": "http://u:p@host/"}
     assert mask_mapping(headers) == {"Authorization": "***", "X-Api-Key": "***",
                                      "Content-Type": "application/json", "Referer": "http://***@host/"}
+
+
+def test_a_key_the_server_quotes_back_is_masked_whatever_its_shape(write_recipe, fake_openai, tmp_path):
+    # Not shaped like any well-known token (no sk-, hf_, ghp_): only its value gives it away.
+    key = "Zq9plainKEYvalue42"
+    quoted = json.dumps({"error": {"message": f"Incorrect API key provided: Bearer {key}. Check it.",
+                                   "type": "invalid_request_error"}})
+    srv = fake_openai(responder=lambda body: Reply(status=401, body=quoted))
+    recipe = write_recipe(RECIPE.replace("BASE", srv.base_url).replace(
+        "max_concurrency: 2,", "max_concurrency: 2, api_key_env: BB_QUOTED_KEY,"))
+    for extra in ([], ["--allow-empty"]):
+        built = runner.invoke(app, ["build", str(recipe), "--run-dir", str(tmp_path / "runs"),
+                                    "--out", str(tmp_path / "out"), *extra], env={"BB_QUOTED_KEY": key})
+        assert srv.request_count > 0
+        assert "Incorrect API key provided" in built.output, built.output
+        assert key not in built.output, built.output
+    found = [str(p) for p in sorted(tmp_path.rglob("*")) if p.is_file() and key.encode() in p.read_bytes()
+             and p != recipe]
+    assert found == []

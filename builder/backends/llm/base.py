@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
@@ -77,11 +78,24 @@ class ChatResponse:
 
     @classmethod
     def failed(cls, detail: str, retries: int = 0, transport: bool = False) -> ChatResponse:
-        return cls(text=None, error=f"llm_failed: {detail}", cached=False, retries=retries, transport=transport)
+        # The detail may quote what the server said, a configured key included: it is
+        # printed and stored (drops, stats.json), so it is masked here, once.
+        return cls(text=None, error=f"llm_failed: {mask_string(detail)}", cached=False, retries=retries,
+                   transport=transport)
 
     @classmethod
     def truncated(cls, detail: str, retries: int = 0) -> ChatResponse:
         return cls(text=None, error=f"llm_truncated: {detail}", cached=False, retries=retries)
+
+
+_ATTEMPTS = re.compile(r" after \d+ attempts?$")
+
+
+def failure_cause(error: str) -> str:
+    """What went wrong, without the drop reason or the attempt count, so that requests
+    that failed alike count together (`llm_failed: HTTP 500 after 7 attempts` -> `HTTP 500`)."""
+    detail = error.split(": ", 1)[1] if error.startswith(("llm_failed: ", "llm_truncated: ")) else error
+    return _ATTEMPTS.sub("", detail)
 
 
 @dataclass
@@ -92,6 +106,8 @@ class LLMUsage:
     `ChatResponse.transport`); `last_transport_error` says what the last one was and
     where it was sent, so a runner can tell an outage from bad answers. `cached_tokens`
     are the prompt tokens of answered calls that the server served from its prompt cache.
+    `last_error` is the last failure of any kind, and `failure_causes` counts the failures
+    by cause (see `failure_cause`), so a build that lost every answer can say why.
     """
 
     calls: int = 0
@@ -103,16 +119,30 @@ class LLMUsage:
     cached_tokens: int = 0
     transport_failures: int = 0
     last_transport_error: str | None = None
+    last_error: str | None = None
+    failure_causes: dict[str, int] = field(default_factory=dict)
 
     def _combine(self, other: LLMUsage, sign: int) -> LLMUsage:
         counts = [getattr(self, f.name) + sign * getattr(other, f.name) for f in fields(self)
                   if isinstance(getattr(self, f.name), int)]
+        causes = {c: self.failure_causes.get(c, 0) + sign * other.failure_causes.get(c, 0)
+                  for c in {**self.failure_causes, **other.failure_causes}}
+        causes = {c: n for c, n in sorted(causes.items()) if n}
         if sign > 0:
             last = other.last_transport_error or self.last_transport_error
+            last_error = other.last_error or self.last_error
         else:
             # after - before: the share had a transport error only if it counted one.
             last = self.last_transport_error if self.transport_failures > other.transport_failures else None
-        return LLMUsage(*counts, last_transport_error=last)
+            last_error = self.last_error if self.failures > other.failures else None
+        return LLMUsage(*counts, last_transport_error=last, last_error=last_error, failure_causes=causes)
+
+    def as_record(self) -> dict[str, Any]:
+        """The counters as stats.json stores them; the causes only when a request failed."""
+        record = {f.name: getattr(self, f.name) for f in fields(self)}
+        if not self.failures:
+            del record["last_error"], record["failure_causes"]
+        return record
 
     def __add__(self, other: LLMUsage) -> LLMUsage:
         return self._combine(other, 1)
@@ -140,6 +170,10 @@ class LLMUsage:
                 self.cached_tokens += r.cached_tokens
                 continue
             self.failures += 1
+            # The address may carry credentials (`?api_key=`), and these messages are printed.
+            self.last_error = mask_string(f"{r.error} ({source})" if source and r.transport else str(r.error))
+            cause = failure_cause(mask_string(str(r.error)))
+            self.failure_causes[cause] = self.failure_causes.get(cause, 0) + 1
             if r.transport:
                 self.transport_failures += 1
                 # The address may carry credentials (`?api_key=`), and this message is printed.

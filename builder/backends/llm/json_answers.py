@@ -61,7 +61,8 @@ def parse_json_lenient(text: str, expect: type | None = None) -> Any:
 
 @dataclass(frozen=True)
 class JSONAnswer(Generic[T]):
-    """`error` is a drop reason: llm_failed, llm_truncated or llm_unparseable."""
+    """`error` is a drop reason: llm_failed (followed by `: <cause>`), llm_truncated or
+    llm_unparseable."""
 
     value: T | None
     error: str | None
@@ -121,7 +122,10 @@ def json_job(request: ChatRequest, validate: Callable[[Any], T], max_reasks: int
     for attempt in range(1, max_reasks + 2):
         response = yield current
         if not response.ok:
-            return JSONAnswer(None, response.reason, last[1] if last else None, attempt), None
+            # A failed request keeps its cause (`llm_failed: HTML page instead of JSON`): the
+            # drop log records it beside the reason.
+            error = response.error if response.reason == "llm_failed" else response.reason
+            return JSONAnswer(None, error, last[1] if last else None, attempt), None
         value, problem = _judge(current, response, validate)
         if problem is None:
             return JSONAnswer(value, None, response.text, attempt, response.reasoning), None

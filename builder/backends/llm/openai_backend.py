@@ -4,34 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 import os
 import queue
 import random
 import re
 import threading
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar, cast
-
-import openai
 
 from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatResponse, LLMUsage
 from builder.backends.llm.budget import SpendGate, metered
 from builder.backends.llm.cache import CacheWriter, LLMCache, Origin, fill, key_for, split_cached
 from builder.backends.llm.config import OpenAIModelConfig
 from builder.backends.llm.endpoints import Endpoint, Endpoints, ssl_context
-from builder.backends.llm.openai_requests import ReplyTooLarge, dumps
+from builder.backends.llm.openai_replies import answer_of, classify, decoded
+from builder.backends.llm.openai_requests import dumps
 from builder.backends.llm.pool import LoopPool
+from builder.secrets import remember_secret
 
 T = TypeVar("T")
 
 # A 200 with no content is usually a hiccup; retry it a little, not max_retries times.
 _EMPTY_RETRIES = 2
-# Statuses that say the endpoint, not the request, is wrong (credentials, URL, model).
-_TRANSPORT_STATUSES = (401, 403, 404)
-# Token counts must fit the cache's 64-bit integers.
-_MAX_TOKENS = 2**63
 # Local servers ignore the key, but the SDK insists on having one.
 _PLACEHOLDER_KEY = "sk-local-placeholder"
 # How a server says it cannot take the request as sent: a 400 or 422 ...
@@ -44,6 +40,7 @@ def resolve_api_key(config: OpenAIModelConfig) -> str:
     """Read the key from the configured environment variable only, never from the recipe."""
     key = os.environ.get(config.api_key_env)
     if key:
+        remember_secret(key)  # a server may quote it back in an error message
         return key
     if config.local:
         return _PLACEHOLDER_KEY
@@ -76,18 +73,6 @@ class _LoopThread:
         self.loop.close()
 
 
-def _retry_after(error: openai.APIStatusError) -> float | None:
-    value = error.response.headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _retryable(status: int) -> bool:
-    return status in (408, 409, 429) or status >= 500
-
-
 class OpenAIBackend:
     """Sends chat requests concurrently, retries transient failures and caches answers.
 
@@ -107,6 +92,10 @@ class OpenAIBackend:
         # Why the server refused `response_format`, once it has: from then on the prompt
         # alone asks for JSON (see `_sent`).
         self.schema_refused: str | None = None
+        # Attempts that ran out of timeout_s, and how long the last one waited: counted as
+        # they happen, so the progress line can say so long before the batch ends.
+        self.timed_out = 0
+        self.last_wait_s = 0.0
         self._writer = CacheWriter(cache)
         self._slots = asyncio.Semaphore(config.max_concurrency * len(self._endpoints.all))
         self._loop = _LoopThread(f"llm-{name}")
@@ -299,10 +288,16 @@ class OpenAIBackend:
             retry_after: float | None = None
             # A retry goes to another server when there is one: the last may be down.
             endpoint = self._endpoints.pick(avoid=endpoint)
+            started = time.perf_counter()
             try:
-                answer = _answer(json.loads(await endpoint.send(payload, attempt)), attempt, body["max_tokens"])
+                answer = answer_of(decoded(await endpoint.send(payload, attempt)), attempt, body["max_tokens"])
             except Exception as error:  # one bad request must not sink the batch
-                reason, retryable, retry_after, transport = _classify(error)
+                reason, retryable, retry_after, transport = classify(error)
+                if reason == "timeout":
+                    self.timed_out += 1
+                    self.last_wait_s = time.perf_counter() - started
+                    reason = (f"timeout: no whole reply within timeout_s={self.config.timeout_s:g} s "
+                              f"(the attempt waited {self.last_wait_s:.1f} s)")
                 if not retryable:
                     return ChatResponse.failed(reason, attempt, transport)
             else:
@@ -314,82 +309,3 @@ class OpenAIBackend:
             if attempt + 1 < attempts:
                 await asyncio.sleep(self._delay(attempt, retry_after))
         return ChatResponse.failed(f"{reason} after {attempt + 1} attempts", attempt, transport)
-
-
-class _Malformed(ValueError):
-    """A 200 reply whose body is not a chat completion we can use."""
-
-
-def _classify(error: Exception) -> tuple[str, bool, float | None, bool]:
-    """Short reason, whether to retry, how long the server asked us to wait, and whether
-    the failure is about reaching the server rather than about the answer."""
-    if isinstance(error, ReplyTooLarge):
-        return str(error), False, None, False
-    if isinstance(error, openai.APIStatusError):
-        status = error.status_code
-        if _retryable(status):
-            return f"HTTP {status}", True, _retry_after(error), True
-        return f"HTTP {status}: {error.message[:200]}", False, None, status in _TRANSPORT_STATUSES
-    if isinstance(error, openai.APIConnectionError):
-        return _connection_reason(error), True, None, True
-    if isinstance(error, (ValueError, KeyError, TypeError, IndexError, RecursionError)):
-        return "malformed response", True, None, False
-    return f"{type(error).__name__}: {error}"[:200], False, None, False
-
-
-def _connection_reason(error: openai.APIConnectionError) -> str:
-    root: BaseException = error
-    while root.__cause__ is not None:
-        root = root.__cause__
-    # The aiohttp transport reports a refused connection as a connect timeout.
-    if isinstance(root, ConnectionRefusedError):
-        return "connection refused"
-    return "timeout" if isinstance(error, openai.APITimeoutError) else "connection error"
-
-
-def _token_count(usage: dict[str, Any], name: str) -> int:
-    value = usage.get(name) or 0
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _MAX_TOKENS:
-        raise _Malformed(f"usage.{name} is {value!r}")
-    return value
-
-
-def _llama_cache_n(timings: Any) -> int:
-    """llama-server's count of prompt tokens taken from its cache; 0 when absent or not a count
-    (a report beside the answer, not part of it, so it never spoils the answer)."""
-    value = timings.get("cache_n") if isinstance(timings, dict) else None
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _MAX_TOKENS:
-        return 0
-    return value
-
-
-def _answer(data: Any, retries: int, max_tokens: int) -> ChatResponse:
-    """The reply's answer; raises _Malformed when the body has the wrong shape."""
-    if not isinstance(data, dict):
-        raise _Malformed("the body is not a JSON object")
-    choices = data.get("choices") or []
-    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
-        raise _Malformed("choices is not a list of objects")
-    message = choices[0].get("message") if choices else {}
-    if not isinstance(message, dict):
-        raise _Malformed("message is not an object")
-    text, reasoning = message.get("content"), message.get("reasoning_content", message.get("reasoning"))
-    if not isinstance(text, str | None) or not isinstance(reasoning, str | None):
-        raise _Malformed("content is not text")
-    usage = data.get("usage") or {}
-    if not isinstance(usage, dict):
-        raise _Malformed("usage is not an object")
-    prompt, completion = _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens")
-    details = usage.get("prompt_tokens_details")
-    if isinstance(details, dict) and "cached_tokens" in details:
-        cached = _token_count(details, "cached_tokens")
-    else:
-        # No details (or null) from a server without a prompt cache: nothing was served
-        # from one, unless it is llama-server, which reports its reuse as timings.cache_n.
-        cached = _llama_cache_n(data.get("timings"))
-    if choices and choices[0].get("finish_reason") == "length":
-        return replace(ChatResponse.truncated(f"answer cut off at max_tokens {max_tokens}", retries),
-                       prompt_tokens=prompt, completion_tokens=completion)
-    if not text:
-        return ChatResponse.failed("empty answer", retries)
-    return ChatResponse(text, None, False, prompt, completion, retries, reasoning or None, cached_tokens=cached)

@@ -89,7 +89,11 @@ class PreparedChat:
             async for chunk in response.aiter_bytes():
                 size += len(chunk)
                 if size > max_bytes:
-                    raise ReplyTooLarge(f"reply is over max_reply_bytes {max_bytes:,}")
+                    # A small compressed body that inflates past the cap is a decompression bomb.
+                    encoding = response.headers.get("content-encoding", "identity").lower()
+                    packed = f"compressed reply ({encoding}) decodes to more than" if encoding != "identity" \
+                        else "reply is over"
+                    raise ReplyTooLarge(f"{packed} max_reply_bytes {max_bytes:,}")
                 chunks.append(chunk)
         finally:
             await response.aclose()

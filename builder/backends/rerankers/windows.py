@@ -49,17 +49,27 @@ def reads_up_to(reranker: Any, query: str, text: str) -> int | None:
     return None if b is None or len(ends) <= b else ends[b - 1]
 
 
-# Pairs scored per call when progress is reported: many model batches each, so the
-# scorer stays as busy as with one call, yet a bar moves every few seconds.
+# Most pairs scored per call when progress is reported; a scorer with batches smaller
+# than this reports each batch, since on a CPU one batch may take many seconds.
 PROGRESS_CHUNK = 256
+
+
+def progress_step(reranker: Any) -> int:
+    """Pairs per progress report: one of the reranker's batches, at most PROGRESS_CHUNK; a
+    pool of workers gets PROGRESS_CHUNK, enough batches to keep every worker busy."""
+    batch = getattr(getattr(reranker, "config", None), "batch_size", None)
+    if getattr(reranker, "pool", None) is not None:
+        return PROGRESS_CHUNK
+    return min(PROGRESS_CHUNK, batch) if isinstance(batch, int) and batch > 0 else PROGRESS_CHUNK
 
 
 def score_windowed(reranker: Any, pairs: Sequence[Pair],
                    on_done: Callable[[int], None] | None = None) -> list[float]:
     """Per pair, the best score over the windows of its text (NaN if any window has none).
-    `on_done(n)` is told each time n more pairs are scored (in chunks of PROGRESS_CHUNK)."""
+    `on_done(n)` is told each time n more pairs are scored (a batch at a time, see
+    `progress_step`)."""
     scores: list[float] = []
-    step = PROGRESS_CHUNK if on_done is not None else max(1, len(pairs))
+    step = progress_step(reranker) if on_done is not None else max(1, len(pairs))
     for start in range(0, len(pairs), step):
         chunk = pairs[start: start + step]
         scores += _score_windowed(reranker, chunk)

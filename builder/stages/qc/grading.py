@@ -82,7 +82,9 @@ def grade_sets(ctx: StageContext, llm: str, prompt: str, sets: Sequence[Sequence
 
 
 def grade_histogram(grades: Sequence[Grade]) -> dict[str, int]:
-    return dict(sorted(Counter(str(g.value) if g.error is None else g.error for g in grades).items()))
+    # A failed request's cause (`llm_failed: HTTP 500`) is in the drop log; here its reason counts.
+    return dict(sorted(Counter(str(g.value) if g.error is None else g.error.partition(": ")[0]
+                               for g in grades).items()))
 
 
 def contrast_verdicts(ctx: StageContext, rows: Sequence[ContrastRow], llm: str, prompt: str,

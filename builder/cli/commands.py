@@ -1,4 +1,5 @@
-"""The `build-bench` command line. Heavy imports live inside commands so --help is instant."""
+"""The `build-bench` commands. Heavy imports live inside commands so --help is instant; the entry
+point is `builder.cli.main`."""
 
 from __future__ import annotations
 
@@ -82,6 +83,20 @@ def _preflight(loaded, *, network: bool, llm_models: bool = True) -> None:
         raise typer.Exit(2)
 
 
+def _check_output_dir(loaded) -> None:
+    """Exit 2, naming the recipe line, when `output.dir` is a place the build would refuse."""
+    from builder.recipe.yaml_text import Problem, RecipeError, line_of
+    from builder.run.outdir import out_dir_problem
+
+    where = loaded.recipe.output.dir
+    problem = out_dir_problem(Path(where)) if where else None
+    if problem is not None:
+        loc = ("output", "dir")
+        err.print(RecipeError(loaded.path, [Problem(loc, problem, line_of(loaded.text, loc))]).render(),
+                  markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+
+
 def _with_executor(overrides: list[str] | None, executor: str | None) -> list[str]:
     if executor is None:
         return list(overrides or [])
@@ -137,13 +152,17 @@ def build(
     from builder.run.report import print_run_summary
     from builder.run.runner import Runner, RunOptions
     from builder.run.errors import friendly_errors
-    from builder.run.grow import mock_refusal, release_is_mock
+    from builder.run.grow import mock_refusal, release_files, release_is_mock
 
     loaded = _load(recipe, _with_executor(overrides, executor) + _budget(budget))
     _preflight(loaded, network=True, llm_models=not mock_llm)
     if from_ref and not from_ref.startswith("hf://") and not Path(from_ref).is_dir():
         err.print(f"--from {from_ref}: no such folder (a built folder or hf://datasets/org/name@rev)",
                   markup=False, highlight=False)
+        raise typer.Exit(2)
+    if from_ref and not from_ref.startswith("hf://") and not release_files(Path(from_ref)):
+        err.print(f"error: --from {from_ref}: the folder has no stats.json or LLM answers, so it is not a built "
+                  "release; point --from at a folder a build wrote", markup=False, highlight=False)
         raise typer.Exit(2)
     if from_ref and not from_ref.startswith("hf://") and not mock_llm and release_is_mock(Path(from_ref)):
         # Before the models are checked: a real build cannot use this release whatever they say.
@@ -176,6 +195,7 @@ def validate(
         try:
             loaded = _load(recipe, overrides)
             _preflight(loaded, network=False)
+            _check_output_dir(loaded)
         except typer.Exit:
             failed = True  # said why; the other recipes are still checked
             continue
@@ -247,16 +267,11 @@ _register_subcommands()
 _COMMANDS = {"build", "validate", "plan", "stages", "stats", "eval", "push", "cache", "diff", "export-mteb", "review"}
 
 
-def main(argv: list[str] | None = None) -> None:
-    from builder.run.stopping import Stopped, say_stopped, stop_on_signals
-
+def run(argv: list[str] | None = None) -> None:
+    """Run the command line (the stop handlers are the caller's: see `builder.cli.main`)."""
     args = list(sys.argv[1:] if argv is None else argv)
     # `build-bench RECIPE ...` is shorthand for `build-bench build RECIPE ...`.
     if args and not args[0].startswith("-") and args[0] not in _COMMANDS:
         args.insert(0, "build")
-    try:
-        with stop_on_signals():
-            app(args=args, prog_name="build-bench")
-    except Stopped as stop:
-        say_stopped(stop.signum)
-        sys.exit(stop.exit_code)
+    app(args=args, prog_name="build-bench")
+
