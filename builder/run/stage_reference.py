@@ -22,8 +22,14 @@ is checked by `validate` (see [Recipes](recipes.md#stage-order)).
 
 
 def _cell(text: str) -> str:
-    """A table cell: a pipe would end the cell, and a line break the row."""
+    """Prose in a table cell: a pipe would end the cell, and a line break the row."""
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """Code in a table cell: Python-Markdown keeps a pipe inside backticks in its cell (an
+    escaped one would show its backslash)."""
+    return f"`{text.replace(chr(10), ' ')}`"
 
 
 def _default(info: FieldInfo) -> str:
@@ -32,7 +38,7 @@ def _default(info: FieldInfo) -> str:
     value = info.get_default(call_default_factory=True)
     if isinstance(value, BaseModel):
         return "see below"
-    return f"`{_cell(repr(value))}`"
+    return _code(repr(value))
 
 
 def _nested(info: FieldInfo) -> type[BaseModel] | None:
@@ -62,6 +68,6 @@ def stage_reference_markdown() -> str:
             continue
         parts.append("\n| parameter | type | default | meaning |\n| --- | --- | --- | --- |\n")
         for field, info in rows:
-            parts.append(f"| `{field}` | `{_cell(type_name(info.annotation))}` | {_default(info)} | "
+            parts.append(f"| `{field}` | {_code(type_name(info.annotation))} | {_default(info)} | "
                          f"{_cell(info.description or '')} |\n")
     return "".join(parts)
