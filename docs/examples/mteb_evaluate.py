@@ -9,9 +9,14 @@ MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 class BuiltBench(AbsTaskRetrieval):
     metadata = TaskMetadata(
-        name="BuiltBench", description="A build-bench output.", type="Retrieval", category="t2t",
-        dataset={"path": FOLDER, "revision": "main"}, eval_splits=["test"],
-        eval_langs=["eng-Latn"], main_score="ndcg_at_10",
+        name="BuiltBench",
+        description="A build-bench output.",
+        type="Retrieval",
+        category="t2t",
+        dataset={"path": FOLDER, "revision": "main"},
+        eval_splits=["test"],
+        eval_langs=["eng-Latn"],
+        main_score="ndcg_at_10",
     )
 
 
