@@ -20,8 +20,10 @@ def _first_code_block(text: str) -> list[str]:
 
 def test_the_readme_opens_with_the_quickstart_and_the_test_command():
     commands = _first_code_block(README)
-    assert commands[:2] == ["pip install -e . && build-bench recipes/quickstart.yaml",
-                            'pip install -e ".[dev]" && python -m pytest']
+    assert commands[:2] == [
+        "pip install -e . && build-bench recipes/quickstart.yaml",
+        'pip install -e ".[dev]" && python -m pytest',
+    ]
 
 
 def test_the_first_screen_gives_the_cpu_torch_command():

@@ -14,8 +14,12 @@ from builder.stages import STAGES
 
 
 def test_every_stage_parameter_has_a_description():
-    missing = [f"{name}.{field}" for name, stage in sorted(STAGES.items())
-               for field, info in parameter_rows(stage.Params) if not (info.description or "").strip()]
+    missing = [
+        f"{name}.{field}"
+        for name, stage in sorted(STAGES.items())
+        for field, info in parameter_rows(stage.Params)
+        if not (info.description or "").strip()
+    ]
     assert missing == []
 
 
@@ -49,9 +53,8 @@ def _cells(row: str) -> list[str]:
 def test_a_pipe_in_a_type_or_a_description_does_not_split_the_row():
     section = stage_reference_markdown().split("\n## balance\n", 1)[1].split("\n## ", 1)[0]
     row = next(line for line in section.splitlines() if line.startswith("| `column` |"))
-    assert _cells(row)[:3] == ["`column`", "`" + " | ".join(
-        ["position_tag", "chunk_tag", "position_bin", "char_bucket", "length_bucket", "requested_position"]) + "`",
-        "`'position_tag'`"]
+    kinds = ["position_tag", "chunk_tag", "position_bin", "char_bucket", "length_bucket", "requested_position"]
+    assert _cells(row)[:3] == ["`column`", f"`{' | '.join(kinds)}`", "`'position_tag'`"]
     assert len(_cells(row)) == 4
 
 

@@ -68,6 +68,8 @@ def stage_reference_markdown() -> str:
             continue
         parts.append("\n| parameter | type | default | meaning |\n| --- | --- | --- | --- |\n")
         for field, info in rows:
-            parts.append(f"| `{field}` | {_code(type_name(info.annotation))} | {_default(info)} | "
-                         f"{_cell(info.description or '')} |\n")
+            parts.append(
+                f"| `{field}` | {_code(type_name(info.annotation))} | {_default(info)} | "
+                f"{_cell(info.description or '')} |\n"
+            )
     return "".join(parts)
