@@ -3,7 +3,7 @@ how fast is each precision?
 
 For each backend (a sentence-transformers cross-encoder and bi-encoder, through the
 classes a recipe's `rerankers:` entries build) the script scores query–paragraph pairs
-cut from this repository's README on the CPU in fp32, then on CUDA in fp32, fp16 and
+cut from this repository's docs pages (docs/*.md) on the CPU in fp32, then on CUDA in fp32, fp16 and
 bf16. It prints the largest score difference from the CPU, the rank correlation over
 all pairs, how often each query's top paragraph is the same, and pairs per second
 (after one untimed pass over the same pairs, so CUDA start-up and the kernel choice for
@@ -34,12 +34,13 @@ import numpy as np
 from builder.backends.rerankers import BiEncoderConfig, CrossEncoderConfig, make_reranker
 from builder.backends.rerankers.base import Pair
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 PRECISIONS = ("fp32", "fp16", "bf16")
 
 
 def _pairs(n_queries: int, n_texts: int) -> tuple[list[Pair], int]:
-    paras = [p.strip() for p in re.split(r"\n\s*\n", README.read_text(encoding="utf-8")) if len(p.split()) > 12]
+    text = "\n\n".join(page.read_text(encoding="utf-8") for page in sorted(DOCS.glob("*.md")))
+    paras = [p.strip() for p in re.split(r"\n\s*\n", text) if len(p.split()) > 12]
     texts = paras[:n_texts]
     queries = [" ".join(p.split()[:8]) for p in paras[::3]][:n_queries]
     return [(q, t) for q in queries for t in texts], len(texts)

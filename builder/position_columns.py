@@ -37,7 +37,7 @@ class PositionOptions(BaseModel):
     anchor: Literal["start", "midpoint"] = Field(
         default="start", description="rel_pos from the mean span start, or the mean midpoint (PosIR eval)"
     )
-    n_bins: int = Field(default=20, ge=1)
+    n_bins: int = Field(default=20, ge=1, description="equal position bins over the document (position_bin)")
     length_edges: list[int] = Field(default=[512, 1024, 1536], description="Q1..Q4 bucket edges in tokens")
 
 

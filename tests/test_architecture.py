@@ -1,17 +1,21 @@
 """Structure rules for builder/: no import cycles, no import from a lower rung of the
 ladder to a higher one (lazy and type-only imports included in both), and no module over
-400 lines. The ladder is written once, in the README's "Where things live"."""
+400 lines. The ladder is written once, as the layers contract in `.importlinter`, which CI
+also checks with import-linter's `lint-imports`; this test reads the same contract so the
+plain test run checks it too, and also that every top-level module stands on a rung
+(import-linter leaves a module it is not told about unconstrained)."""
 
 from __future__ import annotations
 
 import ast
+import configparser
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "builder"
-README = PACKAGE.parent / "README.md"
+CONTRACT = PACKAGE.parent / ".importlinter"
+LADDER_SECTION = "importlinter:contract:ladder"
 MAX_LINES = 400
-LADDER_HEAD = "ladder, top to bottom"
-ROOT = "__init__"  # the rung name of builder/__init__.py itself
+ROOT = "__init__"  # the rung name of builder/__init__.py itself: below every rung
 
 
 def _modules() -> dict[str, Path]:
@@ -82,13 +86,13 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def _ladder(readme: str) -> list[list[str]]:
-    """The rungs, top first, from the fenced block headed `LADDER_HEAD` in the README's
-    "Where things live"; a `#` starts a comment."""
-    section = readme.split("### Where things live", 1)[1].split("\n##", 1)[0]
-    block = section.split(f"```text\n{LADDER_HEAD}\n", 1)[1].split("```", 1)[0]
-    rungs = [line.split("#", 1)[0].split() for line in block.splitlines()]
-    return [rung for rung in rungs if rung]
+def _ladder() -> list[list[str]]:
+    """The rungs, top first, from the layers contract: one rung a line, the modules of a
+    rung (which may import each other) separated by `:`; builder/__init__ below them all."""
+    config = configparser.ConfigParser()
+    config.read(CONTRACT, encoding="utf-8")
+    lines = config[LADDER_SECTION]["layers"].strip().splitlines()
+    return [[name.strip() for name in line.split(":")] for line in lines] + [[ROOT]]
 
 
 def _top(module: str) -> str:
@@ -116,12 +120,12 @@ def test_ladder_finder_sees_an_upward_import():
 
 
 def test_every_top_level_module_stands_on_one_rung():
-    names = [n for rung in _ladder(README.read_text(encoding="utf-8")) for n in rung]
+    names = [n for rung in _ladder() for n in rung]
     assert sorted(names) == sorted({_top(m) for m in _modules()})
 
 
 def test_no_import_runs_up_the_ladder():
-    assert _upward(_graph(), _ladder(README.read_text(encoding="utf-8"))) == []
+    assert _upward(_graph(), _ladder()) == []
 
 
 def test_cycle_finder_sees_a_cycle():

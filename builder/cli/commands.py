@@ -239,8 +239,16 @@ def plan(
 
 
 @app.command()
-def stages() -> None:
+def stages(
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print the stage reference as Markdown "
+                                           "(the docs site's stages page).")] = False,
+) -> None:
     """List every registered stage with its parameters."""
+    if markdown:
+        from builder.run.stage_reference import stage_reference_markdown
+
+        sys.stdout.write(stage_reference_markdown())
+        return
     from builder.run.report import print_stages
 
     print_stages(out)

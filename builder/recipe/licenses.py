@@ -14,9 +14,10 @@ def declared_licenses(recipe: Any) -> list[str] | None:
     """The licences the data's origins declare, in order; None when one of them declares none."""
     origins = [*recipe.sources, *(s.params for s in recipe.stage_objects() if "license" in type(s.params).model_fields)]
     found = [getattr(o, "license", None) for o in origins]
-    if not found or any(f is None for f in found):
+    declared = [f for f in found if f is not None]
+    if not found or len(declared) < len(found):
         return None
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(declared))
 
 
 def card_license(recipe: Any | None) -> dict[str, Any]:

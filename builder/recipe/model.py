@@ -6,11 +6,13 @@ import functools
 import hashlib
 import json
 import re
+import types
 from pathlib import Path
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Union, get_args
 
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model,
                       field_validator)
+from pydantic_core import ErrorDetails
 
 from builder.backends.llm.config import ModelConfig, OpenAIModelConfig, VLLMModelConfig
 from builder.backends.rerankers.config import BACKENDS as RERANKER_BACKENDS
@@ -88,16 +90,14 @@ def _stage_tag(value: Any) -> str | None:
 
 @functools.cache
 def _recipe_model(stage_names: tuple[str, ...]) -> type[RecipeBase]:
-    specs = [
-        Annotated[
-            create_model(f"{name}_spec", __config__=ConfigDict(extra="forbid"),
-                         **{name: (STAGES[name].Params, ...)}),
-            Tag(name),
-        ]
-        for name in stage_names
-    ]
-    item = Annotated[Union[tuple(specs)], Discriminator(_stage_tag)]  # noqa: UP007
-    return create_model("Recipe", __base__=RecipeBase, stages=(list[item], Field(min_length=1)))
+    specs = []
+    for name in stage_names:
+        field: dict[str, Any] = {name: (STAGES[name].Params, ...)}
+        specs.append(Annotated[create_model(f"{name}_spec", __config__=ConfigDict(extra="forbid"), **field), Tag(name)])
+    # Types built at run time from the registry: values to mypy, hence Any and no list[item].
+    item: Any = Annotated[Union[tuple(specs)], Discriminator(_stage_tag)]  # noqa: UP007
+    stages: Any = types.GenericAlias(list, (item,))
+    return create_model("Recipe", __base__=RecipeBase, stages=(stages, Field(min_length=1)))
 
 
 def recipe_model() -> type[RecipeBase]:
@@ -118,7 +118,7 @@ def _normalise_stages(data: Any) -> None:
                 item[key] = {}
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: ErrorDetails) -> str:
     if err["type"] == "union_tag_invalid":
         tag = err["ctx"]["tag"]
         if err["loc"][:1] == ("stages",):
@@ -152,7 +152,7 @@ def _loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _tags() -> set[str]:
-    sources = {a.__args__[0] for a in (s.model_fields["type"].annotation for s in _SOURCE_TYPES)}
+    sources = {get_args(s.model_fields["type"].annotation)[0] for s in _SOURCE_TYPES}
     return set(STAGES) | {"openai", "vllm"} | sources | set(RERANKER_BACKENDS)
 
 
@@ -226,7 +226,7 @@ def parse_recipe(path: Path, overrides: list[str] | None = None) -> LoadedRecipe
     return LoadedRecipe(recipe=recipe, path=path, text=text, data=data)
 
 
-def _key_hint(err: dict[str, Any], loc: tuple[Any, ...]) -> str:
+def _key_hint(err: ErrorDetails, loc: tuple[Any, ...]) -> str:
     """For an unknown key, suggest the closest known one of that model."""
     if err["type"] != "extra_forbidden" or not loc:
         return ""
@@ -245,7 +245,8 @@ def _known_keys(parent: tuple[Any, ...]) -> list[str]:
         return sorted({*OpenAIModelConfig.model_fields, *VLLMModelConfig.model_fields})
     if len(parent) == 2 and parent[0] == "sources":
         return sorted({f for s in _SOURCE_TYPES for f in s.model_fields})
-    top = {"tokenizer": TokenizerConfig, "output": OutputConfig, "push": PushConfig, "card": CardConfig}
+    top: dict[str, type[BaseModel]] = {"tokenizer": TokenizerConfig, "output": OutputConfig, "push": PushConfig,
+                                       "card": CardConfig}
     if len(parent) == 1 and parent[0] in top:
         return list(top[parent[0]].model_fields)
     return []

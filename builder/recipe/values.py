@@ -43,7 +43,8 @@ def url_problems(recipe: Any) -> list[tuple[tuple[Any, ...], str]]:
     and no user name or password. The messages never repeat the URL: it may hold a secret."""
     out = []
     for name, model in recipe.models.items():
-        urls = [(("models", name, "base_url"), getattr(model, "base_url", None))]
+        urls: list[tuple[tuple[Any, ...], str | None]] = [
+            (("models", name, "base_url"), getattr(model, "base_url", None))]
         urls += [(("models", name, "base_urls", i), url) for i, url in enumerate(getattr(model, "base_urls", None) or [])]
         for loc, url in urls:
             if url is not None and not is_http_url(url):

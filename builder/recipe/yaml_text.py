@@ -101,8 +101,8 @@ def _check_depth(text: str) -> None:
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:
-                raise BadYaml([Problem((), f"nested more than {MAX_DEPTH} levels deep",
-                                       event.start_mark.line + 1)])
+                line = event.start_mark.line + 1 if event.start_mark is not None else None
+                raise BadYaml([Problem((), f"nested more than {MAX_DEPTH} levels deep", line)])
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
 

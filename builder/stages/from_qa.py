@@ -36,8 +36,8 @@ class FromQAParams(StageParams):
     path: DataPath | list[DataPath] = Field(description=(
         "SQuAD JSON file(s), or JSONL/parquet rows in the HF squad_v2 layout, read in order: local "
         "paths, hf://datasets/<repo>@<rev>/<file> or URLs"))
-    lang: str = "en"
-    domain: str = "general"
+    lang: str = Field(default="en", description="language given to every context")
+    domain: str = Field(default="general", description="domain given to every context")
     id_prefix: str = Field(default="", description="prepended to document and query ids")
     license: str | None = license_field()
     buckets: list[int] = Field(

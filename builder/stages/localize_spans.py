@@ -37,13 +37,15 @@ if TYPE_CHECKING:
 
 class LocalizeParams(StageParams):
     llm: ModelRef | None = Field(default=None, description="model that extracts passages; none = use reference_texts")
-    prompt: PromptRef = "locate_reference"
-    questions_per_call: int = Field(default=8, ge=1)
+    prompt: PromptRef = Field(default="locate_reference", description="prompt asking llm to copy each answer's passage")
+    questions_per_call: int = Field(default=8, ge=1, description="questions about one document sent per request")
     methods: list[Literal["exact", "normalized", "fuzzy"]] = Field(
         default=list(ALL_METHODS), description="matching steps tried, always in the order exact, normalized, fuzzy")
-    fuzzy_min_score: float = Field(default=90.0, ge=50.0, le=100.0)
+    fuzzy_min_score: float = Field(default=90.0, ge=50.0, le=100.0, description=(
+        "fuzzy: lowest rapidfuzz alignment score (0-100) accepted as a span"))
     drop_off_target: bool = Field(default=False, description="drop queries whose span is outside the requested third")
-    positions: PositionOptions = PositionOptions()
+    positions: PositionOptions = Field(default=PositionOptions(), description=(
+        "how the position fields are computed from the spans found"))
 
 
     @field_validator("methods")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pydantic import Field
+
 from builder.position_columns import PositionOptions, annotate_positions
 from builder.stages.base import Stage, StageParams, register_stage
 from builder.stages.contracts import POSITIONS, SPANS
@@ -14,7 +16,8 @@ if TYPE_CHECKING:
 
 
 class PositionMetadataParams(StageParams):
-    positions: PositionOptions = PositionOptions()
+    positions: PositionOptions = Field(default=PositionOptions(), description=(
+        "how the position fields are computed from the spans"))
 
 
 @register_stage

@@ -31,12 +31,13 @@ class SampleParams(StageParams):
         default=[0, 256, 512, 768, 1024, 1280, 1536, 1792, 2048],
         description="bucket edges in tokens; bucket k is [edge k, edge k+1)",
     )
-    weights: list[float] = Field(default=[3, 3, 3, 3, 2, 2, 2, 2])
+    weights: list[float] = Field(default=[3, 3, 3, 3, 2, 2, 2, 2], description=(
+        "share of n_docs per bucket, one weight per bucket (PosIR's 3:3:3:3:2:2:2:2)"))
     n_docs: int = Field(ge=1, description="documents to keep in all, or in each stratum with `per`")
     per: list[Literal["lang", "domain"]] = Field(
         default=[], description="sample each (lang, domain) stratum separately, n_docs each")
-    min_words: int | None = Field(default=None, ge=0)
-    max_words: int | None = Field(default=None, ge=1)
+    min_words: int | None = Field(default=None, ge=0, description="drop documents of fewer words (too_few_words)")
+    max_words: int | None = Field(default=None, ge=1, description="drop documents of more words (too_many_words)")
 
     @model_validator(mode="after")
     def _shape(self) -> SampleParams:

@@ -38,7 +38,7 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _qrels(folder: Path) -> dict[str, dict[str, int]]:
-    """The BEIR qrels file as the README's snippet reads it."""
+    """The BEIR qrels file as the snippet on the docs' evaluation page reads it."""
     qrels: dict[str, dict[str, int]] = {}
     with open(folder / "qrels" / "test.tsv", newline="") as handle:
         for row in csv.DictReader(handle, delimiter="\t"):

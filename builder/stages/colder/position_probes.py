@@ -38,15 +38,16 @@ class ProbeParams(StageParams):
                                                         "local paths, hf://datasets/<repo>@<rev>/<file> or URLs")
     templates: dict[str, str] = Field(description="relation id (e.g. P17) -> question with {head}")
     license: str | None = license_field()
-    settings: list[Setting] = Field(default=list(SETTINGS), min_length=1)
+    settings: list[Setting] = Field(default=list(SETTINGS), min_length=1, description=(
+        "the ColDeR probes built, one output folder each"))
     queries_per_setting: int | None = Field(default=250, ge=1, description="seeded sample size")
     max_neutral: int | None = Field(default=None, ge=1, description=(
         "use at most this many neutral sentences (in document order); None: all"))
     unrelated_sentences: int = Field(default=4, ge=1, description="foil: sentences on each side")
     foil_prefix: str = Field(default='"{head}" "{head}"', description="foil: the repeated head")
-    lang: str = "en"
-    domain: str = "wikipedia"
-    id_prefix: str = ""
+    lang: str = Field(default="en", description="language given to every document")
+    domain: str = Field(default="wikipedia", description="domain given to every document")
+    id_prefix: str = Field(default="", description="prepended to document and query ids")
 
     @field_validator("templates")
     @classmethod

@@ -22,11 +22,11 @@ if TYPE_CHECKING:
 class FromBEIRParams(StageParams):
     path: DataPath = Field(description="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv): "
                                        "local, hf://datasets/<repo>@<rev>/<folder>, or a zip URL#folder")
-    split: str = "test"
+    split: str = Field(default="test", description="the qrels file read: qrels/<split>.tsv")
     limit_queries: int | None = Field(default=None, ge=1,
                                       description="keep the first N queries that have qrels")
-    lang: str = "en"
-    domain: str = "general"
+    lang: str = Field(default="en", description="language given to every document")
+    domain: str = Field(default="general", description="domain given to every document")
     id_prefix: str = Field(default="", description="prepended to document and query ids")
     license: str | None = license_field()
 

@@ -24,7 +24,9 @@ _DEFAULT_PROMPT = {"whole_document": "posir_generate", "chunked": "chunk_qa", "e
 
 
 class GenerateParams(StageParams):
-    mode: Literal["whole_document", "chunked", "extractive"] = "whole_document"
+    mode: Literal["whole_document", "chunked", "extractive"] = Field(default="whole_document", description=(
+        "whole_document: questions about one third of the document (PosIR); chunked: FAQs per chunk "
+        "(FineWeb-PosQ); extractive: cloze questions from templates, no LLM"))
     llm: ModelRef | None = Field(default=None, description="model name; not used by extractive")
     prompt: PromptRef | None = Field(default=None, description=(
         "defaults: posir_generate (notes on searchers, types and register, then the JSON) / chunk_qa; "
@@ -39,11 +41,14 @@ class GenerateParams(StageParams):
         default={"beginning": 1.0, "middle": 1.0, "end": 1.0}, description=(
             "weight of each third: beginning, middle, end; first and final are read as "
             "beginning and end"))
-    question_types: list[str] = Field(default_factory=lambda: list(POSIR_TYPES))
-    styles: list[str] = Field(default_factory=lambda: list(POSIR_STYLES))
+    question_types: list[str] = Field(default_factory=lambda: list(POSIR_TYPES), description=(
+        "whole_document: question types the prompt offers (PosIR's list by default)"))
+    styles: list[str] = Field(default_factory=lambda: list(POSIR_STYLES), description=(
+        "whole_document: registers the prompt offers (PosIR's list by default)"))
     chunk_size: int = Field(default=256, ge=16, description="chunked: chunk length in chunk_unit")
-    chunk_overlap: int = Field(default=0, ge=0)
-    chunk_unit: Literal["words", "tokens"] = "words"
+    chunk_overlap: int = Field(default=0, ge=0, description="chunked: length two neighbouring chunks share, in chunk_unit")
+    chunk_unit: Literal["words", "tokens"] = Field(default="words", description=(
+        "chunked: chunk_size counted in words or in the recipe tokenizer's tokens"))
     check_language: bool = Field(default=True, description=(
         "drop questions langdetect places in another language than their document"))
 

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 
 class SummarizeParams(StageParams):
-    llm: ModelRef
-    prompt: PromptRef = "summarize"
+    llm: ModelRef = Field(description="the model that writes the summaries")
+    prompt: PromptRef = Field(default="summarize", description="the summary prompt")
     max_words: int = Field(default=400, ge=10, description="longest summary the prompt allows (FineWeb-PosQ: 400)")
 
 

@@ -86,7 +86,8 @@ class GridParams(StageParams):
     reranker_margin: float = Field(default=0.0, ge=0, description=(
         "judge reranker: padding must score more than this below the evidence, in the reranker's units"))
     llm: ModelRef | None = Field(default=None, description="judge llm: the model that grades each passage 0-4")
-    prompt: PromptRef = "relevance_grade"
+    prompt: PromptRef = Field(default="relevance_grade", description=(
+        "judge llm: the grading prompt, 0-4"))
     max_grade: int = Field(default=1, ge=0, le=3, description=(
         "judge llm: padding graded above this (0-4) against a query is left out"))
     judge_batch: int = Field(default=16, ge=1, description=(

@@ -48,7 +48,9 @@ _BLOCK = 64  # queries scored together: bounds the pairs held at once
 
 
 class FalseNegativeParams(StageParams):
-    mode: Literal["posir", "fineweb_posq"] = "posir"
+    mode: Literal["posir", "fineweb_posq"] = Field(default="posir", description=(
+        "posir: remove documents that outscore the positive; fineweb_posq: drop the query when "
+        "LLM judges confirm a candidate"))
     retriever: RetrieverRef = Field(default="bm25", description="a bm25 or bi_encoder entry under rerankers:")
     top_k: int = Field(default=1000, ge=1, description="candidates recalled per query")
     rerankers: list[RerankerRef] = Field(default=["bm25"], min_length=1, description="names under rerankers:")
@@ -56,9 +58,10 @@ class FalseNegativeParams(StageParams):
     judges: list[ModelRef] = Field(default=[], description="fineweb_posq: models that confirm candidates; "
                                                       "none = the rerankers' majority decides alone")
     min_votes: int = Field(default=2, ge=1, description="judges that must grade at least min_grade")
-    min_grade: int = Field(default=3, ge=0, le=4)
-    prompt: PromptRef = "relevance_grade"
-    questions_per_call: int = Field(default=8, ge=1)
+    min_grade: int = Field(default=3, ge=0, le=4, description="fineweb_posq: a judge's grade (0-4) that counts as a yes")
+    prompt: PromptRef = Field(default="relevance_grade", description="fineweb_posq: the judges' grading prompt")
+    questions_per_call: int = Field(default=8, ge=1, description=(
+        "fineweb_posq: pairs about one document graded per request; 1 asks for a bare grade"))
     beyond_window: BeyondWindow = beyond_window_field()
     warn_above: float = Field(default=0.3, ge=0, le=1, description="warn when the share of documents or "
                               "queries removed is above this")

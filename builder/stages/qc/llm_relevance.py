@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 class RelevanceParams(StageParams):
     llm: ModelRef = Field(description="the grading model (PosIR used DeepSeek-V3.1, non-thinking)")
-    prompt: PromptRef = "relevance_grade"
+    prompt: PromptRef = Field(default="relevance_grade", description="the grading prompt, 0-4")
     min_grade: int = Field(default=3, ge=0, le=4, description="keep only grades at or above this")
     contrast: bool = Field(default=True, description=(
         "also grade the document without the query's spans and require a strictly higher grade with them"))

@@ -38,12 +38,14 @@ class SegmentParams(StageParams):
     rerankers: list[RerankerRef] = Field(default=["bm25"], description="names under rerankers:; may be empty with llm")
     label_column: Literal["chunk_tag", "position_tag"] = Field(
         default="chunk_tag", description="query column holding the labelled third")
-    require: Literal["all", "majority"] = "all"
+    require: Literal["all", "majority"] = Field(default="all", description=(
+        "every voting reranker must rank the labelled third highest, or more than half of them"))
     llm: ModelRef | None = Field(default=None, description="optional LLM grading of the three thirds")
-    prompt: PromptRef = "relevance_grade"
-    min_grade: int = Field(default=3, ge=0, le=4)
+    prompt: PromptRef = Field(default="relevance_grade", description="llm: the grading prompt, 0-4")
+    min_grade: int = Field(default=3, ge=0, le=4, description="llm: lowest grade of the labelled third")
     margin: int = Field(default=1, ge=0, le=4, description="levels the labelled third must beat each other by")
-    questions_per_call: int = Field(default=8, ge=1)
+    questions_per_call: int = Field(default=8, ge=1, description=(
+        "llm: pairs about one text graded per request; 1 asks for a bare grade"))
     beyond_window: BeyondWindow = beyond_window_field()
 
     @model_validator(mode="after")

@@ -32,9 +32,10 @@ class SpanContrastParams(StageParams):
     require: Literal["all", "majority"] = Field(
         default="all", description="with > without under every reranker, or under more than half")
     llm: ModelRef | None = Field(default=None, description="optional LLM contrast check after the rerankers")
-    prompt: PromptRef = "relevance_grade"
+    prompt: PromptRef = Field(default="relevance_grade", description="LLM check: the grading prompt, 0-4")
     min_grade: int = Field(default=3, ge=0, le=4, description="LLM check: lowest grade with the span")
-    questions_per_call: int = Field(default=8, ge=1)
+    questions_per_call: int = Field(default=8, ge=1, description=(
+        "LLM check: questions about one document graded per request"))
     without_span: WithoutSpan = without_span_field()
     beyond_window: BeyondWindow = beyond_window_field()
 

@@ -46,15 +46,18 @@ class CleanTranslationsParams(StageParams):
     prefix_window: int = Field(default=500, ge=1, description="keyword at most this far before the line break")
     prefix_max_chars: int = Field(default=2000, ge=1, description="line breaks looked at, from the start")
     refusal_llm: ModelRef | None = Field(default=None, description="model that confirms suspected refusals")
-    refusal_prompt: PromptRef = "refusal_check"
+    refusal_prompt: PromptRef = Field(default="refusal_check", description=(
+        "prompt that asks refusal_llm whether a suspected refusal is one"))
     refusal_chars: int = Field(default=1500, ge=50, description="characters shown to the refusal check")
     check_language: bool = Field(default=True, description="drop documents langdetect places elsewhere")
     min_confidence: float = Field(default=0.8, ge=0.0, le=1.0, description="langdetect probability needed")
     min_detect_chars: int = Field(default=20, ge=1, description="shorter texts get no language verdict")
     detect_chars: int = Field(default=2000, ge=100, description="characters langdetect reads per text")
     min_length_ratio: float = Field(default=0.2, gt=0.0, description="translated / source characters")
-    max_length_ratio: float = Field(default=4.0, gt=0.0)
-    positions: PositionOptions = PositionOptions()
+    max_length_ratio: float = Field(default=4.0, gt=0.0, description=(
+        "translated / source characters above this drop the translation"))
+    positions: PositionOptions = Field(default=PositionOptions(), description=(
+        "how position fields are recomputed on the cleaned translations"))
 
     @model_validator(mode="after")
     def _ratio(self) -> CleanTranslationsParams:

@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 class IQRFilterParams(StageParams):
     by: list[str] = Field(default=["lang", "domain"], description="corpus columns that define a stratum")
     column: str = Field(default="n_tokens", description="the length measured")
-    k_low: float = Field(default=3.0, ge=0.0)
-    k_high: float = Field(default=1.5, ge=0.0)
-    interpolation: Literal["linear", "nearest", "lower", "higher", "midpoint"] = "linear"
+    k_low: float = Field(default=3.0, ge=0.0, description="documents below Q1 - k_low * IQR are dropped")
+    k_high: float = Field(default=1.5, ge=0.0, description="documents above Q3 + k_high * IQR are dropped")
+    interpolation: Literal["linear", "nearest", "lower", "higher", "midpoint"] = Field(
+        default="linear", description="how polars interpolates the quartiles")
     min_stratum_size: int = Field(default=8, ge=1, description="smaller strata are left alone")
     languages: list[str] | None = Field(default=None, description="filter only documents in these "
                                         "languages (default: all); strata still hold every document")

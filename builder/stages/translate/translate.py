@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
 
 class TranslateParams(StageParams):
-    llm: ModelRef
-    prompt: PromptRef = "translate"
+    llm: ModelRef = Field(description="the model that translates")
+    prompt: PromptRef = Field(default="translate", description="the translation prompt")
     languages: list[str] = Field(min_length=1, description="target languages, e.g. fra-Latn, cmn-Hans")
     source_lang: str = Field(default="eng-Latn", description="rows whose lang maps to this are translated")
     language_names: dict[str, str] = Field(default_factory=dict, description="English names of languages "
@@ -44,7 +44,8 @@ class TranslateParams(StageParams):
         default="inherit", description="inherit the source position (flag span_inherited) or drop the query")
     length_bucket_from: Literal["source", "target"] = Field(
         default="source", description="PosIR buckets translated queries by the source document's length")
-    positions: PositionOptions = PositionOptions()
+    positions: PositionOptions = Field(default=PositionOptions(), description=(
+        "how position fields are computed in the translated texts"))
 
     @model_validator(mode="after")
     def _languages(self) -> TranslateParams:
