@@ -112,12 +112,17 @@ def contrast_verdicts(ctx: StageContext, rows: Sequence[ContrastRow], llm: str, 
     for (qid, *_), w, wo in zip(rows, with_span, without):
         if grades is not None and w.error is None:
             grades[qid] = w.value  # type: ignore[assignment]
-        if w.error or wo.error:
-            verdicts[qid] = w.error or wo.error
-        elif w.value < min_grade:  # type: ignore[operator]
-            verdicts[qid] = f"llm_grade_below:{min_grade}"
-        elif contrast and w.value <= wo.value:  # type: ignore[operator]
-            verdicts[qid] = "llm_not_higher"
-        else:
-            verdicts[qid] = None
+        verdicts[qid] = contrast_verdict(w, wo if contrast else None, min_grade)
     return verdicts
+
+
+def contrast_verdict(with_span: Grade, without_span: Grade | None, min_grade: int) -> str | None:
+    """None (passes) or why not: a grading error, `llm_grade_below:<n>`, or, where the text
+    without the span was graded, `llm_not_higher` when it grades as high."""
+    if with_span.error or (without_span is not None and without_span.error):
+        return with_span.error or without_span.error  # type: ignore[union-attr]
+    if with_span.value < min_grade:  # type: ignore[operator]
+        return f"llm_grade_below:{min_grade}"
+    if without_span is not None and with_span.value <= without_span.value:  # type: ignore[operator]
+        return "llm_not_higher"
+    return None
