@@ -175,7 +175,7 @@ class BalanceConfounds(QueryFilter):
         if p.column not in queries.columns:
             verdicts.drop_all(queries["query_id"].to_list(), "no_category")
             return
-        labels = dict(queries.select("query_id", pl.col(p.column).cast(pl.Utf8)).iter_rows())
+        labels = queries.select("query_id", pl.col(p.column).cast(pl.Utf8).alias("_group"))
         removed: list[str] = []
         before = None
         while True:
@@ -184,10 +184,11 @@ class BalanceConfounds(QueryFilter):
             if features is None:
                 ctx.stats["confounds_balanced"] = "no query has an evidence span"
                 return
-            features = features.filter(pl.col("query_id").map_elements(
-                labels.get, return_dtype=pl.Utf8).is_not_null())
-            tags = pl.Series([labels[q] for q in features["query_id"].to_list()], dtype=pl.Utf8)
-            found = describe(features, tags, p.min_group, p.column)
+            # Queries outside every group are not compared, as in the stats: they stay (a left
+            # join keeps the queries' order, and with it the order of the drops).
+            features = features.join(labels, on="query_id", how="left").filter(pl.col("_group").is_not_null())
+            tags = features["_group"]
+            found = describe(features.drop("_group"), tags, p.min_group, p.column)
             before = before or found
             matrix = _Matrix(features, p.confounds)
             names = sorted(set(tags.to_list()))
