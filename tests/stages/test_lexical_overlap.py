@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
+from builder.recipe.model import parse_recipe
+from builder.run.runner import Runner, RunOptions
 from builder.stages.qc.lexical_overlap import LexicalOverlap, LexicalOverlapParams
+from tests.conftest import REPO
 from tests.helpers import make_ctx
 from tests.stages.qc_factories import bench_of, span
 
@@ -41,3 +48,23 @@ def test_a_share_of_one_keeps_everything(tmp_path):
     ctx = make_ctx(tmp_path)
     out = LexicalOverlap(LexicalOverlapParams(max_overlap=1.0)).run(_bench(), ctx)
     assert out.drops.is_empty() and ctx.stats["lexical_overlap"]["dropped"] == 0
+
+
+@pytest.mark.timeout(300)
+def test_a_build_reports_the_achieved_overlap_by_third_in_stats_and_card(tmp_path, write_recipe, monkeypatch):
+    monkeypatch.chdir(REPO)
+    text = (REPO / "recipes" / "quickstart.yaml").read_text(encoding="utf-8")
+    recipe = write_recipe(text + "  - lexical_overlap:\n      max_overlap: 0.6\n")
+    Runner(parse_recipe(recipe), RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text(encoding="utf-8"))
+    figures = stats["confound_controls"]["04_lexical_overlap"]["lexical_overlap"]
+    dropped = [r for r in stats["drop_table"] if r["reason"] == "lexical_overlap"]
+    assert dropped == [{"stage": "04_lexical_overlap", "kind": "query", "reason": "lexical_overlap",
+                        "count": figures["dropped"]}] and figures["dropped"] > 0
+    # The stats' own overlap per third, on the queries kept, is the stage's "after".
+    groups = {g["group"]: round(g["overlap"]["mean"], 4) for g in stats["confounds"]["groups"]}
+    assert groups == figures["mean_after"]
+    assert all(figures["mean_after"][g] < figures["mean_before"][g] for g in groups)
+    card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
+    assert (f"`04_lexical_overlap` dropped {figures['dropped']} queries sharing more than 0.6 of their content "
+            "words with their evidence span") in card
