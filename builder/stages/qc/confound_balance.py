@@ -28,7 +28,7 @@ import polars as pl
 from pydantic import Field
 
 from builder.evaluation.confounds import FEATURES, describe, span_features
-from builder.publish.confounds import MIN_GROUP
+from builder.evaluation.intervals import BootstrapSettings
 from builder.stages.base import QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.contracts import COLUMN_PROVIDED_AS, QUERIES, SPANS
 from builder.stages.qc.categories import CategoryColumn
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 Confound = Literal["overlap", "span_bm25", "span_words", "doc_words", "question_type"]
 ALL_CONFOUNDS: list[Confound] = ["overlap", "span_bm25", "span_words", "doc_words", "question_type"]
 REASON = "confound_smd"
+# Groups this size and up are compared, as the build's stats and eval compare them.
+MIN_GROUP = BootstrapSettings().min_group
 # A spread this small means neither group varies: the SMD is undefined, as in describe().
 _FLAT = 1e-12
 
