@@ -10,8 +10,11 @@ The share is computed from the requests the server received, in the order it rec
 them: for each request, the longest prefix (role markers and text, as a chat template lays
 them out) it shares with any earlier request, summed, over all prompt characters.
 Target: at least 0.70 for both builds. Kept queries and their thirds are printed beside it.
+PosIR's recipe grades without the span in the paper's layout (`cut`); `--without-span
+set_aside` measures the opt-in layout that keeps the document whole (see docs/confounds.md
+for its risk), and `both` prints the two.
 
-    python benchmarks/prefix_share.py [--corpus FILE.jsonl] [--docs 40]
+    python benchmarks/prefix_share.py [--corpus FILE.jsonl] [--docs 40] [--without-span cut|set_aside|both]
 """
 
 from __future__ import annotations
@@ -59,8 +62,9 @@ def mock_responder(body: dict[str, Any]) -> str:
     return mock_answer(body["messages"], seed=0) or ""
 
 
-def overrides(build: str, base_url: str, corpus: Path, docs: int) -> list[str]:
-    """--set assignments turning a shipped recipe into an offline build against `base_url`."""
+def overrides(build: str, base_url: str, corpus: Path, docs: int, without_span: str = "cut") -> list[str]:
+    """--set assignments turning a shipped recipe into an offline build against `base_url`;
+    PosIR's judge grades without the span in the layout `without_span`."""
     source = {"type": "jsonl", "path": str(corpus.resolve()), "lang": "en", "domain": "general",
               "fields": {"id": "id", "text": "text"}}
     out = [f"sources=[{json.dumps(source)}]", "tokenizer={kind: words}",
@@ -69,14 +73,17 @@ def overrides(build: str, base_url: str, corpus: Path, docs: int) -> list[str]:
         out += [f"models.{model}.base_url={base_url}", f"models.{model}.model=mock",
                 f"models.{model}.api_key_env=PREFIX_SHARE_KEY"]
     out += [f"rerankers.{name}={{backend: bm25, normalize: true}}" for name in RERANKERS[build]]
+    if build == "posir":
+        out.append(f"stages.llm_relevance.without_span={without_span}")
     return out
 
 
-def measure(build: str, work: Path, corpus: Path = ARTICLES, docs: int = 40) -> ShareReport:
+def measure(build: str, work: Path, corpus: Path = ARTICLES, docs: int = 40, without_span: str = "cut") -> ShareReport:
     """Build one shipped recipe in `work` against a fresh local server and measure it."""
     os.environ.setdefault("PREFIX_SHARE_KEY", "local")
     with FakeOpenAIServer(responder=mock_responder) as srv:
-        loaded = parse_recipe(ROOT / "recipes" / f"{build}.yaml", overrides(build, srv.base_url, corpus, docs))
+        loaded = parse_recipe(ROOT / "recipes" / f"{build}.yaml",
+                              overrides(build, srv.base_url, corpus, docs, without_span))
         result = Runner(loaded, RunOptions(run_root=work / "runs", out_dir=work / "out")).run()
         texts = [request_text(body["messages"]) for body in srv.requests]
     queries = result.bench.queries
@@ -89,10 +96,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=ARTICLES, help="jsonl with id and text")
     parser.add_argument("--docs", type=int, default=40, help="documents each build samples")
+    parser.add_argument("--without-span", choices=("cut", "set_aside", "both"), default="cut",
+                        help="PosIR's layout for grading without the span")
     args = parser.parse_args()
+    layouts = ("cut", "set_aside") if args.without_span == "both" else (args.without_span,)
     for build in BUILDS:
-        with tempfile.TemporaryDirectory() as tmp:
-            print(measure(build, Path(tmp), args.corpus, args.docs).line(), flush=True)
+        for layout in layouts if build == "posir" else ("cut",):
+            with tempfile.TemporaryDirectory() as tmp:
+                report = measure(build, Path(tmp), args.corpus, args.docs, layout)
+                print(report.line() + (f" (without_span: {layout})" if build == "posir" else ""), flush=True)
 
 
 if __name__ == "__main__":

@@ -30,10 +30,11 @@ def test_a_fineweb_posq_style_build_sends_mostly_cacheable_prompt_text(tmp_path)
 
 @pytest.mark.timeout(300)
 def test_a_posir_style_build_shares_each_document_across_its_stages(tmp_path):
-    report = _benchmark().measure("posir", tmp_path, docs=12)
+    report = _benchmark().measure("posir", tmp_path, docs=12, without_span="set_aside")
     # Before: 0.32 with the instructions first, 0.39 with the document first but the judge
-    # sent the document with the span cut out, which differs from the span on. Grading
-    # without the span now keeps the document whole and names the span to set aside last.
+    # sent the document with the span cut out (the recipe's layout, PosIR's), which differs
+    # from the span on. The opt-in `set_aside` keeps the document whole and names the span
+    # to set aside last.
     assert report.share >= 0.70
     # 12 documents asked, 7 sampled: the recipe deals their calls 3 / 2 / 2 (an even split
     # needs a multiple of three), and the mock puts one question asked of the final third in
@@ -47,9 +48,19 @@ def test_a_posir_style_build_shares_each_document_across_its_stages(tmp_path):
 
 @pytest.mark.timeout(300)
 def test_a_posir_style_build_keeps_its_thirds_within_ten_points_of_each_other(tmp_path):
-    report = _benchmark().measure("posir", tmp_path, docs=40)
+    report = _benchmark().measure("posir", tmp_path, docs=40, without_span="set_aside")
     assert report.share >= 0.70
     # With a region drawn per call: 56 kept, 30 / 12 / 14, share 0.72.
     assert report.kept >= 56
     assert max(report.thirds.values()) - min(report.thirds.values()) <= 0.1 * report.kept + 1
     assert (report.kept, report.thirds) == (57, {"beginning": 19, "middle": 21, "end": 17})
+
+
+@pytest.mark.timeout(300)
+def test_the_posir_recipe_grades_without_the_span_in_the_papers_layout(tmp_path):
+    report = _benchmark().measure("posir", tmp_path, docs=12)
+    assert report.share < 0.70  # the cut-out text differs from the span on
+    # The mock judge follows the set-aside instruction, so both layouts keep the same queries.
+    assert (report.kept, report.thirds) == (21, {"beginning": 6, "middle": 10, "end": 5})
+    card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
+    assert "`05_llm_relevance` graded each query without its span by sending the document with the span cut out" in card

@@ -16,10 +16,14 @@ import polars as pl
 
 from builder.evaluation.confounds import describe, span_features
 from builder.evaluation.intervals import BootstrapSettings
+from builder.records.stage_record import StageRecord
 
 GROUPING = "position_tag"
 MIN_GROUP = BootstrapSettings().min_group
 PREFIX = "confound: "
+# Stage figures that control a confound rather than report it: `balance_confounds`'s
+# trimming, and generation's lexical-overlap check.
+CONTROL_FIGURES = ("confounds_balanced", "lexical_overlap")
 
 
 def position_confounds(queries: pl.DataFrame, corpus: pl.DataFrame, tags: pl.Series,
@@ -45,3 +49,13 @@ def _rounded(value: Any) -> Any:
     if isinstance(value, list):
         return [_rounded(v) for v in value]
     return value
+
+
+def confound_controls(stages: list[StageRecord]) -> dict[str, dict[str, Any]]:
+    """Per stage that controlled a confound, its figures (CONTROL_FIGURES) by name."""
+    out: dict[str, dict[str, Any]] = {}
+    for record in stages:
+        found = {k: record.figures[k] for k in CONTROL_FIGURES if isinstance(record.figures.get(k), dict)}
+        if found:
+            out[record.stage] = found
+    return out

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from builder.bench import Bench
-from builder.publish.confounds import MIN_GROUP, position_confounds
+from builder.publish.confounds import MIN_GROUP, confound_controls, position_confounds
 from builder.publish.qtypes import QUERY_TYPES, query_type
 from builder.records.group_ledger import SPENT_FIELDS, group_ledger, round_spent
 from builder.records.qc_scorers import recorded_qc_scorers
@@ -65,6 +65,8 @@ def compute_stats(bench: Bench, run_stats: RunStats = None, confound_min_group: 
         "drop_table": _drop_table(bench.drops),
         "llm": _llm_usage(stages, bench.queries.height, summary["tags"]),
         "confounds": confounds,
+        # Only builds that control a confound carry the key, so others' stats.json stay as they were.
+        **({"confound_controls": controls} if (controls := confound_controls(stages)) else {}),
         "warnings": run_warnings(stages) + position_group_warnings(summary["tags"])
         + (confounds["warnings"] if confounds else []),
         "qc_scorers": recorded_qc_scorers(stages),

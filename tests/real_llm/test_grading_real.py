@@ -1,5 +1,5 @@
-"""The relevance grade, in the layout that sets the span aside (the default since the
-prefix-cache work), asked of SmolLM2-135M on llama-server: a 135M model grades poorly, so
+"""The relevance grade, in the layout that sets the span aside (an opt-in saving since
+`cut` became the default again), asked of SmolLM2-135M on llama-server: a 135M model grades poorly, so
 what is asserted is that every grade, with and without the span, comes back parseable."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def test_grades_with_the_span_set_aside_parse_from_a_real_model(llama, tmp_path)
     config = OpenAIModelConfig(model=MODEL_ALIAS, base_url=llama.base_url, temperature=0.0, timeout_s=600)
     with OpenAIBackend("judge", config, LLMCache.memory()) as backend:
         ctx = qc_ctx(tmp_path, llms={"judge": backend})
-        out = LLMRelevance(RelevanceParams(llm="judge")).run(_bench(), ctx)
+        out = LLMRelevance(RelevanceParams(llm="judge", without_span="set_aside")).run(_bench(), ctx)
     reasons = out.drops["reason"].to_list()
     print(f"\nkept {out.queries.height} of {len(QUERIES)}; dropped {reasons}; "
           f"grades with span {ctx.stats['llm_grades_with_span']}, without {ctx.stats['llm_grades_without_span']}")

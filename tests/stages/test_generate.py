@@ -192,6 +192,7 @@ def test_summary_prompt_asks_for_up_to_400_words_by_default(tmp_path, fake_opena
     {"mode": "whole_document"},
     {"mode": "extractive", "llm": "gen"},
     {"mode": "extractive", "region_weights": {"first": 0}},
+    {"mode": "extractive", "avoid_overlap": True},
 ])
 def test_invalid_params(bad):
     with pytest.raises(ValueError):
@@ -295,3 +296,32 @@ def test_a_chunk_that_supports_no_question_is_an_answer_not_a_failure(tmp_path, 
     assert out.drops.height == 0 and len(srv.requests) == 2
     assert (ctx.stats["chunks"], ctx.stats["chunks_without_questions"]) == (2, 1)
     assert srv.requests[0]["response_format"]["json_schema"]["schema"]["properties"]["questions"]["minItems"] == 0
+
+
+@pytest.mark.parametrize("mode", ["whole_document", "chunked"])
+def test_avoid_overlap_asks_for_questions_worded_apart_from_their_evidence(tmp_path, fake_openai, mode):
+    from builder.prompt_templates import PromptLibrary
+    from builder.stages.generate.params import AVOID_OVERLAP
+
+    def reply(body):
+        if mode == "chunked":
+            return json.dumps([{"question": "Who found the neutron?", "answer": "x", "type": "simple"}])
+        return json.dumps({"usable": True, "questions": [{"question": "Who found the neutron?", "answer": "x"}]})
+
+    sent = {}
+    for avoid in (False, True):
+        srv = fake_openai(responder=reply)
+        ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
+        params = GenerateParams(mode=mode, llm="gen", questions_per_call=1, avoid_overlap=avoid, chunk_size=200,
+                                prompt="posir_generate_json" if mode == "whole_document" else None)
+        GenerateQueries(params).run(_bench(DOC), ctx)
+        sent[avoid] = srv.requests[0]["messages"][-1]["content"]
+    assert AVOID_OVERLAP in sent[True] and AVOID_OVERLAP not in sent[False]
+    assert sent[True].replace(f"\n\n{AVOID_OVERLAP}", "") == sent[False]
+    # Off, the prompt renders as it did before the option (cached answers stay valid).
+    name = "posir_generate_json" if mode == "whole_document" else "chunk_qa"
+    variables = ({"summary": "about atoms", "chunk": DOC, "max_questions": 1} if mode == "chunked" else
+                 {"document": DOC, "n_questions": 1, "region_instruction": "first third.", "question_types": [],
+                  "styles": [], "call_number": 1, "calls": 1})
+    template = PromptLibrary().get(name)
+    assert template.render(**variables) == template.render(**variables, wording="")

@@ -69,7 +69,7 @@ def test_grades_with_and_without_spans_go_out_together(tmp_path, fake_openai):
     assert out.queries["query_id"].to_list() == ["full"]
     # One request with the spans (four questions) and three without (two queries share a
     # span), all in flight together rather than in a round each.
-    with_spans = [b for b in srv.requests if "<set_aside>" not in b["messages"][-1]["content"]]
+    with_spans = [b for b in srv.requests if f"<document>\n{DOC}\n</document>" in b["messages"][-1]["content"]]
     assert (len(with_spans), srv.request_count) == (1, 4)
     assert max(srv.arrived) < min(srv.answered)
 
@@ -84,10 +84,11 @@ def test_without_the_span_the_document_stays_whole_and_the_span_is_named_to_set_
                             LLMCache.memory())
     try:
         ctx = qc_ctx(tmp_path, llms={"judge": backend})
-        out = LLMRelevance(RelevanceParams(llm="judge")).run(_bench(), ctx)
+        out = LLMRelevance(RelevanceParams(llm="judge", without_span="set_aside")).run(_bench(), ctx)
     finally:
         backend.close()
-    # The same verdicts as cutting the span out (test_contrast_needs_a_higher_grade_with_the_span).
+    # With a judge that follows the instruction, the same verdicts as cutting the span out
+    # (test_contrast_needs_a_higher_grade_with_the_span).
     assert out.queries["query_id"].to_list() == ["full"]
     assert ctx.stats["contrast_layout"] == "set_aside"
     sent = _sent(srv)
@@ -102,7 +103,7 @@ def test_cut_sends_the_document_with_the_span_cut_out(tmp_path, fake_openai):
                             LLMCache.memory())
     try:
         ctx = qc_ctx(tmp_path, llms={"judge": backend})
-        out = LLMRelevance(RelevanceParams(llm="judge", without_span="cut")).run(_bench(), ctx)
+        out = LLMRelevance(RelevanceParams(llm="judge")).run(_bench(), ctx)  # cut: the default
     finally:
         backend.close()
     assert out.queries["query_id"].to_list() == ["full"]
@@ -111,6 +112,21 @@ def test_cut_sends_the_document_with_the_span_cut_out(tmp_path, fake_openai):
     assert not any("<set_aside>" in text for text in sent)
     assert sum(DOC in text for text in sent) == 1
     assert any(remove_spans(DOC, span(QUERIES[0][2], DOC)) in text for text in sent)
+
+
+def test_a_judge_that_ignores_the_instruction_drops_queries_under_set_aside_but_not_under_cut(tmp_path, grader):
+    """A literal judge grades the text it reads: shown the whole document, it gives the span's
+    credit back, so `set_aside` loses the one query `cut` keeps (why `cut` is the default)."""
+    literal = grader(responder=with_grades(follows_set_aside=False))
+    cut = LLMRelevance(RelevanceParams(llm="judge")).run(_bench(), qc_ctx(tmp_path, llms={"judge": literal}))
+    assert cut.queries["query_id"].to_list() == ["full"]
+    ctx = qc_ctx(tmp_path, llms={"judge": literal})
+    set_aside = LLMRelevance(RelevanceParams(llm="judge", without_span="set_aside")).run(_bench(), ctx)
+    assert set_aside.queries.height == 0
+    assert dict(set_aside.drops.select("id", "reason").rows()) == {
+        "full": "llm_not_higher", "partial": "llm_grade_below:3", "elsewhere": "llm_not_higher",
+        "off": "llm_grade_below:3"}
+    assert ctx.stats["llm_grades_without_span"] == ctx.stats["llm_grades_with_span"]
 
 
 def test_a_grading_prompt_that_cannot_set_a_passage_aside_gets_the_cut_document(tmp_path, grader):
@@ -135,7 +151,8 @@ def test_requests_about_one_document_go_out_together(tmp_path, fake_openai):
          "spans": span("Ada Lovelace wrote the first program", other)},
         {"query_id": "off", "text": QUERIES[3][1], "doc_id": "d", "spans": span(QUERIES[3][2], DOC)}])
     try:
-        LLMRelevance(RelevanceParams(llm="judge")).run(bench, qc_ctx(tmp_path, llms={"judge": backend}))
+        LLMRelevance(RelevanceParams(llm="judge", without_span="set_aside")).run(
+            bench, qc_ctx(tmp_path, llms={"judge": backend}))
     finally:
         backend.close()
     docs = ["d" if text.startswith(f"<document>\n{DOC}") else "e" for text in _sent(srv)]

@@ -94,7 +94,8 @@ def test_a_truncated_contrast_grade_keeps_its_reason(tmp_path, grader):
         return Reply(text=text[:3], finish_reason="length") if cut else text
 
     ctx = qc_ctx(tmp_path, llms={"judge": grader(responder=answer)}, rerankers={"longer": ByLength("longer")})
-    out = SpanContrast(SpanContrastParams(rerankers=["longer"], llm="judge")).run(_bench(), ctx)
+    out = SpanContrast(SpanContrastParams(rerankers=["longer"], llm="judge", without_span="set_aside")).run(
+        _bench(), ctx)
     assert dict(out.drops.select("id", "reason").rows()) == {"none": "no_spans", "bad": "llm_truncated"}
 FILLER = [f"filler{k}" for k in range(400)]
 FACTS = {"beginning": "the comet glows green", "middle": "the glacier melts slowly",

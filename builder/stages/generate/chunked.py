@@ -92,7 +92,7 @@ def generate_chunked(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
         if only is not None and call_id not in only:
             continue
         messages = ctx.render(p.prompt, summary=summaries[doc_id] or "", chunk=chunk,
-                              max_questions=p.questions_per_call)
+                              max_questions=p.questions_per_call, wording=p.wording)
         calls.append((doc_id, call_id, start, end, tag))
         requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=answer_schema(p.questions_per_call)))
     with ctx.progress.task("generating per chunk", len(requests)) as bar:

@@ -44,9 +44,9 @@ class GenerateQueries(Stage):
         if p.prompt is None:
             return {}
         if p.mode == "chunked":
-            return {p.prompt: {"summary", "chunk", "max_questions"}}
+            return {p.prompt: {"summary", "chunk", "max_questions", "wording"}}
         return {p.prompt: {"document", "n_questions", "region_instruction", "question_types", "styles",
-                           "call_number", "calls"}}
+                           "call_number", "calls", "wording"}}
 
     def needed(self) -> frozenset[str]:
         return self.needs | ({SUMMARIES} if self.params.mode == "chunked" else set())

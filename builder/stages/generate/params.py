@@ -21,6 +21,11 @@ POSIR_TYPES = [
 ]
 POSIR_STYLES = ["short and casual", "formal and professional", "technical or academic"]
 _DEFAULT_PROMPT = {"whole_document": "posir_generate", "chunked": "chunk_qa", "extractive": None}
+# NoLiMa's control, in our words: the question should not find its evidence by shared words.
+AVOID_OVERLAP = ("Word each question in your own terms rather than the document's: where you can, use "
+                 "synonyms, descriptions or more general words in place of the names, terms and phrases of "
+                 "the passage that answers it, so the question shares as few words with that passage as it "
+                 "can while asking for the same thing.")
 
 
 class GenerateParams(StageParams):
@@ -49,6 +54,10 @@ class GenerateParams(StageParams):
     chunk_overlap: int = Field(default=0, ge=0, description="chunked: length two neighbouring chunks share, in chunk_unit")
     chunk_unit: Literal["words", "tokens"] = Field(default="words", description=(
         "chunked: chunk_size counted in words or in the recipe tokenizer's tokens"))
+    avoid_overlap: bool = Field(default=False, description=(
+        "ask the model to word questions apart from their evidence (NoLiMa's lexical control); pair it "
+        "with a lexical_overlap stage after localize_spans, which drops questions that still share too "
+        "many words with their span"))
     check_language: bool = Field(default=True, description=(
         "drop questions langdetect places in another language than their document"))
 
@@ -69,12 +78,20 @@ class GenerateParams(StageParams):
 
     @model_serializer(mode="wrap")
     def _omit_independent_draw(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Independent draws came before region_draw: left out while it is the default, the
-        # stage fingerprints (and cards) of recipes that never name it stay what they were.
+        # Independent draws came before region_draw (and no steering before avoid_overlap): left
+        # out while they are the default, the stage fingerprints (and cards) of recipes that
+        # never name them stay what they were.
         data: dict[str, Any] = handler(self)
         if data.get("region_draw") == "independent":
             del data["region_draw"]
+        if data.get("avoid_overlap") is False:
+            del data["avoid_overlap"]
         return data
+
+    @property
+    def wording(self) -> str:
+        """The prompt's wording instruction: empty unless avoid_overlap."""
+        return AVOID_OVERLAP if self.avoid_overlap else ""
 
     @model_validator(mode="after")
     def _consistent(self) -> GenerateParams:
@@ -82,6 +99,8 @@ class GenerateParams(StageParams):
             raise ValueError(f"mode {self.mode!r} needs an llm")
         if self.mode == "extractive" and self.llm:
             raise ValueError("mode 'extractive' uses no llm; remove it")
+        if self.mode == "extractive" and self.avoid_overlap:
+            raise ValueError("avoid_overlap words an LLM's questions; mode 'extractive' quotes its evidence by design")
         if self.prompt is None:
             self.prompt = _DEFAULT_PROMPT[self.mode]
         if not any(w > 0 for w in self.region_weights.values()):

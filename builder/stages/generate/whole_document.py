@@ -109,6 +109,7 @@ def generate_whole_document(corpus: pl.DataFrame, ctx: StageContext, p: Generate
             region_instruction=REGION_INSTRUCTIONS[region],
             question_types=p.question_types, styles=p.styles,
             call_number=k + 1, calls=p.calls_per_doc,  # so two calls are never one cached request
+            wording=p.wording,
         )
         calls.append((doc_id, call_id, region))
         requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=answer_schema(p.questions_per_call)))

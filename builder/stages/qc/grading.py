@@ -1,11 +1,14 @@
 """Helpers shared by the QC stages: cutting spans out of a document, and grading
 (question, text) pairs with an LLM judge.
 
-Grading a document without a query's span has two layouts. `set_aside` (the default) sends
-the whole document and, after the fixed instructions, the span's text to disregard: every
-request about a document then opens with the same text, which a prefix cache serves.
-`cut` sends the document with the span cut out (PosIR's literal contrast), whose text
-differs from the span on. A grading prompt that does not read `set_aside` gets `cut`.
+Grading a document without a query's span has two layouts. `cut` (the default) sends the
+document with the span cut out, as PosIR did; its text differs from the span on.
+`set_aside` sends the whole document and, after the fixed instructions, the span's text to
+disregard: every request about a document then opens with the same text, which a prefix
+cache serves. It is opt-in: it rests on the judge following the instruction, and a judge
+that grades the text it reads keeps the span's credit and drops the query as
+`llm_not_higher` (benchmarks/without_span_agreement.py measures how often a model's
+verdicts differ between the layouts). A grading prompt that does not read `set_aside` gets `cut`.
 """
 
 from __future__ import annotations
@@ -42,9 +45,10 @@ ContrastRow = tuple[str, str, str, str, tuple[str, ...]]
 
 
 def without_span_field() -> Any:
-    return Field(default="set_aside", description=(
-        "grading without the span: set_aside sends the whole document and names the span to disregard "
-        "(a prefix cache serves the document); cut sends the document with the span cut out, as PosIR did"))
+    return Field(default="cut", description=(
+        "grading without the span: cut sends the document with the span cut out, as PosIR did; set_aside "
+        "sends the whole document and names the span to disregard, so a prefix cache serves the document, "
+        "but a judge that ignores the instruction drops the query as llm_not_higher"))
 
 
 def contrast_rows(bench: Bench) -> tuple[list[ContrastRow], dict[str, str]]:
@@ -89,7 +93,7 @@ def grade_histogram(grades: Sequence[Grade]) -> dict[str, int]:
 
 def contrast_verdicts(ctx: StageContext, rows: Sequence[ContrastRow], llm: str, prompt: str,
                       min_grade: int, contrast: bool, questions_per_call: int,
-                      without_span: WithoutSpan = "set_aside",
+                      without_span: WithoutSpan = "cut",
                       grades: dict[str, int] | None = None) -> dict[str, str | None]:
     """Per query: None (passes) or why not: a grading error, `llm_grade_below:<n>`, or
     (with `contrast`) `llm_not_higher` when the text without spans grades as high.
@@ -110,12 +114,17 @@ def contrast_verdicts(ctx: StageContext, rows: Sequence[ContrastRow], llm: str, 
     for (qid, *_), w, wo in zip(rows, with_span, without):
         if grades is not None and w.error is None:
             grades[qid] = w.value  # type: ignore[assignment]
-        if w.error or wo.error:
-            verdicts[qid] = w.error or wo.error
-        elif w.value < min_grade:  # type: ignore[operator]
-            verdicts[qid] = f"llm_grade_below:{min_grade}"
-        elif contrast and w.value <= wo.value:  # type: ignore[operator]
-            verdicts[qid] = "llm_not_higher"
-        else:
-            verdicts[qid] = None
+        verdicts[qid] = contrast_verdict(w, wo if contrast else None, min_grade)
     return verdicts
+
+
+def contrast_verdict(with_span: Grade, without_span: Grade | None, min_grade: int) -> str | None:
+    """None (passes) or why not: a grading error, `llm_grade_below:<n>`, or, where the text
+    without the span was graded, `llm_not_higher` when it grades as high."""
+    if with_span.error or (without_span is not None and without_span.error):
+        return with_span.error or without_span.error  # type: ignore[union-attr]
+    if with_span.value < min_grade:  # type: ignore[operator]
+        return f"llm_grade_below:{min_grade}"
+    if without_span is not None and with_span.value <= without_span.value:  # type: ignore[operator]
+        return "llm_not_higher"
+    return None
