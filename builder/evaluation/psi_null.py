@@ -115,13 +115,15 @@ def psi_with_null(values: np.ndarray, codes: np.ndarray, labels: Sequence[object
         return out
     rows = np.flatnonzero((codes >= 0) & taking_part[np.maximum(codes, 0)])
     kept_values, kept_codes, kept_strata = values[rows], codes[rows], strata[rows]
-    observed = float(psi_values(_means(kept_values, kept_codes, len(labels))))
+    observed = float(np.round(psi_values(_means(kept_values, kept_codes, len(labels))), 12))
     if not np.isfinite(observed):
         out["reason"] = "every group taking part scores 0"
         return out
     shuffles = shuffles_for(len(rows), settings.permutations)
     null = shuffled_psis(kept_values, kept_codes, len(labels), kept_strata, shuffles, settings.seed)
-    null = null[np.isfinite(null)]
+    # Rounded to 12 decimals: means of equal scores taken in another order differ in the
+    # last bits, which would print a null of equal PSIs as -0.000.
+    null = np.round(null[np.isfinite(null)], 12)
     # Ties within rounding count as reaching the observed value.
     reached = int(np.sum(null >= observed - 1e-12))
     out.update(value=observed, p=(1 + reached) / (1 + null.size), at_floor=reached == 0, permutations=shuffles)

