@@ -44,7 +44,7 @@ def paired_randomization(a: np.ndarray, b: np.ndarray, settings: BootstrapSettin
         # One query: both signs are as extreme as the observed one; no differences: nothing to flip.
         return {"n": n, "mean_difference": difference, "p": 1.0, "exact": True, "at_floor": False,
                 "testable": False}
-    exact = 2.0 ** n <= settings.permutations
+    exact = 2 ** n <= settings.permutations  # integers: 2.0 ** n overflows past 1,023 queries
     result = stats.permutation_test(
         (a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples", vectorized=True,
         n_resamples=settings.permutations, alternative="two-sided", rng=np.random.default_rng(settings.seed),

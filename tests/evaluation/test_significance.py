@@ -160,6 +160,9 @@ def test_a_p_at_the_floor_of_the_shuffles_prints_as_a_bound():
     exact = paired_randomization(np.ones(5), np.zeros(5), BootstrapSettings(permutations=99))
     assert (exact["p"], exact["exact"], exact["at_floor"]) == (pytest.approx(2 / 32), True, False)
     assert BootstrapSettings().permutations == 9999 and 20 * 2 / (9999 + 1) < 0.01  # 20 corrected tests
+    # Over 1,023 queries 2.0 ** n overflowed before a single flip (the pooled grid: 1,400).
+    large = paired_randomization(np.ones(1400), np.zeros(1400), BootstrapSettings(permutations=99))
+    assert (large["exact"], large["at_floor"]) == (False, True)
 
 
 def test_difference_interval_equals_scipy_bootstrap_and_effect_size_by_hand():
