@@ -52,7 +52,7 @@ def comparison_table(report: dict) -> dict:
                 cells.append({"value": figure["value"], "mark": significance_mark(tested.get(group, {}).get("p_holm"))})
             null = found["psi"].get("null") or {}
             cells.append({"value": null.get("value"), "mark": significance_mark(null.get("p")),
-                          "debiased": null.get("debiased")})
+                          "above_null_median": null.get("above_null_median")})
         rows.append({"retriever": label, "cells": cells})
     return {"grouping": grouping, "reference": reference, "columns": columns, "rows": rows,
             "note": (f"nDCG@10; marks on a retriever's figures: paired randomization test against {reference}, "

@@ -8,8 +8,10 @@ HF_HUB_OFFLINE=1 and give a local path; a hub id then only works if it is in the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from pydantic import ValidationError
 
 from builder.evaluation.data import EvalData, EvalError
@@ -19,9 +21,11 @@ if TYPE_CHECKING:
     from builder.backends.rerankers.neural import BiEncoderScorer
 
 
-def dense_scorer(spec: RetrieverSpec, batch_size: int = 32) -> BiEncoderScorer:
+def dense_scorer(spec: RetrieverSpec, batch_size: int = 32, remember: bool = False) -> BiEncoderScorer:
     """The bi-encoder for a spec: no length given means the model's own limit; BGE-M3 runs in
-    half precision (FlagEmbedding goes back to float32 on a CPU)."""
+    half precision (FlagEmbedding goes back to float32 on a CPU). With `remember`, it keeps
+    the vector of every text it encodes and encodes each distinct text once (a grid's
+    cells share their queries and, across cells, documents)."""
     from builder.backends.rerankers import BiEncoderConfig, missing_extra
     from builder.backends.rerankers.neural import BiEncoderScorer
 
@@ -37,7 +41,30 @@ def dense_scorer(spec: RetrieverSpec, batch_size: int = 32) -> BiEncoderScorer:
     hint = missing_extra(config)
     if hint:
         raise EvalError(f"retriever {spec.label!r}: {hint}")
+    if remember:
+        return _remembering(BiEncoderScorer)(spec.label, config)
     return BiEncoderScorer(spec.label, config)
+
+
+def _remembering(base: type[BiEncoderScorer]) -> type[BiEncoderScorer]:
+    """`base` keeping each text's vector: texts it has not seen are encoded together, once."""
+
+    class Remembering(base):  # type: ignore[valid-type, misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.vectors: dict[tuple[bool, str], np.ndarray] = {}
+
+        def _embed_groups(self, groups: list[tuple[Sequence[str], bool]]) -> list[np.ndarray]:
+            new: dict[bool, list[str]] = {True: [], False: []}
+            for texts, queries in groups:
+                new[queries] += [t for t in dict.fromkeys(texts) if (queries, t) not in self.vectors]
+            wanted = [(list(dict.fromkeys(texts)), queries) for queries, texts in new.items() if texts]
+            for (texts, queries), vectors in zip(wanted, super()._embed_groups(wanted) if wanted else []):
+                self.vectors.update({(queries, t): v for t, v in zip(texts, vectors)})
+            return [np.stack([self.vectors[(queries, t)] for t in texts]) if len(texts)
+                    else np.zeros((0, 0), dtype=np.float32) for texts, queries in groups]
+
+    return Remembering
 
 
 def measure_windows(result: Retrieval, scorer: BiEncoderScorer, data: EvalData, doc_prefix: str) -> Retrieval:

@@ -8,6 +8,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -26,6 +27,9 @@ from builder.evaluation.runs import (PER_QUERY_FILE, judged_at, per_query_column
                                      write_per_query, write_run)
 from builder.evaluation.search import first_stage
 from builder.evaluation.significance import compare_retrievers
+
+if TYPE_CHECKING:
+    from builder.backends.rerankers.neural import BiEncoderScorer
 
 TOP_K = 100
 Log = Callable[[str], None]
@@ -65,18 +69,21 @@ class RunCache:
 
 
 def retrieve(spec: RetrieverSpec, data: EvalData, cache: RunCache, batch_size: int = 32,
-             rerankers: Mapping[str, RerankerFactory] | None = None) -> tuple[Retrieval, bool]:
-    """The retrieval for `spec` and whether it came from the cache."""
+             rerankers: Mapping[str, RerankerFactory] | None = None,
+             encoders: Mapping[str, BiEncoderScorer] | None = None) -> tuple[Retrieval, bool]:
+    """The retrieval for `spec` and whether it came from the cache; a dense first stage
+    takes its bi-encoder from `encoders` (by spec label) where one is there."""
     cached = cache.load(spec)
     if cached is not None:
         return cached, True
     if spec.kind == "rerank":
         assert spec.first is not None and spec.reranker is not None
         scorer = get_scorer(spec.reranker, rerankers)
-        base, _ = retrieve(spec.first, data, cache, batch_size, rerankers)
+        base, _ = retrieve(spec.first, data, cache, batch_size, rerankers, encoders)
         result = rerank(base, data, scorer, TOP_K)
     else:
-        result = first_stage(spec, data, TOP_K, batch_size, scratch=cache.scratch())
+        result = first_stage(spec, data, TOP_K, batch_size, scratch=cache.scratch(),
+                             encoder=(encoders or {}).get(spec.label))
     cache.save(spec, result)
     return result, False
 

@@ -6,9 +6,9 @@ relative positions, length buckets, the model-window split) carry `n` and `small
 (`ci_low`/`ci_high` None and `no_interval` saying why): a percentile bootstrap of a few
 queries is too narrow, down to zero width at n 2. A PSI carries `small` when its min or
 max group is small, and `null`: the PSI over the groups large enough, with its
-permutation null (psi_null.py). PSI's own bootstrap interval stays as a secondary
-figure (`ci_low`, `ci_high`), labelled so: a min/max statistic's interval is biased
-upward and never reaches "no effect".
+permutation null (psi_null.py). PSI gets no bootstrap interval of its own: a min/max
+statistic's resamples sit above it, so its percentile interval is biased upward and
+left out 0 on every null set tried; its uncertainty is the null's (`above_null_median_ci`).
 
 Length buckets average either over queries (`queries`) or over the means of the
 bucket's position bins that hold queries (`bins`, PosIR's way); the choice is named in
@@ -25,8 +25,6 @@ import polars as pl
 from builder.evaluation.intervals import BootstrapSettings, Partition, bootstrap_group_means, interval, psi_values
 from builder.evaluation.metrics import METRICS, N_BINS, group_universe, natural_key
 from builder.evaluation.psi_null import null_settings, psi_with_null
-
-PSI_INTERVAL = "bootstrap percentile interval of PSI itself: secondary, biased upward; read the null instead"
 
 Averaging = Literal["queries", "bins"]
 AVERAGINGS: tuple[Averaging, ...] = ("queries", "bins")
@@ -100,17 +98,18 @@ class Figures:
         """Each group's figures and the PSI over nDCG@10 of the groups that hold queries."""
         groups = [{"group": label, **self.group(partition, k)} for k, label in enumerate(self.labels[partition])]
         counts = self.counts[partition]
-        psi = self.psi(self.point[partition][:, 0], self.resampled[partition][..., 0], counts, self.labels[partition])
+        psi = self.psi(self.point[partition][:, 0], counts, self.labels[partition])
         psi["null"] = psi_with_null(self.ndcg, self.codes[partition], self.labels[partition],
                                     null_settings(self.settings), self.codes.get("length_bucket"))
         return {"groups": groups, "psi": psi,
                 "groups_with_queries": int((counts > 0).sum()), "empty_groups": int((counts == 0).sum()),
                 "small_groups": int(((counts > 0) & (counts < self.settings.min_group)).sum())}
 
-    def psi(self, means: np.ndarray, resampled: np.ndarray, counts: np.ndarray, labels: list[object]) -> dict:
+    def psi(self, means: np.ndarray, counts: np.ndarray, labels: list[object]) -> dict:
+        """PSI over the groups that hold queries (no interval: see the module's docstring)."""
         present = counts > 0
-        out = self.figure(float(psi_values(means)), psi_values(resampled), int(counts.sum()))
-        out["interval"] = PSI_INTERVAL
+        point = float(psi_values(means))
+        out: dict = {"value": point if np.isfinite(point) else None, "n": int(counts.sum())}
         if out["value"] is None:
             return {**out, "small": False, "min_group": None, "max_group": None}
         shown = np.where(present, means, np.nan)
@@ -132,7 +131,7 @@ class Figures:
                 point, resampled = self.point["length_bin"][cells], self.resampled["length_bin"][:, cells]
                 counts = self.counts["length_bin"][cells]
                 bins = list(range(width))
-                entry["psi_bins"] = self.psi(point[:, 0], resampled[..., 0], counts, bins)
+                entry["psi_bins"] = self.psi(point[:, 0], counts, bins)
                 in_bucket = self.codes["length_bucket"] == k
                 entry["psi_bins"]["null"] = psi_with_null(self.ndcg, np.where(in_bucket, self.codes["rel_bin"], -1),
                                                           bins, null_settings(self.settings))

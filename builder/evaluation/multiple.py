@@ -4,7 +4,10 @@ A family is the set of tests one question is answered by: two retrievers' overal
 comparisons, every group of one grouping for one pair of retrievers, every position of
 one ColDeR probe for one retriever. Holm's step-down adjustment
 (`statsmodels.stats.multitest.multipletests(method="holm")`) controls the chance of any
-false rejection within the family; tests without a p (no queries) are left out of it.
+false rejection within the family. A family holds the testable tests only: a test
+without a p (no queries) or marked `testable: False` (one query, or no difference to
+test, whose p is 1 by construction) is left out of it, gets no Holm p, and does not
+count in `family_size`, so it cannot inflate the others' correction.
 
 A randomized test cannot give a p below its floor (2 / (shuffles + 1) two-sided, as
 scipy.stats.permutation_test computes it), so a p at the floor is shown as "≤ floor";
@@ -13,6 +16,7 @@ after Holm's correction that bound is multiplied with the rest.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 
@@ -30,9 +34,9 @@ def holm_adjust(pvalues: Sequence[float | None]) -> list[float | None]:
 
 
 def apply_holm(tests: Sequence[dict], family: str) -> None:
-    """Add `p_holm`, `family` and `family_size` (the tests with a p) to each test dict;
-    a test whose raw p sits at its floor keeps `at_floor` for its adjusted p too."""
-    adjusted = holm_adjust([t.get("p") for t in tests])
+    """Add `p_holm`, `family` and `family_size` (the testable tests with a p) to each test
+    dict; a test whose raw p sits at its floor keeps `at_floor` for its adjusted p too."""
+    adjusted = holm_adjust([t.get("p") if t.get("testable", True) else None for t in tests])
     size = sum(p is not None for p in adjusted)
     for test, p in zip(tests, adjusted):
         test.update(p_holm=p, family=family, family_size=size)
@@ -44,7 +48,8 @@ def p_text(value: float | None, at_floor: bool = False) -> str:
         return "-"
     shown = f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
     if at_floor and value < 1:
-        shown = f"{value:.4f}".rstrip("0") if value >= 1e-4 else f"{value:.1e}"
+        # Rounded up, so the bound shown is never under the floor (1/1235 shows as 0.0009).
+        shown = f"{math.ceil(value * 1e4 - 1e-9) / 1e4:.4f}".rstrip("0") if value >= 1e-4 else f"{value:.1e}"
         return f"≤ {shown}"
     return shown
 

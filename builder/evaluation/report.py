@@ -53,14 +53,20 @@ def figure_text(figure: dict | None, digits: int = 3) -> str:
 
 
 def trend_text(trend: dict, name: str, digits: int = 3) -> str:
-    """The trend's slope or Spearman with its interval, or why there is none."""
+    """The trend's slope or Spearman with its interval and the resamples it left undefined
+    (`-0.512 [-0.700, -0.300] (12 of 1000 resamples undefined)`), or why there is none."""
     value = trend.get(name)
     if value is None:
         why = (trend.get("why_none") or {}).get(name)
         return f"n/a: {why}" if why else "-"
+    refused = (trend.get("refused_interval") or {}).get(name)
+    if refused:
+        return f"{value:.{digits}f} (no interval: {refused})"
     ci = trend.get(f"{name}_ci") or [None, None]
-    return figure_text({"value": value, "ci_low": ci[0], "ci_high": ci[1], "n": trend.get("n"),
+    text = figure_text({"value": value, "ci_low": ci[0], "ci_high": ci[1], "n": trend.get("n"),
                         "no_interval": trend.get("no_interval", False)}, digits)
+    undefined = trend.get(f"{name}_undefined")
+    return text + (f" ({undefined} of {trend['resamples']} resamples undefined)" if undefined else "")
 
 
 def psi_cell(psi: dict | None, digits: int = 3) -> str:
@@ -72,7 +78,10 @@ def psi_cell(psi: dict | None, digits: int = 3) -> str:
     if null["value"] is None:
         return "n/a (groups too small)" if null["small_groups"] else "-"
     mark = "*" if null["small_groups_included"] else ""
-    return f"{null['value']:.{digits}f}{mark} (null {null['null_median']:.{digits}f}, p {null['p']:.3f})"
+    if null["null_median"] is None:
+        return f"{null['value']:.{digits}f}{mark} (no null)"
+    return (f"{null['value']:.{digits}f}{mark} (null {null['null_median']:.{digits}f}, "
+            f"p {p_text(null['p'], null['at_floor'])})")
 
 
 def n_text(group: dict) -> str:
@@ -88,8 +97,9 @@ def definitions_line(report: dict) -> str:
             f"length buckets: {averaging}; [ ] {i['confidence']:.0%} {i['method']} ({i['resamples']} resamples, "
             f"seed {i['seed']}); * fewer than {i['min_group']} queries (small: no interval), or a PSI "
             "whose min or max group is small; PSI over groups of at least that size, with the median of "
-            "its null (labels shuffled within length buckets) and one-sided permutation p"
-            + ("" if "tests" not in d else f" ({d['tests']['permutations']} shuffles)"))
+            "its null (labels shuffled within length buckets), one-sided permutation p"
+            + ("" if "tests" not in d else f" ({d['tests']['permutations']} shuffles; ≤: the least p they can give)")
+            + " and PSI above the null median with a 95% interval from the null's spread")
 
 
 def print_report(console: Console, report: dict) -> None:
@@ -180,13 +190,13 @@ def _bins_table(runs: dict) -> Table:
 
 
 def _psi_caption(runs: dict, psi_of: Callable[[dict], dict]) -> str:
-    """Each retriever's PSI in full: null median and 95th percentile, p, debiased PSI, the
-    groups left out; the raw PSI over all groups with its bootstrap interval, labelled."""
+    """Each retriever's PSI in full: null median and 95th percentile, p, PSI above the null
+    median with its interval, the groups left out; the PSI over all groups with queries."""
     lines = []
     for label, r in runs.items():
         psi = psi_of(r)
         lines.append(f"{label}: PSI {psi_null_text(psi.get('null'))}; over all groups with queries "
-                     f"{figure_text(psi)} (bootstrap interval, secondary: biased upward)")
+                     f"{figure_text(psi)}")
     return "\n".join(lines)
 
 
@@ -245,8 +255,9 @@ def _comparison_table(comparison: dict) -> Table:
     """A paired test of two retrievers' nDCG@10, overall and in every position group."""
     title = f"paired test: {comparison['a']} vs {comparison['b']}, nDCG@10 difference (A - B)"
     caption = (f"{comparison['test']}; p Holm: Holm-corrected within the family (overall: every pair's overall "
-               "test; each grouping: its groups); ** < 0.01, * < 0.05 after correction; ≤: the least p the "
-               "shuffles can give")
+               "test; each grouping: its groups), testable tests only (one query, or no differences: p 1 by "
+               "construction, no Holm p, not in the family); ** < 0.01, * < 0.05 after correction; ≤: the least "
+               "p the shuffles can give")
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     for col in ("grouping", "group", *TEST_COLUMNS):
         table.add_column(col, justify="left" if col in ("grouping", "group") else "right")

@@ -3,9 +3,14 @@
 A run file has one line per retrieved document, `qid Q0 docid rank score tag`, ranked as
 eval ranks (score descending, ties by document id descending, as trec_eval does), so
 trec_eval, pytrec_eval, ir_measures and ranx read the same figures from it; scores have
-6 decimals. `Judged@10` is the share of a query's top 10 places holding a document the
-qrels judge (any grade), over 10 (ir_measures' definition); a one-positive set with a
-low Judged@10 says its nDCG counts unjudged documents as misses.
+6 decimals. `Judged@10` is the share of the documents a query retrieved in its top 10
+that the qrels judge (any grade): over 10, or over the documents retrieved where the run
+holds fewer (ir_measures' Judged@10, checked against it in the tests); a query the run
+retrieves nothing for counts 0, as in ir_measures. The top 10 is eval's ranking (ties by
+document id descending, as trec_eval and the run file); ir_measures' own Judged orders
+tied scores by document id ascending, so where a tie straddles the 10th place the two
+can differ by that tie. A one-positive set with a low Judged@10 says its nDCG counts
+unjudged documents as misses.
 """
 
 from __future__ import annotations
@@ -41,12 +46,13 @@ def write_run(path: Path, run: dict[str, dict[str, float]], query_ids: list[str]
 
 
 def judged_at(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], k: int = 10) -> pl.DataFrame:
-    """Per judged query: the share of its top `k` judged in the qrels, and whether the run
-    retrieved anything for it."""
+    """Per judged query: the share of its top `k` (or of all it retrieved, where fewer)
+    judged in the qrels, 0 where the run retrieved nothing; and whether it did."""
     rows = []
     for qid, judged in qrels.items():
         ranking = trec_order(run.get(qid, {}))[:k]
-        rows.append((qid, sum(doc in judged for doc in ranking) / k, not ranking))
+        share = sum(doc in judged for doc in ranking) / len(ranking) if ranking else 0.0
+        rows.append((qid, share, not ranking))
     return pl.DataFrame(rows, schema={"query_id": pl.Utf8, JUDGED: pl.Float64, "missing_from_run": pl.Boolean},
                         orient="row")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,19 +19,26 @@ from builder.evaluation.dense import dense_scorer, measure_windows
 from builder.evaluation.progress import in_batches, task
 from builder.evaluation.retrievers import Retrieval, RetrieverSpec, document_inputs
 
+if TYPE_CHECKING:
+    from builder.backends.rerankers.neural import BiEncoderScorer
+
 
 def first_stage(spec: RetrieverSpec, data: EvalData, k: int, batch_size: int = 32,
-                scratch: Path | None = None, block_size: int | None = None) -> Retrieval:
+                scratch: Path | None = None, block_size: int | None = None,
+                encoder: BiEncoderScorer | None = None) -> Retrieval:
     """Top `k` documents per query for a bm25/st/flag spec (rerank is composed by the caller).
     BM25 leaves out documents that share no term with the query rather than tie them at 0.
 
     The corpus is read in blocks of `block_size` documents (by default 8 encoding batches
     for a bi-encoder, which is how its documents are batched anyway); BM25 and the dense
-    vectors keep their scratch files in a temporary folder under `scratch`."""
+    vectors keep their scratch files in a temporary folder under `scratch`. A dense spec
+    uses `encoder` where given (a grid's cells share one, which keeps every vector it
+    computed), else a bi-encoder of its own."""
     if spec.kind not in ("bm25", "st", "flag"):
         raise EvalError(f"{spec.label!r} is not a first-stage retriever")
     try:
-        scorer = BM25Scorer(spec.label, BM25Config()) if spec.kind == "bm25" else dense_scorer(spec, batch_size)
+        scorer = (BM25Scorer(spec.label, BM25Config()) if spec.kind == "bm25"
+                  else encoder or dense_scorer(spec, batch_size))
         size = block_size or (BLOCK if spec.kind == "bm25" else 8 * batch_size)
         what = f"{spec.label}: " + ("indexing" if spec.kind == "bm25" else "encoding documents")
 

@@ -9,7 +9,8 @@ paired bootstrap interval of the mean difference (the draws of intervals.py, so 
 `scipy.stats.bootstrap` on the differences) and the standardized effect d_z = mean
 difference / standard deviation of the differences. Tests are Holm-corrected within
 their family (multiple.py): the overall tests of all pairs; the groups of one grouping
-for one pair.
+for one pair; a group of one query, or whose scores do not differ, is untestable and
+left out of its family.
 """
 
 from __future__ import annotations
@@ -33,15 +34,17 @@ TEST_NAME = "paired randomization test (scipy.stats.permutation_test, permutatio
 def paired_randomization(a: np.ndarray, b: np.ndarray, settings: BootstrapSettings) -> dict:
     """n, mean difference A - B and the two-sided p of a paired randomization test; `exact`
     when every sign flip was enumerated, else `at_floor` when p is the least the shuffles
-    can give (2 / (shuffles + 1))."""
+    can give (2 / (shuffles + 1)); `testable` False where p is 1 by construction (one
+    query, or no differences), which keeps the test out of its Holm family."""
     n = len(a)
     if n == 0:
-        return {"n": 0, "mean_difference": None, "p": None, "exact": None, "at_floor": False}
+        return {"n": 0, "mean_difference": None, "p": None, "exact": None, "at_floor": False, "testable": False}
     difference = float(np.mean(a - b))
     if n == 1 or np.all(a == b):
         # One query: both signs are as extreme as the observed one; no differences: nothing to flip.
-        return {"n": n, "mean_difference": difference, "p": 1.0, "exact": True, "at_floor": False}
-    exact = 2.0 ** n <= settings.permutations
+        return {"n": n, "mean_difference": difference, "p": 1.0, "exact": True, "at_floor": False,
+                "testable": False}
+    exact = 2 ** n <= settings.permutations  # integers: 2.0 ** n overflows past 1,023 queries
     result = stats.permutation_test(
         (a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples", vectorized=True,
         n_resamples=settings.permutations, alternative="two-sided", rng=np.random.default_rng(settings.seed),
@@ -49,7 +52,7 @@ def paired_randomization(a: np.ndarray, b: np.ndarray, settings: BootstrapSettin
     p = float(result.pvalue)
     floor = 2 / (settings.permutations + 1)
     return {"n": n, "mean_difference": difference, "p": p, "exact": exact,
-            "at_floor": not exact and p <= floor * (1 + 1e-9)}
+            "at_floor": not exact and p <= floor * (1 + 1e-9), "testable": True}
 
 
 def difference_interval(a: np.ndarray, b: np.ndarray, settings: BootstrapSettings) -> dict:

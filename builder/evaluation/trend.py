@@ -3,7 +3,15 @@ of per-query nDCG@10 against rel_pos, each with a 95 % interval from the paired 
 bootstrap over queries that eval's other intervals use (the same draws as
 `scipy.stats.bootstrap` with the same seed, see intervals.py). A set smaller than
 `min_group` gets no interval, as a small group does; a figure that cannot be computed
-(no positions, one position for all, one score for all) comes with the reason."""
+(no positions, one position for all, one score for all) comes with the reason.
+
+A resample can leave a figure undefined (it drew one position, or one score, for all its
+queries); scipy then returns no interval at all. Here the count of such resamples is
+reported (`slope_undefined`, `spearman_undefined`) and shown beside the interval, which
+comes from the resamples that gave a value; when they are more than 1 - confidence of
+all resamples (5 % at 95 %), the interval is refused with the reason: the undefined
+resamples then outnumber both tails together, so where they would have fallen decides
+where the interval ends."""
 
 from __future__ import annotations
 
@@ -37,10 +45,26 @@ def position_trend(scores: pl.DataFrame, bootstrap: BootstrapSettings | None = N
         out["spearman"] = float(stats.spearmanr(x, y).statistic)
     small = bootstrap is None or x.size < bootstrap.min_group
     out["no_interval"] = small
-    slopes, rhos = (None, None) if small else _resampled(x, y, bootstrap)
-    out["slope_ci"] = None if slopes is None else list(interval(slopes, bootstrap.confidence))
-    if out["spearman"] is not None:
-        out["spearman_ci"] = None if rhos is None else list(interval(rhos, bootstrap.confidence))
+    if small:
+        out["slope_ci"] = None
+        if out["spearman"] is not None:
+            out["spearman_ci"] = None
+        return out
+    assert bootstrap is not None
+    slopes, rhos = _resampled(x, y, bootstrap)
+    out.update(resamples=bootstrap.resamples, refused_interval={})
+    for name, resampled in (("slope", slopes), ("spearman", rhos)):
+        if out[name] is None:
+            continue
+        undefined = int(np.sum(~np.isfinite(resampled)))
+        out[f"{name}_undefined"] = undefined
+        if undefined > (1 - bootstrap.confidence) * resampled.size:
+            out[f"{name}_ci"] = None
+            out["refused_interval"][name] = (
+                f"{undefined} of {resampled.size} resamples undefined (one position or one score drawn), more "
+                f"than the {1 - bootstrap.confidence:.0%} the interval's tails hold")
+        else:
+            out[f"{name}_ci"] = list(interval(resampled, bootstrap.confidence))
     return out
 
 

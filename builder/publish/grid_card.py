@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from builder.atomic import write_text_atomic
-from builder.evaluation.grid import table_rows
+from builder.evaluation.grid import psi_lines, table_rows
 from builder.evaluation.metrics import NDCG
 from builder.publish.eval_card import card_is_ours
 from builder.publish.outputs import CARD_FILE
@@ -20,12 +20,13 @@ def card_section(report: dict, picture: str) -> str:
     lines = ["<!-- build-bench:grid-evaluation -->", "## Evaluation on the depth x length grid", "",
              "nDCG@10 per cell, with its 95% bootstrap interval; each cell is its own retrieval task "
              "(`settings/<cell>/`).", ""]
+    unit = report["dataset"].get("length_unit", "tokens")
     for label, section in report["retrievers"].items():
-        lines += [f"**{label}**", "", "| depth | " + " | ".join(f"{n} tokens" for n in lengths) + " |",
+        lines += [f"**{label}**", "", "| depth | " + " | ".join(f"{n} {unit}" for n in lengths) + " |",
                   "|---|" + "---|" * len(lengths)]
         lines += ["| " + " | ".join(row) + " |" for row in table_rows(section, lengths, depths, NDCG)]
-        psi = ", ".join(f"{k}: {'-' if v is None else f'{v:.3f}'}" for k, v in section["psi_by_length"].items())
-        lines += ["", f"PSI over depth per length: {psi}.", ""]
+        lines += ["", f"PSI over depth per length ({unit}; {report['definitions']['psi_null']}):", ""]
+        lines += [f"- {line}" for line in psi_lines(section)] + [""]
     lines += [f"![nDCG@10 by depth and length]({picture})", "", "<!-- /build-bench:grid-evaluation -->", ""]
     return "\n".join(lines)
 

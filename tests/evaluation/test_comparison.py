@@ -12,7 +12,7 @@ def _run(overall: float, groups: list[float], psi: float, p: float) -> dict:
     return {"overall": {"ndcg@10": {"value": overall}},
             "groupings": {"position_tag": {
                 "groups": [{"group": t, "n": 40, "ndcg@10": {"value": v}} for t, v in zip(tags, groups)],
-                "psi": {"null": {"value": psi, "p": p, "debiased": 0.0}}}}}
+                "psi": {"null": {"value": psi, "p": p, "above_null_median": 0.0}}}}}
 
 
 def test_marks_follow_the_holm_adjusted_p_against_the_first_retriever(tmp_path: Path):

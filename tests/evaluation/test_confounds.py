@@ -72,10 +72,11 @@ def test_a_tertile_too_small_for_psi_names_its_groups():
                "psi": {"value": None, "small_groups": ["beginning", "end"], "reason": "fewer than 2 groups of at least 5"}}
     assert overlap_psi_text(tertile, 5) == ("low overlap (0.000-0.250, n 7): no PSI: fewer than 2 groups of at "
                                             "least 5 queries (beginning: 4, end: 3)")
-    found = {**tertile, "psi": {"value": 0.2, "null_median": 0.1, "null_p95": 0.3, "p": 0.25, "debiased": 0.1,
+    found = {**tertile, "psi": {"value": 0.2, "null_median": 0.1, "null_p95": 0.3, "p": 0.25, "at_floor": False,
+                                "above_null_median": 0.1, "above_null_median_ci": [-0.15, 0.18],
                                 "small_groups": [], "small_groups_included": False}}
     assert overlap_psi_text(found, 5) == ("low overlap (0.000-0.250, n 7): 0.200 (null median 0.100, 95% 0.300; "
-                                          "p 0.250; debiased 0.100)")
+                                          "p 0.250; above the null median +0.100 [-0.150, +0.180])")
 
 
 def test_features_of_a_built_set(built: Path):  # noqa: F811

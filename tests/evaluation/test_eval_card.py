@@ -107,7 +107,7 @@ def test_eval_puts_figures_and_warnings_in_the_card(qc_by_bm25: Path):
     warnings = _section(card, "Warnings")
     assert f"- 01_false_negatives: {SKEW}" in warnings
     assert "- `bm25`: circular QC: 01_false_negatives judged with bm25 [bm25]" in warnings
-    assert "- `bm25`: PSI by position tag (0.000 (no spread)*) rests on its lowest and highest group" in warnings
+    assert "- `bm25`: PSI by position tag (0.000*) rests on its lowest and highest group" in warnings
     assert card.count("## Warnings") == 1
     # Everything the card had before is still there, in the same order.
     assert card.replace(_marked(card, "evaluation"), "").replace(_marked(card, "eval-warnings"), "") == before
@@ -146,7 +146,7 @@ def test_psi_within_overlap_tertiles_reaches_the_card_or_says_which_groups_were_
     _eval(quiet_build, "--min-group", "2")
     # Every query scores 1, so a PSI there is 0 and every shuffle reaches it.
     assert ("| position tag within middle overlap (0.500-0.800) | PSI (nDCG@10) | 7 | 0.000 (null median 0.000, "
-            "95% 0.000; p 1.000; debiased 0.000) | - |") in _section(_card(quiet_build), "Evaluation")
+            "95% 0.000; p 1.000; above the null median +0.000 [+0.000, +0.000]) | - |") in _section(_card(quiet_build), "Evaluation")
 
 
 def test_warnings_section_is_added_when_the_build_had_none(quiet_build: Path):

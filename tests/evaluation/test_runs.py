@@ -36,9 +36,29 @@ def test_judged_at_10_and_missing_queries_by_hand():
     qrels = {"q1": {"d1": 1, "d2": 0}, "q2": {"d9": 1}, "q3": {"d1": 1}}
     run = {"q1": {f"d{i}": float(20 - i) for i in range(1, 15)}, "q2": {"d9": 1.0}}
     table = judged_at(qrels, run)
-    # q1: d1 and d2 judged in its top 10 -> 2/10; q2: 1/10; q3 retrieved nothing: 0 and missing.
-    assert table.rows() == [("q1", 0.2, False), ("q2", 0.1, False), ("q3", 0.0, True)]
-    assert run_summary(qrels, run) == {"judged@10": pytest.approx(0.1), "queries_missing": 1, "queries_judged": 3}
+    # q1: d1 and d2 judged in its top 10 -> 2/10; q2 retrieved one document, judged: 1/1
+    # (over what was retrieved, as ir_measures counts); q3 retrieved nothing: 0, missing.
+    assert table.rows() == [("q1", 0.2, False), ("q2", 1.0, False), ("q3", 0.0, True)]
+    assert run_summary(qrels, run) == {"judged@10": pytest.approx(0.4), "queries_missing": 1, "queries_judged": 3}
+
+
+def test_judged_at_10_equals_ir_measures_per_query_and_on_average():
+    ir_measures = pytest.importorskip("ir_measures", reason="pip install ir-measures==0.4.3 to compare with it")
+    rng = np.random.default_rng(5)
+    docs = [f"d{i}" for i in range(40)]
+    qrels = {f"q{j}": {docs[k]: int(rng.integers(0, 3)) for k in rng.choice(40, 6, replace=False)} for j in range(30)}
+    # Runs of 1 to 25 documents (many under 10); two judged queries get no run. Scores
+    # without ties: ir_measures' Judged orders tied scores by id ascending, trec_eval (and
+    # eval, and the run file) descending.
+    run = {q: {d: float(rng.random()) for d in rng.choice(docs, int(rng.integers(1, 26)), replace=False)}
+           for q in list(qrels)[2:]}
+    ours = judged_at(qrels, run)
+    measure = ir_measures.parse_measure("Judged@10")
+    theirs = {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
+    assert dict(ours.select("query_id", "judged@10").iter_rows()) == \
+        {q: pytest.approx(v, abs=1e-12) for q, v in theirs.items()}
+    assert run_summary(qrels, run)["judged@10"] == pytest.approx(
+        ir_measures.calc_aggregate([measure], qrels, run)[measure], abs=1e-12)
 
 
 def test_pytrec_eval_on_the_written_run_gives_evals_ndcg_per_query(tmp_path: Path):

@@ -27,10 +27,14 @@ def test_randomization_p_on_a_hand_case():
     # Differences 1, 2, 3: the 2**3 = 8 sign flips (exact, fewer than the resamples) give
     # means +-2, +-4/3, +-2/3, +-0; |mean| >= 2 happens for all-plus and all-minus: p = 2/8.
     result = paired_randomization(np.array([2.0, 3.0, 4.0]), np.array([1.0, 1.0, 1.0]), BootstrapSettings())
-    assert result == {"n": 3, "mean_difference": 2.0, "p": pytest.approx(0.25), "exact": True, "at_floor": False}
-    assert paired_randomization(np.ones(4), np.ones(4), BootstrapSettings())["p"] == 1.0
+    assert result == {"n": 3, "mean_difference": 2.0, "p": pytest.approx(0.25), "exact": True, "at_floor": False,
+                      "testable": True}
+    # p 1 by construction: nothing to flip, or one query. Untestable, so kept out of Holm.
+    same = paired_randomization(np.ones(4), np.ones(4), BootstrapSettings())
+    assert (same["p"], same["testable"]) == (1.0, False)
     assert paired_randomization(np.array([]), np.array([]), BootstrapSettings())["p"] is None
-    assert paired_randomization(np.array([0.5]), np.array([0.0]), BootstrapSettings())["p"] == 1.0
+    one = paired_randomization(np.array([0.5]), np.array([0.0]), BootstrapSettings())
+    assert (one["p"], one["testable"]) == (1.0, False)
 
 
 def test_compare_retrievers_per_group_pairs_queries_by_id():
@@ -42,11 +46,12 @@ def test_compare_retrievers_per_group_pairs_queries_by_id():
     begin, middle, end = entry["groupings"]["position_tag"]
     assert {k: begin[k] for k in ("group", "n", "mean_difference", "p", "small")} == \
         {"group": "beginning", "n": 3, "mean_difference": 1.0, "p": pytest.approx(0.25), "small": False}
-    # Family: beginning and end (middle has no queries): Holm doubles the smaller p, 0.25 -> 0.5.
-    assert (begin["p_holm"], begin["family_size"], begin["family"]) == (pytest.approx(0.5), 2, "A vs B: position_tag")
+    # Family: the testable groups only. Middle has no queries and end one query with no
+    # difference (p 1 by construction): beginning stands alone, its p uncorrected.
+    assert (begin["p_holm"], begin["family_size"], begin["family"]) == (pytest.approx(0.25), 1, "A vs B: position_tag")
     assert entry["overall"]["family"] == "overall" and entry["overall"]["family_size"] == 1
     assert middle["n"] == 0 and middle["p"] is None
-    assert (end["mean_difference"], end["p"], end["small"]) == (0.0, 1.0, True)
+    assert (end["mean_difference"], end["p"], end["small"], end["p_holm"]) == (0.0, 1.0, True, None)
     assert (end["difference_ci"], end["no_interval"]) == (None, "1 queries, fewer than --min-group 2")
     assert begin["difference_ci"] == [1.0, 1.0] and "no_interval" not in begin
     assert entry["overall"]["mean_difference"] == 0.75
@@ -139,9 +144,10 @@ def test_holm_matches_statsmodels_and_a_hand_case():
                                                       pytest.approx(0.06)]
     ps = list(np.random.default_rng(0).random(12) ** 3)
     assert holm_adjust(ps) == pytest.approx(list(multipletests(ps, method="holm")[1]))
-    tests = [{"p": 0.01}, {"p": None}, {"p": 0.02}]
+    tests = [{"p": 0.01}, {"p": None}, {"p": 0.02}, {"p": 1.0, "testable": False}]
     apply_holm(tests, "probe position_i")
-    assert [t["p_holm"] for t in tests] == [pytest.approx(0.02), None, pytest.approx(0.02)]
+    # The untestable test (p 1 by construction) is no member: 2 tests, not 3.
+    assert [t["p_holm"] for t in tests] == [pytest.approx(0.02), None, pytest.approx(0.02), None]
     assert {t["family_size"] for t in tests} == {2}
 
 
@@ -154,6 +160,9 @@ def test_a_p_at_the_floor_of_the_shuffles_prints_as_a_bound():
     exact = paired_randomization(np.ones(5), np.zeros(5), BootstrapSettings(permutations=99))
     assert (exact["p"], exact["exact"], exact["at_floor"]) == (pytest.approx(2 / 32), True, False)
     assert BootstrapSettings().permutations == 9999 and 20 * 2 / (9999 + 1) < 0.01  # 20 corrected tests
+    # Over 1,023 queries 2.0 ** n overflowed before a single flip (the pooled grid: 1,400).
+    large = paired_randomization(np.ones(1400), np.zeros(1400), BootstrapSettings(permutations=99))
+    assert (large["exact"], large["at_floor"]) == (False, True)
 
 
 def test_difference_interval_equals_scipy_bootstrap_and_effect_size_by_hand():
