@@ -41,7 +41,7 @@ def paired_randomization(a: np.ndarray, b: np.ndarray, settings: BootstrapSettin
     if n == 1 or np.all(a == b):
         # One query: both signs are as extreme as the observed one; no differences: nothing to flip.
         return {"n": n, "mean_difference": difference, "p": 1.0, "exact": True, "at_floor": False}
-    exact = 2.0 ** n <= settings.permutations
+    exact = 2 ** int(n) <= settings.permutations  # an integer power: 2.0 ** n overflows past n = 1023
     result = stats.permutation_test(
         (a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples", vectorized=True,
         n_resamples=settings.permutations, alternative="two-sided", rng=np.random.default_rng(settings.seed),
