@@ -16,6 +16,7 @@ import yaml
 from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
+from builder.publish.training_card import training_context
 from builder.publish.citations import papers_for
 from builder.publish.languages import iso_639_1
 from builder.publish.masking import mask_recipe_text
@@ -191,6 +192,7 @@ def card_context(stats: dict[str, Any], run_stages: list[StageRecord], layout: H
         "papers": papers_for(used),
         "license": {"license_name": None, "license_link": None, **license},
         "evaluation": evaluation,
+        "training": training_context(run_stages),
     }
 
 

@@ -9,7 +9,8 @@ and ColDeR's document pairs. Each points at the files as they were written (no c
   folder's parquet copies (every config is parquet: `datasets` reads one format per
   repository);
 - `posir_<lang>_<domain>-corpus|queries|qrels`: PosIR's parquet files;
-- `drops` (`drops.parquet`) and `pairs` (`pairs.parquet`).
+- `drops` (`drops.parquet`) and `pairs` (`pairs.parquet`);
+- a split build's `train/` and `dev/` tables and train sets (builder.publish.training).
 
 Files that are empty get no config: `datasets` cannot load an empty split.
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.publish.layout import SPLIT, UNSAFE_IN_NAME
+from builder.publish.training import SPLIT_FOLDERS, training_configs
 
 _BEIR = ("corpus", "queries", "qrels", "drops", "pairs")
 _KINDS = {"cross": "cross", "settings": "setting"}
@@ -56,7 +58,7 @@ def _beir_folders(folder: Path) -> list[tuple[str, Path]]:
     for corpus in sorted(folder.rglob("corpus.jsonl")):
         sub = corpus.parent
         rel = sub.relative_to(folder)
-        if sub != folder and not any(p.startswith(".") for p in rel.parts) and rel.parts[0] != "posir":
+        if sub != folder and not any(p.startswith(".") for p in rel.parts) and rel.parts[0] not in ("posir", *SPLIT_FOLDERS):
             found.append((_prefix(rel), sub))
     return found
 
@@ -79,4 +81,4 @@ def subset_configs(folder: Path) -> list[dict[str, Any]]:
         for table, file in _POSIR.items():
             if _nonempty(part / file):
                 configs.append(_config(f"{prefix}-{table}", (part / file).relative_to(folder).as_posix()))
-    return configs
+    return configs + training_configs(folder)

@@ -59,6 +59,7 @@ from builder.records.stage_record import StageRecord
 from builder.prompt_templates import PromptLibrary
 from builder.publish.hub import push
 from builder.publish.outputs import publish_outputs
+from builder.publish.training import split_off, write_splits
 from builder.recipe.model import LoadedRecipe
 from builder.recipe.yaml_text import Problem, RecipeError, line_of
 from builder.stages.base import Stage, StageParamError
@@ -260,8 +261,11 @@ class Runner:
         complete, so a failure never leaves a half-written dataset behind."""
         staging = temp_path_beside(out_dir)
         summary = self._summary(stats)
+        # A split build: the test split is the benchmark every writer below sees.
+        bench, other_splits = split_off(bench)
         try:
             write_beir(bench, staging, stats=summary)
+            write_splits(other_splits, staging)
             o = self.recipe.output
             if o.per_language or o.posir_layout or o.cross_lingual:
                 write_multilingual(bench, staging, o, stats=summary)

@@ -14,6 +14,8 @@ CHUNK_TAGS = "chunk_tags"
 CHAR_BUCKETS = "char_buckets"
 REQUESTED_POSITIONS = "requested_positions"
 TRANSLATIONS = "translations"
+SPLITS = "splits"
+TRAINING_PAIRS = "training_pairs"
 
 # Each word, with what it stands for in the tables (for messages).
 VOCABULARY: dict[str, str] = {
@@ -27,6 +29,8 @@ VOCABULARY: dict[str, str] = {
     CHAR_BUCKETS: "the character bucket of each answer's start, column char_bucket",
     REQUESTED_POSITIONS: "the third each question was asked about, column requested_position",
     TRANSLATIONS: "translated rows beside their source rows",
+    SPLITS: "train / dev / test of every document and query, column split",
+    TRAINING_PAIRS: "positive passage, mined negatives and train sets of the train queries",
 }
 
 # The query columns a stage may be told to read (balance, subset, segment_agreement), and

@@ -46,6 +46,8 @@ class FromQAParams(StageParams):
     )
     use_title: bool = Field(default=False, description="copy the article title into the corpus "
                                                       "title (the paper ranks passages by text alone)")
+    keep_article: bool = Field(default=False, description="add the article title as corpus column `article`, "
+                               "for split_documents' group_by (the title stays out of the ranked text)")
 
     @field_validator("buckets")
     @classmethod
@@ -145,6 +147,8 @@ class _Build:
             row = {"doc_id": f"{self.p.id_prefix}{content_id(text_digest(rec.context))}",
                    "title": rec.title.replace("_", " ") if self.p.use_title else "",
                    "text": rec.context, "lang": self.p.lang, "domain": self.p.domain}
+            if self.p.keep_article:
+                row["article"] = rec.title
             self.docs[rec.context] = row
         return row["doc_id"]
 
@@ -199,8 +203,8 @@ class FromQA(Stage):
                     build.rejected.append(rec)
                 else:
                     build.add(rec)
-        corpus = pl.DataFrame(list(build.docs.values()),
-                              schema={k: pl.Utf8 for k in ("doc_id", "title", "text", "lang", "domain")})
+        columns = ("doc_id", "title", "text", "lang", "domain", *(("article",) if self.params.keep_article else ()))
+        corpus = pl.DataFrame(list(build.docs.values()), schema={k: pl.Utf8 for k in columns})
         corpus = corpus.with_columns(
             pl.Series("n_tokens", ctx.tokenizer.count_many(corpus["text"].to_list()), pl.Int64))
         queries = pl.DataFrame(build.queries, schema=_QUERY_SCHEMA)

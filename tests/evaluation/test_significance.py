@@ -188,3 +188,11 @@ def test_probe_positions_are_one_family():
     expected = multipletests([first["p"], second["p"]], method="holm")[1]
     assert (first["p_holm"], second["p_holm"]) == (pytest.approx(expected[0]), pytest.approx(expected[1]))
     assert first["family"] == "probe position_i" and first["family_size"] == 2
+
+
+def test_a_paired_test_over_more_than_a_thousand_queries_does_not_overflow():
+    # 2.0 ** 1100 is out of a float's range: eval crashed comparing two retrievers on 1,127 queries.
+    rng = np.random.default_rng(0)
+    a, b = rng.random(1100), rng.random(1100)
+    result = paired_randomization(a, b, BootstrapSettings(permutations=99))
+    assert result["n"] == 1100 and result["exact"] is False and 0 < result["p"] <= 1
