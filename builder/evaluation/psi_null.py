@@ -142,14 +142,14 @@ def _means(values: np.ndarray, codes: np.ndarray, size: int) -> np.ndarray:
 
 
 def above_median_text(null: dict, digits: int = 3) -> str:
-    """`+0.007 [-0.054, +0.051]`: PSI above its null median with the interval."""
+    """`+0.007 [-0.067, +0.057]`: PSI above its null median with the interval."""
     low, high = null["above_null_median_ci"]
     return f"{null['above_null_median']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
 
 
 def psi_null_text(null: dict | None, digits: int = 3) -> str:
-    """`0.069 (null median 0.062, 95% 0.123; p 0.418; above the null median +0.007 [-0.054,
-    +0.051])`, or why there is none."""
+    """`0.069 (null median 0.062, 95% 0.123; p 0.418; above the null median +0.007 [-0.067,
+    +0.057])`, or why there is none."""
     if not null:
         return "-"
     if null["value"] is None:
