@@ -34,7 +34,9 @@ def test_a_server_that_never_answers_fails_within_the_stated_bound(fake_openai: 
     srv = fake_openai(responder=lambda body: Reply(text="late", delay_s=30))
     backend = make_backend(srv, timeout_s=0.5, max_retries=2)
     (answer,) = backend.chat_many([ask("q")])
-    assert answer.error == "llm_failed: timeout after 3 attempts"
+    assert re.fullmatch(
+        r"llm_failed: timeout: no whole reply within timeout_s=0.5 s \(the attempt waited \d+\.\d s\) after 3 attempts",
+        answer.error or ""), answer.error
     assert srv.request_count == 3
     assert backend.config.worst_case_s() == 3 * 0.5 + 0.01 + 0.02
 
