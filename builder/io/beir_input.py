@@ -114,7 +114,8 @@ def read_beir_input(folder: Path, split: str, prefix: str, limit: int | None) ->
     stats: Counter[str] = Counter()
     docs = _records(files["corpus"], "doc", prefix, rejected)
     judged, in_split = _judgments(files["qrels"], {d["id"] for d in docs}, prefix, stats)
-    queries, qrels = [], []
+    queries: list[dict[str, str]] = []
+    qrels: list[tuple[str, str, int]] = []
     query_rows = _records(files["queries"], "query", prefix, rejected)
     rejected_ids = {row_id for kind, row_id, _ in rejected if kind == "query"}
     stats["qrels_unknown_query"] = len(in_split - {r["id"] for r in query_rows} - rejected_ids)

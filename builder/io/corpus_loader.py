@@ -179,7 +179,10 @@ def load_sources(
     rows: list[Doc] = []
     drops: list[Dropped] = []
     for item in iter_documents(specs, base_dir, limit):
-        (rows if isinstance(item, Doc) else drops).append(item)
+        if isinstance(item, Doc):
+            rows.append(item)
+        else:
+            drops.append(item)
     corpus = pl.DataFrame(rows, schema=CORPUS_IN, orient="row")
     drop_frame = pl.DataFrame(drops, schema={"id": pl.Utf8, "reason": pl.Utf8}, orient="row")
     return corpus, drop_frame

@@ -93,7 +93,7 @@ def _row_group(path: Path, group: int) -> pl.DataFrame:
     import pyarrow.parquet as pq
 
     try:
-        return pl.from_arrow(pq.ParquetFile(path).read_row_group(group))  # type: ignore[return-value]
+        return pl.from_arrow(pq.ParquetFile(path).read_row_group(group))
     except (pa.ArrowException, pl.exceptions.PolarsError, OSError) as exc:
         raise SourceError(f"cannot read parquet source {path}: {_first_line(exc)}") from exc
 

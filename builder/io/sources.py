@@ -214,4 +214,4 @@ def iter_rows(spec: _SourceBase, base_dir: Path | None) -> Iterator[Located]:
     if isinstance(spec, PythonDocsSource):
         return _iter_python_docs()
     # A files source needs the converters: corpus_loader.source_rows reads it.
-    raise SourceError(f"source type {spec.type!r} is read with builder.io.corpus_loader.source_rows")
+    raise SourceError(f"source type {getattr(spec, 'type', None)!r} is read with builder.io.corpus_loader.source_rows")

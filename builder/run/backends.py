@@ -154,7 +154,8 @@ class Backends:
 
     def timeouts(self) -> tuple[int, str]:
         """Requests that ran out of their model's timeout_s so far, and a line saying so."""
-        late = [(name, b) for name, b in self._llms.items() if getattr(b, "timed_out", 0)]
+        # Only backends that count timeouts (OpenAIBackend) pass the filter; the protocol lacks them.
+        late: list[tuple[str, Any]] = [(name, b) for name, b in self._llms.items() if getattr(b, "timed_out", 0)]
         count = sum(b.timed_out for _, b in late)
         return count, "; ".join(f"{b.timed_out} {name!r} attempts timed out (timeout_s={b.config.timeout_s:g} s, "
                                 f"the last waited {b.last_wait_s:.1f} s)" for name, b in late)

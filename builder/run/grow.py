@@ -159,4 +159,5 @@ def _recorded_digest(stats_path: Path) -> str | None:
         return None
     record = stats.get("llm_answers") if isinstance(stats, dict) else None
     digest = record.get("sha256") if isinstance(record, dict) else None
-    return digest if isinstance(digest, str) and record.get("file") == ANSWERS_FILE else None
+    return digest if (isinstance(digest, str) and isinstance(record, dict)
+                      and record.get("file") == ANSWERS_FILE) else None

@@ -29,7 +29,7 @@ def estimate_usd(models: Mapping[str, Any], names: Sequence[str], prompt_tokens:
                  cached_tokens: float, completion_tokens: float) -> float | None:
     """An estimate's money, its tokens split evenly among the stage's models (as stages
     that ask several judges do); None when one of them has no price."""
-    prices = [getattr(models.get(n), "price", None) for n in names]
+    prices: list[Any] = [getattr(models.get(n), "price", None) for n in names]
     if not prices or any(p is None for p in prices):
         return None
     share = 1 / len(prices)

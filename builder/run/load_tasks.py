@@ -108,7 +108,7 @@ def _scan_row(spec: _SourceBase, row: dict[str, Any], where: tuple[int, int, tup
         row_id = f"{spec.id_prefix}{raw_id}"
     meta = _meta(spec, row)
     bad_meta = "invalid_unicode" if any(map(has_lone_surrogate, meta.values())) else None
-    raw = row.get(f.text)
+    raw: Any = row.get(f.text)
     docs: list[ScannedDoc] = []
     for k, text in list(enumerate(raw)) if spec.explode_text and isinstance(raw, list) else [(-1, raw)]:
         reason = bad_meta or _check_text(text)

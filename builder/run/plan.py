@@ -50,7 +50,7 @@ def ledger(rows: list[PlanRow], models: Mapping[str, Any]) -> None:
         est = r.estimate
         if not est.calls:
             continue
-        fresh = est.calls * PER_CALL_TAIL_TOKENS
+        fresh: float = est.calls * PER_CALL_TAIL_TOKENS
         if not seen_docs:
             fresh += r.flow_in.docs * r.flow_in.doc_tokens
             seen_docs = True
@@ -98,7 +98,7 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
     ctok = sum(r.estimate.completion_tokens for r in rows)
     cached = sum(r.cacheable_tokens for r in rows)
     asking = [r for r in rows if r.estimate.calls]
-    usd = sum(r.usd for r in asking) if asking and all(r.usd is not None for r in asking) else None
+    usd = sum(r.usd for r in asking if r.usd is not None) if asking and all(r.usd is not None for r in asking) else None
     table.add_row("total", "", "", "", f"{total:,}", f"{ptok:,}", f"{cached:,}", f"{ctok:,}",
                   _usd(usd) if asking else "-", style="bold")
     console.print(table)

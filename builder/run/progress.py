@@ -17,6 +17,7 @@ from rich.progress import (
     Progress,
     ProgressColumn,
     Task,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -29,7 +30,7 @@ DEFAULT_INTERVAL_S = 10.0
 
 
 class _Task:
-    def __init__(self, progress: Progress | None, task_id: int | None) -> None:
+    def __init__(self, progress: Progress | None, task_id: TaskID | None) -> None:
         self._progress = progress
         self._id = task_id
 

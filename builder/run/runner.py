@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -231,8 +232,7 @@ class Runner:
                 if (bench := reused.load(self._notice)) is None:
                     return None
                 reused = None
-            compute = self._load if stage is None else (
-                lambda b=bench, s=stage, i=index, lab=label: self._run_stage(cast(Bench, b), s, i, lab))
+            compute = self._load if stage is None else partial(self._run_stage, cast(Bench, bench), stage, index, label)
             bench, st, digest = self._computed(label, fp, compute)
             stats.append(st)
         if reused is not None and (bench := reused.load(self._notice)) is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from builder.backends.rerankers import reranker_configs
+from builder.backends.rerankers import BiEncoderConfig, CrossEncoderConfig, FlagConfig, reranker_configs
 
 WORD_TOKENS = 1.3  # subword tokens per English word, for scorers whose tokenizer is not on disk
 VALIDATE_SAMPLE = 200
@@ -41,7 +41,10 @@ def window_warnings(recipe: Any, texts: Sequence[str]) -> list[str]:
             if limit is None:
                 continue
             if name not in counts:
-                counter, exact = _counter(configs[name].model)
+                config = configs[name]
+                # Only the neural scorers have a max_length, and they all name a model.
+                assert isinstance(config, FlagConfig | CrossEncoderConfig | BiEncoderConfig)
+                counter, exact = _counter(config.model)
                 n = counter.count_many(list(texts)) if counter else [round(len(t.split()) * WORD_TOKENS)
                                                                       for t in texts]
                 counts[name] = (n, exact)

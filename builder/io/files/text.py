@@ -64,6 +64,7 @@ def heading_sections(text: str) -> list[Piece]:
     section, heading line included, labelled with its heading path ("Setup > Linux")."""
     sections: list[Piece] = []
     trail: list[tuple[int, str]] = []
+    lines: list[str]
     label, lines, fenced = PREAMBLE, [], False
     for line in text.splitlines():
         if _FENCE.match(line):
