@@ -93,9 +93,11 @@ def _row_group(path: Path, group: int) -> pl.DataFrame:
     import pyarrow.parquet as pq
 
     try:
-        return pl.from_arrow(pq.ParquetFile(path).read_row_group(group))
+        table = pl.from_arrow(pq.ParquetFile(path).read_row_group(group))
     except (pa.ArrowException, pl.exceptions.PolarsError, OSError) as exc:
         raise SourceError(f"cannot read parquet source {path}: {_first_line(exc)}") from exc
+    assert isinstance(table, pl.DataFrame)  # a table always converts to a frame
+    return table
 
 
 def read_back(kind: str, path: Path, positions: list[int], shards: list[Shard]) -> dict[int, dict[str, Any]]:

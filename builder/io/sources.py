@@ -159,7 +159,9 @@ def _iter_parquet(path: Path) -> Iterator[Located]:
     n = 0
     try:
         for batch in pq.ParquetFile(path).iter_batches(batch_size=_PARQUET_BATCH):
-            for row in pl.from_arrow(batch).iter_rows(named=True):
+            table = pl.from_arrow(batch)
+            assert isinstance(table, pl.DataFrame)  # a record batch always converts to a frame
+            for row in table.iter_rows(named=True):
                 yield f"row:{n}", row
                 n += 1
     except (pa.ArrowException, pl.exceptions.PolarsError, OSError) as exc:

@@ -5,6 +5,7 @@ got, so it is as good as the plan's and needs no second pass over the sources.""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import polars as pl
 
@@ -30,7 +31,7 @@ def stage_estimate(stage: Stage, bench: Bench) -> Estimate | None:
         sample = sample.sample(SAMPLE_DOCS, seed=0)
     tokens = corpus["n_tokens"].drop_nulls() if "n_tokens" in corpus.columns else pl.Series([], dtype=pl.Int64)
     flow = Flow(docs=corpus.height, queries=bench.queries.height,
-                doc_tokens=float(tokens.mean() or 0.0) if tokens.len() else 0.0,
+                doc_tokens=float(cast(float, tokens.mean()) or 0.0) if tokens.len() else 0.0,
                 sample=sample, scale=corpus.height / max(sample.height, 1))
     try:
         return stage.plan(flow)[1]

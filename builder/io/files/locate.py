@@ -4,7 +4,7 @@ fall in, read from the document's location map."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -93,7 +93,7 @@ def file_position_stats(queries: pl.DataFrame, corpus: pl.DataFrame) -> dict[str
         thirds[third_of(rel)]["text"] += 1
         thirds[third_of(share)]["pages"] += 1
     pages = dict(sorted(pdf.group_by("evidence_page").len().iter_rows()))
-    out["pdf"] = {"n_queries": pdf.height, "mean_share_of_text": round(float(pdf["rel_pos"].mean()), 3),
+    out["pdf"] = {"n_queries": pdf.height, "mean_share_of_text": round(cast(float, pdf["rel_pos"].mean()), 3),
                   "mean_share_of_pages": round(sum(page_share) / len(page_share), 3), "thirds": thirds,
                   "pages": {str(p): n for p, n in pages.items()}}
     return out

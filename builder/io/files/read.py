@@ -24,7 +24,8 @@ from builder.io.sources import FilesSource, Located, SourceError, resolve_path
 EXTRA_HINT = 'pip install -e ".[files]" from a checkout, or pip install "build-bench[files]"'
 LOCATION_DTYPE = pl.List(pl.Struct({"start": pl.Int64, "end": pl.Int64, "kind": pl.Utf8, "label": pl.Utf8,
                                     "number": pl.Int64}))
-FILE_COLUMNS = {"source_path": pl.Utf8, "source_kind": pl.Utf8, "locations": LOCATION_DTYPE}
+FILE_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
+    "source_path": pl.Utf8, "source_kind": pl.Utf8, "locations": LOCATION_DTYPE}
 FILE_CACHE = "file_cache"  # under the run folder root, beside the LLM cache
 _GLOB = set("*?[")
 _DETAILS_KEPT = 50  # drop details listed in stats.json per source; the counts cover all
