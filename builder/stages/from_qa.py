@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from pydantic import Field, field_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from builder.license_field import license_field
 from builder.bench import SPAN_DTYPE
@@ -55,6 +55,15 @@ class FromQAParams(StageParams):
         if not edges or edges[0] <= 0 or any(a >= b for a, b in zip(edges, edges[1:])):
             raise ValueError("buckets must be positive, strictly increasing edges")
         return edges
+
+    @model_serializer(mode="wrap")
+    def _omit_no_article(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # keep_article came later: left out while off, the stage fingerprints (and cards) of
+        # recipes that never name it stay what they were.
+        data: dict[str, Any] = handler(self)
+        if data.get("keep_article") is False:
+            del data["keep_article"]
+        return data
 
 
 @dataclass
