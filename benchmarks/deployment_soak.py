@@ -54,8 +54,16 @@ FAMILIES = {
     "MTEB exports (licence, mock, local)": "tests/mteb_export/test_export_accepted.py",
 }
 # Left out of --quick: each builds whole recipes many times over, or waits on long stages.
-SLOW = {"stage contracts", "damaged recipes (aliases, nesting, order)", "damaged checkpoints", "output places",
-        "servers that refuse schemas", "trusted releases (--from)", "signals", "cache clearing under a build"}
+SLOW = {
+    "stage contracts",
+    "damaged recipes (aliases, nesting, order)",
+    "damaged checkpoints",
+    "output places",
+    "servers that refuse schemas",
+    "trusted releases (--from)",
+    "signals",
+    "cache clearing under a build",
+}
 
 
 def family_of(nodeid: str) -> str:
@@ -75,43 +83,68 @@ def pytest_runtest_logreport(report: Any) -> None:
         return
     outcome = "SKIP" if report.skipped else "PASS" if report.passed else "FAIL"
     case = report.nodeid.split("::", 1)[-1]
-    line = f"{outcome}  {time.monotonic() - _started:7.1f} s  {family_of(report.nodeid)}: {case} ({report.duration:.1f} s)"
+    line = (
+        f"{outcome}  {time.monotonic() - _started:7.1f} s  {family_of(report.nodeid)}: {case} ({report.duration:.1f} s)"
+    )
     print(line, file=sys.__stderr__, flush=True)  # the driver keeps pytest's own stdout quiet
 
 
 # -- the driver ---------------------------------------------------------------------------
 
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep-going", action="store_true", help="run every case even after a failure")
-    parser.add_argument("--quick", action="store_true", help="leave out the families that build recipes many "
-                        "times over (under 10 minutes on 2 cores)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="leave out the families that build recipes many times over (under 10 minutes on 2 cores)",
+    )
     args = parser.parse_args()
     families = {name: file for name, file in FAMILIES.items() if not (args.quick and name in SLOW)}
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "junit.xml"
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "deployment_soak",
-               f"--junitxml={report}", *([] if args.keep_going else ["-x"]), *families.values()]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "deployment_soak",
+            f"--junitxml={report}",
+            *([] if args.keep_going else ["-x"]),
+            *families.values(),
+        ]
         path = os.pathsep.join(p for p in (str(REPO / "benchmarks"), str(REPO), os.environ.get("PYTHONPATH")) if p)
         # The lines come from this module as a pytest plugin, on stderr; what failed is read from the report.
-        subprocess.run(cmd, cwd=REPO, check=False, stdout=subprocess.DEVNULL,
-                       env={**os.environ, "PYTHONPATH": path})
+        subprocess.run(cmd, cwd=REPO, check=False, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": path})
         tried, passed, skipped = Counter(), Counter(), Counter()
         failures: list[str] = []
         for case in ET.parse(report).getroot().iter("testcase"):
             # The class name is the test's module, dotted, with its class after it if it has one.
             where = case.get("classname", "")
-            family = next((name for name, file in families.items()
-                           if f"{where}.".startswith(file.removesuffix(".py").replace("/", ".") + ".")), where)
+            family = next(
+                (
+                    name
+                    for name, file in families.items()
+                    if f"{where}.".startswith(file.removesuffix(".py").replace("/", ".") + ".")
+                ),
+                where,
+            )
             outcome = {child.tag for child in case}
             if "skipped" in outcome:
                 skipped[family] += 1
                 continue
             tried[family] += 1
             passed[family] += not outcome & {"failure", "error"}
-            failures += [f"{family}: {case.get('name')}: {(child.get('message') or '').splitlines()[0][:300] if child.get('message') else child.tag}"
-                         for child in case if child.tag in ("failure", "error")]
+            failures += [
+                f"{family}: {case.get('name')}: {(child.get('message') or '').splitlines()[0][:300] if child.get('message') else child.tag}"
+                for child in case
+                if child.tag in ("failure", "error")
+            ]
     width = max(map(len, families))
     print()
     for failure in failures:
@@ -120,8 +153,10 @@ def main() -> int:
         note = f" ({skipped[family]} skipped)" if skipped[family] else ""
         print(f"{family:<{width}}  {passed[family]:>3} / {tried[family]:<3} passed{note}")
     total_tried, total_passed = sum(tried.values()), sum(passed.values())
-    print(f"{'all cases':<{width}}  {total_passed:>3} / {total_tried:<3} passed "
-          f"in {time.monotonic() - started:.0f} s{' (--quick)' if args.quick else ''}")
+    print(
+        f"{'all cases':<{width}}  {total_passed:>3} / {total_tried:<3} passed "
+        f"in {time.monotonic() - started:.0f} s{' (--quick)' if args.quick else ''}"
+    )
     return 0 if total_tried and total_passed == total_tried else 1
 
 

@@ -26,12 +26,18 @@ from builder.evaluation.intervals import BootstrapSettings
 
 def scores(n: int, seed: int = 0) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
-    return pl.DataFrame({
-        "query_id": [f"q{i}" for i in range(n)], "ndcg@10": rng.random(n), "recall@100": rng.random(n),
-        "position_tag": rng.choice(["beginning", "middle", "end"], n).tolist(),
-        "position_bin": rng.integers(0, 20, n), "rel_bin": rng.integers(0, 20, n),
-        "length_bucket": rng.choice(["Q1", "Q2", "Q3", "Q4"], n).tolist(), "visibility": ["visible"] * n,
-    })
+    return pl.DataFrame(
+        {
+            "query_id": [f"q{i}" for i in range(n)],
+            "ndcg@10": rng.random(n),
+            "recall@100": rng.random(n),
+            "position_tag": rng.choice(["beginning", "middle", "end"], n).tolist(),
+            "position_bin": rng.integers(0, 20, n),
+            "rel_bin": rng.integers(0, 20, n),
+            "length_bucket": rng.choice(["Q1", "Q2", "Q3", "Q4"], n).tolist(),
+            "visibility": ["visible"] * n,
+        }
+    )
 
 
 def main() -> None:

@@ -101,7 +101,12 @@ def make_bench(quickstart: Path, distractors: Path, n: int, folder: Path) -> Non
             left -= 1
             if len(block) == 10_000 or left == 0:
                 frame = pl.DataFrame(block).with_columns(
-                    [pl.lit(None, dtype).alias(c) for c, dtype in schema.items() if c not in ("doc_id", "title", "text")])
+                    [
+                        pl.lit(None, dtype).alias(c)
+                        for c, dtype in schema.items()
+                        if c not in ("doc_id", "title", "text")
+                    ]
+                )
                 writer.write_table(frame.select(list(schema)).cast(dict(schema)).to_arrow())
                 block = []
     writer.close()
@@ -187,8 +192,10 @@ def measure(mode: str, target: Path, n: int, dense_max_length: int | None = None
         window = f"|max_length={dense_max_length}" if dense_max_length else ""
         retriever = "bm25" if mode == "bm25" else MINILM + window
         with tempfile.TemporaryDirectory() as work:
-            app(["eval", str(target), "--retriever", retriever, "--out", f"{work}/out", "--cache-dir", f"{work}/cache"],
-                standalone_mode=False)
+            app(
+                ["eval", str(target), "--retriever", retriever, "--out", f"{work}/out", "--cache-dir", f"{work}/cache"],
+                standalone_mode=False,
+            )
             report = json.loads(Path(f"{work}/out/eval.json").read_text())
             overall = report["retrievers"][retriever]["overall"]
             note = f"nDCG@10 {overall['ndcg@10']['value']:.4f}, Recall@100 {overall['recall@100']['value']:.4f}"
@@ -213,11 +220,19 @@ def _run(mode: str, target: Path, n: int, dense_max_length: int | None) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,50000,100000", help="documents, for load, bm25 and bm25s")
-    parser.add_argument("--peer-max", type=int, default=100_000,
-                        help="largest size bm25s runs at: it holds every token list, 8.5 GB at 100,000 documents")
+    parser.add_argument(
+        "--peer-max",
+        type=int,
+        default=100_000,
+        help="largest size bm25s runs at: it holds every token list, 8.5 GB at 100,000 documents",
+    )
     parser.add_argument("--dense-sizes", default="200,600", help="documents for dense eval ('' for none)")
-    parser.add_argument("--dense-max-length", type=int, default=None,
-                        help="tokens of each document the dense model reads (default: its own limit, 256)")
+    parser.add_argument(
+        "--dense-max-length",
+        type=int,
+        default=None,
+        help="tokens of each document the dense model reads (default: its own limit, 256)",
+    )
     parser.add_argument("--folder", type=Path, default=Path("/tmp/build_bench_eval_scale"))
     parser.add_argument("--measure", choices=["load", "bm25", "bm25s", "dense"])
     parser.add_argument("--target", type=Path)
@@ -234,8 +249,18 @@ def main() -> None:
     args.folder.mkdir(parents=True, exist_ok=True)
     quickstart = args.folder / "quickstart"
     if not quickstart.is_dir():
-        subprocess.run(["build-bench", str(REPO / "recipes" / "quickstart.yaml"), "--out", str(quickstart),
-                        "--run-dir", str(args.folder / "runs")], check=True, capture_output=True)
+        subprocess.run(
+            [
+                "build-bench",
+                str(REPO / "recipes" / "quickstart.yaml"),
+                "--out",
+                str(quickstart),
+                "--run-dir",
+                str(args.folder / "runs"),
+            ],
+            check=True,
+            capture_output=True,
+        )
     need = max(sizes + dense)
     made = sorted((int(p.stem.split("_")[1]), p) for p in args.folder.glob("distractors_*.jsonl"))
     distractors = next((p for m, p in made if m >= need), args.folder / f"distractors_{need}.jsonl")
@@ -250,8 +275,10 @@ def main() -> None:
         steps = (["load", "bm25"] + (["bm25s"] if n <= args.peer_max else [])) if n in sizes else []
         for mode in steps + (["dense"] if n in dense else []):
             r = results[mode, n] = _run(mode, distractors if mode == "load" else bench, n, args.dense_max_length)
-            print(f"{n:>8}  {mode:<6} {r['seconds']:>8.1f} {n / r['seconds']:>7.0f} {r['peak_mb']:>12.0f}  {r['note']}",
-                  flush=True)
+            print(
+                f"{n:>8}  {mode:<6} {r['seconds']:>8.1f} {n / r['seconds']:>7.0f} {r['peak_mb']:>12.0f}  {r['note']}",
+                flush=True,
+            )
     _targets(results, dense)
 
 
@@ -261,17 +288,23 @@ def _targets(results: dict[tuple[str, int], dict], dense: list[int]) -> None:
             ours = results["bm25", n]
             total = max(ours["peak_mb"], ours.get("tree_mb", 0))
             verdict = "met" if total < limit else "NOT met"
-            print(f"target: bm25 eval at {n:,} docs under {limit / GB:.1f} GB: {ours['peak_mb']:.0f} MiB, "
-                  f"{total:.0f} MiB with its tokenizing workers, {verdict}")
+            print(
+                f"target: bm25 eval at {n:,} docs under {limit / GB:.1f} GB: {ours['peak_mb']:.0f} MiB, "
+                f"{total:.0f} MiB with its tokenizing workers, {verdict}"
+            )
     if ("bm25", 50_000) in results and ("bm25s", 50_000) in results:
         ours, peer = results["bm25", 50_000]["seconds"], results["bm25s", 50_000]["seconds"]
-        print(f"target: bm25 eval at 50,000 docs no slower than bm25s indexing: {ours:.1f}s vs {peer:.1f}s, "
-              f"{'met' if ours <= peer else 'NOT met'}")
+        print(
+            f"target: bm25 eval at 50,000 docs no slower than bm25s indexing: {ours:.1f}s vs {peer:.1f}s, "
+            f"{'met' if ours <= peer else 'NOT met'}"
+        )
     if len(dense) >= 2:
         small, large = results["dense", dense[0]], results["dense", dense[-1]]
         per_doc = (large["peak_mb"] - small["peak_mb"]) * 1024 * 1024 / (dense[-1] - dense[0])
-        print(f"dense: peak RSS grows {per_doc:,.0f} bytes per document from {dense[0]:,} to {dense[-1]:,} "
-              f"(the vectors alone: {4 * DIM:,})")
+        print(
+            f"dense: peak RSS grows {per_doc:,.0f} bytes per document from {dense[0]:,} to {dense[-1]:,} "
+            f"(the vectors alone: {4 * DIM:,})"
+        )
 
 
 if __name__ == "__main__":

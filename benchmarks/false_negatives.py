@@ -37,14 +37,14 @@ from pathlib import Path
 import polars as pl
 from rich.console import Console
 
-from builder.backends.rerankers import BM25Config, make_reranker
 from builder.backends.bm25_index import BM25Index
+from builder.backends.rerankers import BM25Config, make_reranker
 from builder.backends.rerankers.bm25 import BM25Scorer
 from builder.backends.tokenizers import WordCounter
 from builder.bench import Bench
-from builder.stages.context import StageContext
-from builder.run.progress import RichProgress
 from builder.prompt_templates import PromptLibrary
+from builder.run.progress import RichProgress
+from builder.stages.context import StageContext
 from builder.stages.qc.false_negatives import FalseNegativeParams, FalseNegatives
 
 DATA = Path(__file__).resolve().parents[1] / "../shared/data/scifact_beir"
@@ -75,8 +75,10 @@ def build(n_docs: int, n_queries: int, seed: int = 0) -> tuple[list[str], list[s
     corpus = list(docs)
     while len(corpus) < n_docs:
         corpus.append(_perturb(docs[len(corpus) % len(docs)], rng, pool))
-    queries = [claims[i % len(claims)] if i < len(claims) else _perturb(claims[i % len(claims)], rng, pool)
-               for i in range(n_queries)]
+    queries = [
+        claims[i % len(claims)] if i < len(claims) else _perturb(claims[i % len(claims)], rng, pool)
+        for i in range(n_queries)
+    ]
     return corpus[:n_docs], queries
 
 
@@ -84,28 +86,42 @@ def _stage_bench(corpus: list[str]) -> Bench:
     """The corpus (original abstracts keep their ids) with each claim's first cited abstract."""
     ids = _read(DATA / "corpus.jsonl", "_id")
     doc_ids = [ids[i] if i < len(ids) else f"copy{i}" for i in range(len(corpus))]
-    qrels = pl.read_csv(DATA / "qrels/test.tsv", separator="\t", schema_overrides={
-        "query-id": pl.Utf8, "corpus-id": pl.Utf8}).unique("query-id", keep="first", maintain_order=True)
+    qrels = pl.read_csv(
+        DATA / "qrels/test.tsv", separator="\t", schema_overrides={"query-id": pl.Utf8, "corpus-id": pl.Utf8}
+    ).unique("query-id", keep="first", maintain_order=True)
     claims = dict(zip(_read(DATA / "queries.jsonl", "_id"), _read(DATA / "queries.jsonl", "text")))
-    queries = pl.DataFrame({"query_id": qrels["query-id"], "doc_id": qrels["corpus-id"],
-                            "text": [claims[q] for q in qrels["query-id"]]})
-    return Bench.of(pl.DataFrame({"doc_id": doc_ids, "text": corpus, "n_tokens": [0] * len(corpus)}),
-                    queries, queries.select("query_id", "doc_id", pl.lit(1).alias("score")))
+    queries = pl.DataFrame(
+        {"query_id": qrels["query-id"], "doc_id": qrels["corpus-id"], "text": [claims[q] for q in qrels["query-id"]]}
+    )
+    return Bench.of(
+        pl.DataFrame({"doc_id": doc_ids, "text": corpus, "n_tokens": [0] * len(corpus)}),
+        queries,
+        queries.select("query_id", "doc_id", pl.lit(1).alias("score")),
+    )
 
 
 def _run_stage(corpus: list[str]) -> None:
     bench = _stage_bench(corpus)
     with tempfile.TemporaryDirectory() as work:
-        ctx = StageContext(seed=0, label="01_false_negatives", index=1, tokenizer=WordCounter(),
-                           work_dir=Path(work), prompts=PromptLibrary(),
-                           progress=RichProgress(Console(file=io.StringIO()), "bench"), llm_factory=print,
-                           reranker_factory=lambda name: make_reranker(name, BM25Config(), print))
+        ctx = StageContext(
+            seed=0,
+            label="01_false_negatives",
+            index=1,
+            tokenizer=WordCounter(),
+            work_dir=Path(work),
+            prompts=PromptLibrary(),
+            progress=RichProgress(Console(file=io.StringIO()), "bench"),
+            llm_factory=print,
+            reranker_factory=lambda name: make_reranker(name, BM25Config(), print),
+        )
         t0 = time.perf_counter()
         out = FalseNegatives(FalseNegativeParams()).run(bench, ctx)
         seconds = time.perf_counter() - t0
     n = bench.queries.height
-    print(f"stage: {n} queries in {seconds:.1f}s incl. fitting ({n / seconds:.1f} queries/s); removed "
-          f"{ctx.stats['false_negative_docs']} documents, {n - out.queries.height} queries with them")
+    print(
+        f"stage: {n} queries in {seconds:.1f}s incl. fitting ({n / seconds:.1f} queries/s); removed "
+        f"{ctx.stats['false_negative_docs']} documents, {n - out.queries.height} queries with them"
+    )
 
 
 def _peak_rss_mib() -> float:
@@ -116,12 +132,14 @@ def _recall(retriever: BM25Index, queries: list[str], k: int) -> tuple[list, flo
     t0 = time.perf_counter()
     hits = []
     for at in range(0, len(queries), BLOCK):
-        hits += retriever.search(queries[at: at + BLOCK], k)
+        hits += retriever.search(queries[at : at + BLOCK], k)
     seconds = time.perf_counter() - t0
     qps = len(queries) / seconds
     mean_hits = sum(len(rows) for rows, _ in hits) / len(hits)
-    print(f"recall: {qps:,.0f} queries/s (top {k}, mean {mean_hits:.0f} hits per query, {seconds:.1f}s)"
-          f" - target {TARGET_QPS:.0f} q/s: {'met' if qps >= TARGET_QPS else 'NOT met'}")
+    print(
+        f"recall: {qps:,.0f} queries/s (top {k}, mean {mean_hits:.0f} hits per query, {seconds:.1f}s)"
+        f" - target {TARGET_QPS:.0f} q/s: {'met' if qps >= TARGET_QPS else 'NOT met'}"
+    )
     return hits, qps
 
 
@@ -146,8 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     retriever = BM25Index.from_lexicon(scorer.lexicon)
     t_index = time.perf_counter() - t0
-    print(f"fit: lexicon {t_fit:.1f}s ({len(scorer.lexicon.vocab):,} terms, "
-          f"{scorer.lexicon.tf.nnz:,} postings), bm25s index {t_index:.1f}s")
+    print(
+        f"fit: lexicon {t_fit:.1f}s ({len(scorer.lexicon.vocab):,} terms, "
+        f"{scorer.lexicon.tf.nnz:,} postings), bm25s index {t_index:.1f}s"
+    )
 
     hits, qps = _recall(retriever, queries, args.top_k)
     n = min(args.rerank_queries, len(queries))

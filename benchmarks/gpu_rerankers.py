@@ -48,7 +48,8 @@ def _pairs(n_queries: int, n_texts: int) -> tuple[list[Pair], int]:
 
 def _scores(backend: str, model: str, device: str, precision: str, pairs: list[Pair]) -> tuple[np.ndarray, float]:
     config: Any = (CrossEncoderConfig if backend == "cross_encoder" else BiEncoderConfig)(
-        backend=backend, model=model, device=device, precision=precision, batch_size=64)
+        backend=backend, model=model, device=device, precision=precision, batch_size=64
+    )
     reranker = make_reranker(backend, config, lambda name: None)
     # Untimed pass: loading, the move to the device, and the kernels picked for each batch
     # shape (half precision takes longest there) are not what a long build pays per pair.
@@ -81,11 +82,17 @@ def main() -> None:
         print(f"{backend:<13} cpu  fp32  {len(pairs) / seconds:8.0f} pairs/s")
         for precision in PRECISIONS:
             got, seconds = _scores(backend, args.model, "cuda", precision, pairs)
-            tops = np.mean([got[i:i + per_query].argmax() == ref[i:i + per_query].argmax()
-                            for i in range(0, len(pairs), per_query)])
-            print(f"{backend:<13} cuda {precision}  {len(pairs) / seconds:8.0f} pairs/s  "
-                  f"max |diff| {np.abs(got - ref).max():.1e}  spearman {_spearman(got, ref):.5f}  "
-                  f"same top text {tops:.2f}  NaN {int(np.isnan(got).sum())}")
+            tops = np.mean(
+                [
+                    got[i : i + per_query].argmax() == ref[i : i + per_query].argmax()
+                    for i in range(0, len(pairs), per_query)
+                ]
+            )
+            print(
+                f"{backend:<13} cuda {precision}  {len(pairs) / seconds:8.0f} pairs/s  "
+                f"max |diff| {np.abs(got - ref).max():.1e}  spearman {_spearman(got, ref):.5f}  "
+                f"same top text {tops:.2f}  NaN {int(np.isnan(got).sum())}"
+            )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,11 @@ def build_grid(work: Path) -> Path:
     if (out / "queries.parquet").is_file():
         return out
     print("building recipes/depth_grid.yaml (offline) ...", flush=True)
-    subprocess.run([CLI, "build", str(REPO / "recipes" / "depth_grid.yaml"),
-                    "--out", str(out), "--run-dir", str(work / "runs")], check=True, cwd=REPO)
+    subprocess.run(
+        [CLI, "build", str(REPO / "recipes" / "depth_grid.yaml"), "--out", str(out), "--run-dir", str(work / "runs")],
+        check=True,
+        cwd=REPO,
+    )
     return out
 
 
@@ -64,8 +67,9 @@ def pool(grid: Path, out: Path) -> Path:
     (out / "qrels").mkdir(parents=True)
     docs.select(pl.col("doc_id").alias("_id"), "title", "text").write_ndjson(out / "corpus.jsonl")
     pl.concat(queries).rename({"query_id": "_id"}).write_ndjson(out / "queries.jsonl")
-    pl.concat(qrels).select(pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"),
-                            "score").write_csv(out / "qrels" / "test.tsv", separator="\t")
+    pl.concat(qrels).select(
+        pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"), "score"
+    ).write_csv(out / "qrels" / "test.tsv", separator="\t")
     return out
 
 
@@ -77,8 +81,7 @@ def timed_eval(folder: Path, retrievers: list[str], work: Path, name: str) -> fl
     for retriever in retrievers:
         command += ["-r", retriever]
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{name} eval failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
@@ -89,8 +92,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grid", type=Path, help="a built depth_grid folder (default: build the shipped recipe)")
     parser.add_argument("--work", type=Path, help="where the build, the pooled folder and the outputs go")
-    parser.add_argument("-r", "--retriever", action="append", dest="retrievers",
-                        help=f"retrievers (default: bm25 and {MINILM})")
+    parser.add_argument(
+        "-r", "--retriever", action="append", dest="retrievers", help=f"retrievers (default: bm25 and {MINILM})"
+    )
     args = parser.parse_args()
     retrievers = args.retrievers or ["bm25", MINILM]
     work = args.work or Path(tempfile.mkdtemp(prefix="grid_eval-"))
@@ -105,8 +109,10 @@ def main() -> None:
     pooled_s = timed_eval(pooled, retrievers, work, "pooled")
     print(f"pooled eval: {pooled_s:8.1f} s", flush=True)
     ratio = grid_s / pooled_s
-    print(f"ratio grid / pooled: {ratio:.2f}x (target at most {TARGET}x: {'met' if ratio <= TARGET else 'NOT met'}); "
-          f"retrievers: {', '.join(retrievers)}")
+    print(
+        f"ratio grid / pooled: {ratio:.2f}x (target at most {TARGET}x: {'met' if ratio <= TARGET else 'NOT met'}); "
+        f"retrievers: {', '.join(retrievers)}"
+    )
 
 
 if __name__ == "__main__":

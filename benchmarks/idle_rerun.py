@@ -53,8 +53,9 @@ def _llm_build(work: Path, latency_ms: float) -> Iterator[tuple[str, Callable[[]
     """The llm_stage_pool recipe, written into `work`, and how many requests its server
     (running meanwhile) has answered."""
     sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
-    from builder.testing.openai_server import FakeOpenAIServer
     from llm_stage_pool import recipe_text
+
+    from builder.testing.openai_server import FakeOpenAIServer
     from tests.fixtures.scripted_grader import with_grades
     from tests.fixtures.scripted_llm import scripted_llm
 

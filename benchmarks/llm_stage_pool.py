@@ -60,8 +60,13 @@ def recipe_text(base_url: str, concurrency: int = 16, docs: int = 60, corpus: Pa
     else:
         source = json.dumps({"type": "jsonl", "path": str(corpus.resolve()), "lang": "en", "domain": "web"})
         buckets = "[300, 1000, 100000]"
-    return (RECIPE.replace("BASE", base_url).replace("CONCURRENCY", str(concurrency))
-            .replace("DOCS", str(docs)).replace("SOURCE", source).replace("BUCKETS", buckets))
+    return (
+        RECIPE.replace("BASE", base_url)
+        .replace("CONCURRENCY", str(concurrency))
+        .replace("DOCS", str(docs))
+        .replace("SOURCE", source)
+        .replace("BUCKETS", buckets)
+    )
 
 
 def _kind(body: dict) -> str:
@@ -79,8 +84,7 @@ def _spans(srv: FakeOpenAIServer) -> dict[str, float]:
         first.setdefault(_kind(body), at)
     kinds = sorted(first, key=first.get)
     ends = [*(first[k] for k in kinds[1:]), float("inf")]
-    return {k: max(t for t in srv.answered if first[k] <= t <= end) - first[k]
-            for k, end in zip(kinds, ends)}
+    return {k: max(t for t in srv.answered if first[k] <= t <= end) - first[k] for k, end in zip(kinds, ends)}
 
 
 def _timed_client_start(runner: Runner) -> list[float]:
@@ -111,8 +115,10 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, help="jsonl with id and text (default: CPython doc topics)")
     args = parser.parse_args()
     latency = args.latency_ms / 1000
-    with FakeOpenAIServer(responder=with_grades(scripted_llm), latency_s=latency) as srv, \
-            tempfile.TemporaryDirectory() as tmp:
+    with (
+        FakeOpenAIServer(responder=with_grades(scripted_llm), latency_s=latency) as srv,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         path = Path(tmp) / "recipe.yaml"
         path.write_text(recipe_text(srv.base_url, args.concurrency, args.docs, args.corpus), encoding="utf-8")
         runner = Runner(parse_recipe(path), RunOptions(run_root=Path(tmp) / "runs", out_dir=Path(tmp) / "out"))
@@ -129,8 +135,10 @@ def main() -> None:
             continue
         ideal = calls * latency / args.concurrency
         busy = spans.get(stage.stage.split("_", 1)[1], float("nan"))
-        print(f"  {stage.stage:<22} {calls:>4} calls  stage {stage.seconds:5.2f} s  "
-              f"endpoint busy {busy:5.2f} s  ideal {ideal:5.2f} s  ({ideal / stage.seconds:.2f} of ideal)")
+        print(
+            f"  {stage.stage:<22} {calls:>4} calls  stage {stage.seconds:5.2f} s  "
+            f"endpoint busy {busy:5.2f} s  ideal {ideal:5.2f} s  ({ideal / stage.seconds:.2f} of ideal)"
+        )
         total_calls += calls
         total_s += stage.seconds
         rounds += math.ceil(calls / args.concurrency)
@@ -143,10 +151,14 @@ def main() -> None:
     floor = rounds * latency
     print(f"whole rounds:              {rounds} × latency = {floor:.2f} s ({floor / total_s:.2f} of it reached)")
     started = sum(client_start)
-    print(f"starting the LLM client:   {started:.2f} s (what the load left of the SDK import, and building the client); "
-          f"without it {ideal / (total_s - started):.2f} of ideal")
-    print(f"endpoint busy:             {busy:.2f} s ({ideal / busy:.2f} of ideal; the rest of a stage's "
-          "time is its own work)")
+    print(
+        f"starting the LLM client:   {started:.2f} s (what the load left of the SDK import, and building the client); "
+        f"without it {ideal / (total_s - started):.2f} of ideal"
+    )
+    print(
+        f"endpoint busy:             {busy:.2f} s ({ideal / busy:.2f} of ideal; the rest of a stage's "
+        "time is its own work)"
+    )
     print(f"whole-build wall time:     {build_s:.2f} s")
     print(f"queries kept:              {result.bench.queries.height}")
 

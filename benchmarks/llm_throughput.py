@@ -70,7 +70,10 @@ async def _plain_openai(base_url: str, messages: list[list[dict[str, str]]], con
         async def one(chat: list[dict[str, str]]) -> bool:
             async with slots:
                 completion = await client.chat.completions.create(
-                    model=_MODEL, messages=chat, temperature=0.0, max_tokens=1024  # type: ignore[arg-type]
+                    model=_MODEL,
+                    messages=chat,
+                    temperature=0.0,
+                    max_tokens=1024,  # type: ignore[arg-type]
                 )
             return bool(completion.choices[0].message.content)
 
@@ -88,8 +91,10 @@ def _timed(run: Callable[[], int]) -> tuple[float, float, int]:
 def _line(name: str, n: int, timing: tuple[float, float, int], floor_s: float | None) -> None:
     wall, cpu, failed = timing
     ratio = "" if floor_s is None else f", {floor_s / wall:.3f} of the floor"
-    print(f"{name:<12} {wall:6.3f} s = {n / wall:5.0f} req/s, client CPU {1000 * cpu / n:.3f} ms/request"
-          f"{ratio} ({failed} failed)")
+    print(
+        f"{name:<12} {wall:6.3f} s = {n / wall:5.0f} req/s, client CPU {1000 * cpu / n:.3f} ms/request"
+        f"{ratio} ({failed} failed)"
+    )
 
 
 def main() -> None:
@@ -119,10 +124,14 @@ def main() -> None:
         _line("raw aiohttp", n, floor, None)
         _line("AsyncOpenAI", n, plain, floor[0])
         _line("build-bench", n, live, floor[0])
-        print(f"build-bench / floor = {floor[0] / live[0]:.3f} (target >= 0.90); "
-              f"ideal / build-bench = {ideal / live[0]:.3f}")
-        print(f"replay: {n} calls in {replay[0]:.3f} s = {n / replay[0]:.0f} calls/s (target >= 5000); "
-              f"requests that reached the server: {sent} ({replay[2]} failed)")
+        print(
+            f"build-bench / floor = {floor[0] / live[0]:.3f} (target >= 0.90); "
+            f"ideal / build-bench = {ideal / live[0]:.3f}"
+        )
+        print(
+            f"replay: {n} calls in {replay[0]:.3f} s = {n / replay[0]:.0f} calls/s (target >= 5000); "
+            f"requests that reached the server: {sent} ({replay[2]} failed)"
+        )
     finally:
         server.terminate()
         server.wait()

@@ -57,8 +57,15 @@ FUZZY_KINDS = ("word_substituted", "word_deleted", "typo")
 GROUPS = {"exact/normalized": EXACT_KINDS, "fuzzy": FUZZY_KINDS, "absent": ("absent",)}
 # Share of pairs per kind (sums to 1).
 KIND_WEIGHTS = {
-    "exact": 0.12, "whitespace": 0.12, "quotes_dashes": 0.12, "case": 0.10, "final_punct": 0.12,
-    "word_substituted": 0.13, "word_deleted": 0.13, "typo": 0.10, "absent": 0.06,
+    "exact": 0.12,
+    "whitespace": 0.12,
+    "quotes_dashes": 0.12,
+    "case": 0.10,
+    "final_punct": 0.12,
+    "word_substituted": 0.13,
+    "word_deleted": 0.13,
+    "typo": 0.10,
+    "absent": 0.06,
 }
 
 TARGET_EXACT_RATE = 20_000.0
@@ -74,9 +81,7 @@ _clock = time.process_time
 # the end of its line.
 _SENTENCE = re.compile(r"\S[^\n]*?(?:[.!?](?=\s)|[.!?]?$)", re.MULTILINE)
 _WORD = re.compile(r"\S+")
-_QUOTE_SWAP = str.maketrans(
-    {"'": "’", '"': "”", "-": "–", "’": "'", "‘": "'", "“": '"', "”": '"', "–": "-", "—": "-"}
-)
+_QUOTE_SWAP = str.maketrans({"'": "’", '"': "”", "-": "–", "’": "'", "‘": "'", "“": '"', "”": '"', "–": "-", "—": "-"})
 
 Perturb = Callable[[str, random.Random], str]
 
@@ -119,9 +124,11 @@ class Tally:
 def load_texts(path: Path) -> list[str] | None:
     """The sample's texts, or None (after saying why) when it is not there."""
     if not path.is_file():
-        print(f"skipped: data file not found: {path}\n"
-              "(the FineWeb sample is expected under ../shared/data/ next to the repository; pass --data)",
-              file=sys.stderr)
+        print(
+            f"skipped: data file not found: {path}\n"
+            "(the FineWeb sample is expected under ../shared/data/ next to the repository; pass --data)",
+            file=sys.stderr,
+        )
         return None
     with path.open(encoding="utf-8") as handle:
         return [json.loads(line)["text"] for line in handle if line.strip()]
@@ -209,12 +216,14 @@ def _typo(text: str, rng: random.Random) -> str:
     word = rng.choice([m for m in _interior_words(text) if len(m.group()) >= 3])
     at = rng.randrange(word.start() + 1, word.end() - 1)
     letter = rng.choice("aeiorst")
-    return rng.choice((
-        text[:at] + text[at + 1] + text[at] + text[at + 2 :],  # swap two letters
-        text[:at] + text[at + 1 :],  # drop a letter
-        text[:at] + letter + text[at:],  # extra letter
-        text[:at] + letter + text[at + 1 :],  # wrong letter
-    ))
+    return rng.choice(
+        (
+            text[:at] + text[at + 1] + text[at] + text[at + 2 :],  # swap two letters
+            text[:at] + text[at + 1 :],  # drop a letter
+            text[:at] + letter + text[at:],  # extra letter
+            text[:at] + letter + text[at + 1 :],  # wrong letter
+        )
+    )
 
 
 def perturb_typo(text: str, rng: random.Random) -> str:
@@ -268,8 +277,9 @@ def final_punct_pair(doc_id: int, text: str, start: int, rng: random.Random) -> 
     return Pair(doc_id, "final_punct", reference, start, start + len(core))
 
 
-def absent_pair(doc_id: int, documents: Sequence[str], sentences: Sequence[Sequence[tuple[int, int]]],
-                rng: random.Random) -> Pair | None:
+def absent_pair(
+    doc_id: int, documents: Sequence[str], sentences: Sequence[Sequence[tuple[int, int]]], rng: random.Random
+) -> Pair | None:
     """A sentence of another document that does not occur in this one."""
     other = rng.choice([i for i in range(len(documents)) if i != doc_id and sentences[i]])
     start, end = rng.choice(sentences[other])
@@ -357,8 +367,7 @@ def run_matcher(documents: Sequence[str], pairs: Sequence[Pair]) -> tuple[float,
 
 def peer_locate(document: str, reference: str) -> Span | SpanFailure:
     """The obvious code: one partial_ratio alignment of the case-folded texts."""
-    found = fuzz.partial_ratio_alignment(reference.strip().casefold(), document.casefold(),
-                                         score_cutoff=PEER_MIN_SCORE)
+    found = fuzz.partial_ratio_alignment(reference.strip().casefold(), document.casefold(), score_cutoff=PEER_MIN_SCORE)
     return SpanFailure.NOT_FOUND if found is None else Span(found.dest_start, found.dest_end, "fuzzy", found.score)
 
 
@@ -437,10 +446,14 @@ def print_groups(index_seconds: float, per_group: dict[str, Tally]) -> None:
     exact, fuzzy, absent = per_group["exact/normalized"], per_group["fuzzy"], per_group["absent"]
     exact_ok = exact.rate >= TARGET_EXACT_RATE and exact.accuracy == 1.0
     fuzzy_ok = fuzzy.rate >= TARGET_FUZZY_RATE and fuzzy.accuracy >= TARGET_FUZZY_CORRECT
-    print(f"exact/normalized set: {exact.rate:>9,.0f} spans/s, {exact.accuracy:.2%} exact offsets "
-          f"(target >= {TARGET_EXACT_RATE:,.0f}/s and 100%: {_verdict(exact_ok)})")
-    print(f"fuzzy set:            {fuzzy.rate:>9,.0f} spans/s, {fuzzy.accuracy:.2%} with IoU >= {FUZZY_IOU} "
-          f"(target >= {TARGET_FUZZY_RATE:,.0f}/s and {TARGET_FUZZY_CORRECT:.0%}: {_verdict(fuzzy_ok)})")
+    print(
+        f"exact/normalized set: {exact.rate:>9,.0f} spans/s, {exact.accuracy:.2%} exact offsets "
+        f"(target >= {TARGET_EXACT_RATE:,.0f}/s and 100%: {_verdict(exact_ok)})"
+    )
+    print(
+        f"fuzzy set:            {fuzzy.rate:>9,.0f} spans/s, {fuzzy.accuracy:.2%} with IoU >= {FUZZY_IOU} "
+        f"(target >= {TARGET_FUZZY_RATE:,.0f}/s and {TARGET_FUZZY_CORRECT:.0%}: {_verdict(fuzzy_ok)})"
+    )
     print(f"absent set:           {absent.rate:>9,.0f} look-ups/s, {absent.accuracy:.2%} correctly not found")
     total = sum(t.total for t in per_group.values())
     seconds = index_seconds + sum(t.seconds for t in per_group.values())
@@ -452,8 +465,10 @@ def print_head_to_head(ours: Side, peer: Side) -> None:
     for kind in KIND_WEIGHTS:
         n = ours.pairs[kind]
         if n:
-            print(f"{kind:<18}{n:>6}  {ours.strict[kind] / n:>11.1%} {ours.lenient[kind] / n:>8.1%}  "
-                  f"{peer.strict[kind] / n:>11.1%} {peer.lenient[kind] / n:>8.1%}")
+            print(
+                f"{kind:<18}{n:>6}  {ours.strict[kind] / n:>11.1%} {ours.lenient[kind] / n:>8.1%}  "
+                f"{peer.strict[kind] / n:>11.1%} {peer.lenient[kind] / n:>8.1%}"
+            )
     ours_rate, peer_rate = ours.total / ours.seconds, peer.total / peer.seconds
     ours_right = sum(ours.strict.values()) / ours.total
     peer_right = sum(peer.strict.values()) / peer.total
@@ -462,8 +477,10 @@ def print_head_to_head(ours: Side, peer: Side) -> None:
     met = ours_rate >= peer_rate and ours_right >= peer_right and ours_lenient >= peer_lenient
     print(f"stage's matcher: {ours_rate:>7,.0f} pairs/CPU-s, {ours_right:.1%} right ({ours_lenient:.1%} leniently)")
     print(f"rapidfuzz peer:  {peer_rate:>7,.0f} pairs/CPU-s, {peer_right:.1%} right ({peer_lenient:.1%} leniently)")
-    print(f"-> {ours_rate / peer_rate:.2f}x the peer's speed "
-          f"(target: at least as fast and as often right: {_verdict(met)})")
+    print(
+        f"-> {ours_rate / peer_rate:.2f}x the peer's speed "
+        f"(target: at least as fast and as often right: {_verdict(met)})"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -483,16 +500,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     few = build_pairs(documents, args.peer_pairs, random.Random(args.seed))
     used = sorted({p.doc_id for p in few})
     mean_chars = sum(len(documents[i]) for i in used) / len(used)
-    print(f"head to head: {len(few)} pairs over {len(used)} documents (mean {mean_chars:,.0f} chars), "
-          f"rates per CPU second")
+    print(
+        f"head to head: {len(few)} pairs over {len(used)} documents (mean {mean_chars:,.0f} chars), "
+        f"rates per CPU second"
+    )
     print_head_to_head(*run_head_to_head(documents, few, args.repeats))
 
     pairs = build_pairs(documents, args.pairs, random.Random(args.seed))
     index_seconds, per_group, per_kind = run_matcher(documents, pairs)
     used = sorted({p.doc_id for p in pairs})
     print()
-    print(f"per path: {len(pairs)} pairs over {len(used)} documents, each indexed once "
-          f"({index_seconds * 1000 / len(used):.3f} ms per document)")
+    print(
+        f"per path: {len(pairs)} pairs over {len(used)} documents, each indexed once "
+        f"({index_seconds * 1000 / len(used):.3f} ms per document)"
+    )
     print()
     print_kinds(per_kind)
     print()

@@ -52,12 +52,23 @@ def fine_tune(folder: Path, train_set: str, out: Path, args: argparse.Namespace)
     model = SentenceTransformer(str(resolve_local(BASE)), device="cpu")
     model.max_seq_length = args.max_seq_length
     training = SentenceTransformerTrainingArguments(
-        output_dir=str(out / f"{train_set}-checkpoints"), max_steps=args.steps, per_device_train_batch_size=args.batch,
-        learning_rate=args.lr, warmup_steps=max(1, args.steps // 10), seed=args.seed, data_seed=args.seed, use_cpu=True,
-        save_strategy="no", report_to=[], logging_steps=max(1, args.steps // 4),
-        batch_sampler=BatchSamplers.NO_DUPLICATES, dataloader_num_workers=0)
-    trainer = SentenceTransformerTrainer(model=model, args=training, train_dataset=pairs,
-                                         loss=losses.MultipleNegativesRankingLoss(model))
+        output_dir=str(out / f"{train_set}-checkpoints"),
+        max_steps=args.steps,
+        per_device_train_batch_size=args.batch,
+        learning_rate=args.lr,
+        warmup_steps=max(1, args.steps // 10),
+        seed=args.seed,
+        data_seed=args.seed,
+        use_cpu=True,
+        save_strategy="no",
+        report_to=[],
+        logging_steps=max(1, args.steps // 4),
+        batch_sampler=BatchSamplers.NO_DUPLICATES,
+        dataloader_num_workers=0,
+    )
+    trainer = SentenceTransformerTrainer(
+        model=model, args=training, train_dataset=pairs, loss=losses.MultipleNegativesRankingLoss(model)
+    )
     trainer.train()
     model.save(str(path))
     return path
@@ -66,8 +77,14 @@ def fine_tune(folder: Path, train_set: str, out: Path, args: argparse.Namespace)
 def model_dir(out: Path, train_set: str, args: argparse.Namespace) -> Path:
     """Named by its settings: eval caches a retriever's run under its spec, so a fine-tune
     with other settings must not share a folder with an earlier one."""
-    return out / "models" / (f"{train_set}-steps{args.steps}-batch{args.batch}-neg{args.negatives}"
-                             f"-lr{args.lr:g}-len{args.max_seq_length}-seed{args.seed}")
+    return (
+        out
+        / "models"
+        / (
+            f"{train_set}-steps{args.steps}-batch{args.batch}-neg{args.negatives}"
+            f"-lr{args.lr:g}-len{args.max_seq_length}-seed{args.seed}"
+        )
+    )
 
 
 def arm(name: str, folder: Path, out: Path, args: argparse.Namespace) -> tuple[str, float, float]:
@@ -83,8 +100,16 @@ def arm(name: str, folder: Path, out: Path, args: argparse.Namespace) -> tuple[s
     t0 = time.perf_counter()
     spec = f"st:{BASE}" if name == "base" else f"st:{fine_tune(folder, name, out, args)}"
     t1 = time.perf_counter()
-    run_eval(folder, [spec], Console(stderr=True, quiet=True), out=out / f"eval-{name}", positions="native",
-             resamples=10, permutations=9, seed=args.seed)
+    run_eval(
+        folder,
+        [spec],
+        Console(stderr=True, quiet=True),
+        out=out / f"eval-{name}",
+        positions="native",
+        resamples=10,
+        permutations=9,
+        seed=args.seed,
+    )
     return name, t1 - t0, time.perf_counter() - t1
 
 
@@ -105,13 +130,21 @@ def table(report: dict, labels: dict[str, str]) -> tuple[list[str], dict[str, di
         thirds = {g["group"]: g for g in run["groupings"]["position_tag"]["groups"]}
         psi = run["groupings"]["position_tag"]["psi"]
         null = psi.get("null") or {}
-        figures[name] = {"overall": run["overall"][NDCG], "psi": psi.get("value"), "psi_p": null.get("p"),
-                         **{t: thirds[t][NDCG] for t in ("beginning", "middle", "end") if t in thirds}}
-        cells = [cell(figures[name]["overall"])] + [cell(figures[name][t]) if t in figures[name] else "-"
-                                                     for t in ("beginning", "middle", "end")]
+        figures[name] = {
+            "overall": run["overall"][NDCG],
+            "psi": psi.get("value"),
+            "psi_p": null.get("p"),
+            **{t: thirds[t][NDCG] for t in ("beginning", "middle", "end") if t in thirds},
+        }
+        cells = [cell(figures[name]["overall"])] + [
+            cell(figures[name][t]) if t in figures[name] else "-" for t in ("beginning", "middle", "end")
+        ]
         p = null.get("p")
-        lines.append(f"{name:10} " + " ".join(f"{c:>24}" for c in cells)
-                     + f" {psi.get('value', float('nan')):>8.4f} ({p if p is None else round(p, 4)})")
+        lines.append(
+            f"{name:10} "
+            + " ".join(f"{c:>24}" for c in cells)
+            + f" {psi.get('value', float('nan')):>8.4f} ({p if p is None else round(p, 4)})"
+        )
     return lines, figures
 
 
@@ -166,15 +199,26 @@ def main() -> None:
         times[f"score {name}"] = scoring
     labels = {"base": f"st:{BASE}", **{n: f"st:{model_dir(out, n, args)}" for n in names[1:]}}
     t0 = time.perf_counter()
-    outcome = run_eval(folder, list(labels.values()), Console(stderr=True, quiet=True), out=out / "eval",
-                       positions="native", resamples=args.resamples, permutations=args.permutations, seed=args.seed)
+    outcome = run_eval(
+        folder,
+        list(labels.values()),
+        Console(stderr=True, quiet=True),
+        out=out / "eval",
+        positions="native",
+        resamples=args.resamples,
+        permutations=args.permutations,
+        seed=args.seed,
+    )
     times["eval (tests)"] = time.perf_counter() - t0
     lines, figures = table(outcome.report, labels)
-    print(f"\nheld-out test split ({outcome.report['dataset'].get('queries', '?')} queries), nDCG@10 with "
-          "95% bootstrap intervals; PSI over the thirds with its permutation p")
+    print(
+        f"\nheld-out test split ({outcome.report['dataset'].get('queries', '?')} queries), nDCG@10 with "
+        "95% bootstrap intervals; PSI over the thirds with its permutation p"
+    )
     print("\n".join(lines))
-    test = next(c for c in outcome.report.get("comparisons", [])
-                if {c["a"], c["b"]} == {labels["skewed"], labels["balanced"]})
+    test = next(
+        c for c in outcome.report.get("comparisons", []) if {c["a"], c["b"]} == {labels["skewed"], labels["balanced"]}
+    )
     sign = 1 if test["a"] == labels["balanced"] else -1
     o = test["overall"]
     print(f"\npaired test, balanced - skewed, nDCG@10: {sign * o['mean_difference']:+.4f} (p {o['p']:.4f})")
@@ -183,13 +227,19 @@ def main() -> None:
     b, s = figures["balanced"], figures["skewed"]
     ratio = b["psi"] / s["psi"] if s["psi"] else float("nan")
     not_lower = b["overall"]["value"] >= (s["overall"].get("ci_low") or s["overall"]["value"])
-    print(f"\ntarget: balanced PSI <= 0.6 x skewed PSI: {b['psi']:.4f} vs {s['psi']:.4f} "
-          f"(ratio {ratio:.2f}) -> {'met' if ratio <= 0.6 else 'not met'}")
+    print(
+        f"\ntarget: balanced PSI <= 0.6 x skewed PSI: {b['psi']:.4f} vs {s['psi']:.4f} "
+        f"(ratio {ratio:.2f}) -> {'met' if ratio <= 0.6 else 'not met'}"
+    )
     print(f"        balanced nDCG@10 not below the skewed one's interval: {'yes' if not_lower else 'no'}")
-    print("\ntime: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
-          + f"; wall {time.perf_counter() - start:.0f} s, {args.jobs} job(s) x {args.threads} thread(s)")
-    (out / "figures.json").write_text(json.dumps({"figures": figures, "times": times, "args": vars(args)},
-                                                 default=str, indent=2))
+    print(
+        "\ntime: "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
+        + f"; wall {time.perf_counter() - start:.0f} s, {args.jobs} job(s) x {args.threads} thread(s)"
+    )
+    (out / "figures.json").write_text(
+        json.dumps({"figures": figures, "times": times, "args": vars(args)}, default=str, indent=2)
+    )
 
 
 if __name__ == "__main__":

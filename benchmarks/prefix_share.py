@@ -37,9 +37,10 @@ from builder.testing.openai_server import FakeOpenAIServer
 ROOT = Path(__file__).resolve().parent.parent
 ARTICLES = ROOT / "recipes" / "examples" / "articles.jsonl"
 BUILDS = {"posir": ("gen", "judge"), "fineweb_posq": ("gen", "deepseek", "gemini", "gpt41mini")}
-RERANKERS = {"posir": ("minicpm_layerwise", "qwen3_reranker_4b", "bge_m3", "bge_reranker_v2_m3",
-                       "qwen3_reranker_06b"),
-             "fineweb_posq": ("bce", "mmarco", "jina_turbo", "minicpm_layerwise", "gte_modernbert", "jina_v3")}
+RERANKERS = {
+    "posir": ("minicpm_layerwise", "qwen3_reranker_4b", "bge_m3", "bge_reranker_v2_m3", "qwen3_reranker_06b"),
+    "fineweb_posq": ("bce", "mmarco", "jina_turbo", "minicpm_layerwise", "gte_modernbert", "jina_v3"),
+}
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,10 @@ class ShareReport:
 
     def line(self) -> str:
         thirds = ", ".join(f"{k} {v}" for k, v in sorted(self.thirds.items()))
-        return (f"{self.build:<13} {self.requests:>5} requests  {self.prompt_chars:>10,} prompt chars  "
-                f"prefix-cache share {self.share:.2f}  kept {self.kept} queries ({thirds})")
+        return (
+            f"{self.build:<13} {self.requests:>5} requests  {self.prompt_chars:>10,} prompt chars  "
+            f"prefix-cache share {self.share:.2f}  kept {self.kept} queries ({thirds})"
+        )
 
 
 def mock_responder(body: dict[str, Any]) -> str:
@@ -65,13 +68,20 @@ def mock_responder(body: dict[str, Any]) -> str:
 def overrides(build: str, base_url: str, corpus: Path, docs: int, without_span: str = "cut") -> list[str]:
     """--set assignments turning a shipped recipe into an offline build against `base_url`;
     PosIR's judge grades without the span in the layout `without_span`."""
-    source = {"type": "jsonl", "path": str(corpus.resolve()), "lang": "en", "domain": "general",
-              "fields": {"id": "id", "text": "text"}}
-    out = [f"sources=[{json.dumps(source)}]", "tokenizer={kind: words}",
-           f"stages.sample_by_length.n_docs={docs}"]
+    source = {
+        "type": "jsonl",
+        "path": str(corpus.resolve()),
+        "lang": "en",
+        "domain": "general",
+        "fields": {"id": "id", "text": "text"},
+    }
+    out = [f"sources=[{json.dumps(source)}]", "tokenizer={kind: words}", f"stages.sample_by_length.n_docs={docs}"]
     for model in BUILDS[build]:
-        out += [f"models.{model}.base_url={base_url}", f"models.{model}.model=mock",
-                f"models.{model}.api_key_env=PREFIX_SHARE_KEY"]
+        out += [
+            f"models.{model}.base_url={base_url}",
+            f"models.{model}.model=mock",
+            f"models.{model}.api_key_env=PREFIX_SHARE_KEY",
+        ]
     out += [f"rerankers.{name}={{backend: bm25, normalize: true}}" for name in RERANKERS[build]]
     if build == "posir":
         out.append(f"stages.llm_relevance.without_span={without_span}")
@@ -82,8 +92,9 @@ def measure(build: str, work: Path, corpus: Path = ARTICLES, docs: int = 40, wit
     """Build one shipped recipe in `work` against a fresh local server and measure it."""
     os.environ.setdefault("PREFIX_SHARE_KEY", "local")
     with FakeOpenAIServer(responder=mock_responder) as srv:
-        loaded = parse_recipe(ROOT / "recipes" / f"{build}.yaml",
-                              overrides(build, srv.base_url, corpus, docs, without_span))
+        loaded = parse_recipe(
+            ROOT / "recipes" / f"{build}.yaml", overrides(build, srv.base_url, corpus, docs, without_span)
+        )
         result = Runner(loaded, RunOptions(run_root=work / "runs", out_dir=work / "out")).run()
         texts = [request_text(body["messages"]) for body in srv.requests]
     queries = result.bench.queries
@@ -96,8 +107,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=ARTICLES, help="jsonl with id and text")
     parser.add_argument("--docs", type=int, default=40, help="documents each build samples")
-    parser.add_argument("--without-span", choices=("cut", "set_aside", "both"), default="cut",
-                        help="PosIR's layout for grading without the span")
+    parser.add_argument(
+        "--without-span",
+        choices=("cut", "set_aside", "both"),
+        default="cut",
+        help="PosIR's layout for grading without the span",
+    )
     args = parser.parse_args()
     layouts = ("cut", "set_aside") if args.without_span == "both" else (args.without_span,)
     for build in BUILDS:

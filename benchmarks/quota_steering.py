@@ -79,15 +79,18 @@ class PaperFunnel:
         recipe = yaml.safe_load((ROOT / "recipes" / "fineweb_posq.yaml").read_text(encoding="utf-8"))
         sample = next(e["sample_by_length"] for e in recipe["stages"] if "sample_by_length" in e)
         generate = next(e["generate_queries"] for e in recipe["stages"] if "generate_queries" in e)
-        splitter = make_splitter(SimpleNamespace(chunk_size=generate["chunk_size"], chunk_overlap=0),
-                                 lambda text: len(text.split()))
+        splitter = make_splitter(
+            SimpleNamespace(chunk_size=generate["chunk_size"], chunk_overlap=0), lambda text: len(text.split())
+        )
         self.chunks: dict[str, tuple[str, list[tuple[str, str]]]] = {}  # chunk -> (tag, the passage's chunks)
         tags: Counter[str] = Counter()
         for line in corpus.read_text(encoding="utf-8").splitlines():
             text = json.loads(line)["text"]
             if not sample["min_words"] <= len(text.split()) <= sample["max_words"]:
                 continue
-            parts = [(tag_chunk(start, end, len(text)), chunk) for start, end, chunk in split_with_offsets(splitter, text)]
+            parts = [
+                (tag_chunk(start, end, len(text)), chunk) for start, end, chunk in split_with_offsets(splitter, text)
+            ]
             for tag, chunk in parts:
                 self.chunks[chunk] = (tag, parts)
                 tags[tag] += 1
@@ -170,10 +173,12 @@ class BuildReport:
     def line(self) -> str:
         thirds = ", ".join(f"{t} {self.thirds.get(t, 0)}" for t in ("beginning", "middle", "end"))
         rounds = " ".join(f"{r['calls']}->{r['kept']}" for r in self.rounds) or "-"
-        return (f"{self.build:<9} kept {self.kept:>4}  prompt tokens {self.prompt_tokens:>9,}  "
-                f"per 100k {self.per_100k:6.1f}  thirds {thirds} (spread {self.spread:.2f})  "
-                f"balance removed {self.balanced_out}  rounds (calls->kept) {rounds}  "
-                f"after balance {self.after_balance / self.prompt_tokens:.0%} of the tokens")
+        return (
+            f"{self.build:<9} kept {self.kept:>4}  prompt tokens {self.prompt_tokens:>9,}  "
+            f"per 100k {self.per_100k:6.1f}  thirds {thirds} (spread {self.spread:.2f})  "
+            f"balance removed {self.balanced_out}  rounds (calls->kept) {rounds}  "
+            f"after balance {self.after_balance / self.prompt_tokens:.0%} of the tokens"
+        )
 
 
 def steered_recipe(work: Path) -> Path:
@@ -182,7 +187,7 @@ def steered_recipe(work: Path) -> Path:
     recipe = yaml.safe_load((ROOT / "recipes" / "fineweb_posq.yaml").read_text(encoding="utf-8"))
     stages, wrapped, at = [], [], 0
     for entry in recipe["stages"]:
-        (name, params), = entry.items()
+        ((name, params),) = entry.items()
         if name in WRAPPED and (name != "segment_agreement" or params.get("rerankers")) and len(wrapped) < 3:
             at = at if wrapped else len(stages)
             wrapped.append(entry)
@@ -195,8 +200,14 @@ def steered_recipe(work: Path) -> Path:
     return path
 
 
-def build(name: str, recipe: Path, work: Path, corpus: Path, docs: int,
-          responder: Callable[[dict[str, Any]], str] = mock_responder) -> BuildReport:
+def build(
+    name: str,
+    recipe: Path,
+    work: Path,
+    corpus: Path,
+    docs: int,
+    responder: Callable[[dict[str, Any]], str] = mock_responder,
+) -> BuildReport:
     os.environ.setdefault("PREFIX_SHARE_KEY", "local")
     with FakeOpenAIServer(responder=responder) as srv:
         loaded = parse_recipe(recipe, overrides("fineweb_posq", srv.base_url, corpus, docs))
@@ -211,12 +222,21 @@ def build(name: str, recipe: Path, work: Path, corpus: Path, docs: int,
     balance = next(s for s in stages if s["stage"].endswith("_balance"))
     at = int(balance["stage"].split("_")[0])
     after = sum(s["prompt_tokens"] for s in stats["llm"]["stages"] if int(s["stage"].split("_")[0]) > at)
-    return BuildReport(name, queries.height, int(stats["llm"]["total"]["prompt_tokens"]), dict(thirds),
-                       balanced, rounds, after, balance["queries_in"])
+    return BuildReport(
+        name,
+        queries.height,
+        int(stats["llm"]["total"]["prompt_tokens"]),
+        dict(thirds),
+        balanced,
+        rounds,
+        after,
+        balance["queries_in"],
+    )
 
 
-def compare(work: Path, corpus: Path = ARTICLES, docs: int = 40, funnel: str = "mock"
-            ) -> tuple[BuildReport, BuildReport]:
+def compare(
+    work: Path, corpus: Path = ARTICLES, docs: int = 40, funnel: str = "mock"
+) -> tuple[BuildReport, BuildReport]:
     """The one-shot and the steered build over the same documents, in this order."""
     (work / "oneshot").mkdir(parents=True)
     (work / "steered").mkdir(parents=True)
@@ -230,18 +250,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=ARTICLES, help="jsonl with id and text")
     parser.add_argument("--docs", type=int, default=40, help="documents the build samples")
-    parser.add_argument("--funnel", choices=("mock", "paper"), default="mock",
-                        help="how the server's generator behaves: the mock's, or FineWeb-PosQ's per-third funnel")
+    parser.add_argument(
+        "--funnel",
+        choices=("mock", "paper"),
+        default="mock",
+        help="how the server's generator behaves: the mock's, or FineWeb-PosQ's per-third funnel",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         oneshot, steered = compare(Path(tmp), args.corpus, args.docs, args.funnel)
     print(oneshot.line())
     print(steered.line())
-    print(f"steered / one-shot, kept per 100k prompt tokens: {steered.per_100k / oneshot.per_100k:.2f}x "
-          "(target 1.5x)")
+    print(f"steered / one-shot, kept per 100k prompt tokens: {steered.per_100k / oneshot.per_100k:.2f}x (target 1.5x)")
     # Steering changes what is asked before balance; the stages after it cost the same per kept query.
-    print(f"perfect steering (one-shot's spending before balance cut to what balance keeps): "
-          f"{oneshot.prompt_tokens / oneshot.ideal_tokens:.2f}x")
+    print(
+        f"perfect steering (one-shot's spending before balance cut to what balance keeps): "
+        f"{oneshot.prompt_tokens / oneshot.ideal_tokens:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -64,9 +64,15 @@ def main() -> None:
         t0 = time.perf_counter()
         counter = HFCounter(str(path))
         counts = counter.count_many(texts)
-        bench = Bench.of(pl.DataFrame({
-            "doc_id": [f"d{i}" for i in range(len(texts))], "text": texts, "n_tokens": counts,
-        }))
+        bench = Bench.of(
+            pl.DataFrame(
+                {
+                    "doc_id": [f"d{i}" for i in range(len(texts))],
+                    "text": texts,
+                    "n_tokens": counts,
+                }
+            )
+        )
         out = SampleByLength(SampleParams(n_docs=args.docs // 10)).run(bench, make_ctx(Path(tmp)))
         pipe_s = time.perf_counter() - t0
         pipe_peak_mb = _rss_mb()  # measured before the baselines, which hold every encoding

@@ -66,15 +66,23 @@ def measure(kind: str, corpus: Path, docs: int, folder: Path) -> dict[str, float
     base = _rss_mb()
     t0 = time.perf_counter()
     table, bad = load_corpus(recipe, None, None, counter, Console(stderr=True), executor)
-    out = recipe.stage_objects()[0].run(Bench.of(corpus=table),
-                                        make_ctx(folder, seed=recipe.seed, label="01_sample_by_length"))
+    out = recipe.stage_objects()[0].run(
+        Bench.of(corpus=table), make_ctx(folder, seed=recipe.seed, label="01_sample_by_length")
+    )
     seconds = time.perf_counter() - t0
     executor.close()
     digest = hashlib.sha256()
     for doc_id, text in sorted(out.corpus.select("doc_id", "text").iter_rows()):
         digest.update(f"{doc_id}\t{text}\n".encode())
-    return {"docs": table.height + bad.height, "seconds": seconds, "start_s": started, "peak_mb": _rss_mb(),
-            "base_mb": base, "sampled": out.corpus.height, "digest": digest.hexdigest()[:12]}
+    return {
+        "docs": table.height + bad.height,
+        "seconds": seconds,
+        "start_s": started,
+        "peak_mb": _rss_mb(),
+        "base_mb": base,
+        "sampled": out.corpus.height,
+        "digest": digest.hexdigest()[:12],
+    }
 
 
 def _corpus_for(docs: int, folder: Path) -> Path:
@@ -103,16 +111,29 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'mode':>6} {'docs':>8} {'seconds':>8} {'docs/s':>7} {'start s':>7} {'driver peak RSS MiB':>19}  sample")
     speed: dict[str, float] = {}
     for mode in args.modes.split(","):
-        cmd = [sys.executable, __file__, "--measure", mode, "--corpus", str(corpus), "--docs", str(args.docs),
-               "--folder", str(args.folder)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--measure",
+            mode,
+            "--corpus",
+            str(corpus),
+            "--docs",
+            str(args.docs),
+            "--folder",
+            str(args.folder),
+        ]
         run = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
         if run.returncode != 0:
             print(f"{mode}: failed\n{run.stderr[-3000:]}", file=sys.stderr)
             return 1
         r = json.loads(run.stdout.strip().splitlines()[-1])
         speed[mode] = r["docs"] / r["seconds"]
-        print(f"{mode:>6} {r['docs']:>8} {r['seconds']:>8.1f} {speed[mode]:>7.0f} {r['start_s']:>7.1f} "
-              f"{r['peak_mb']:>19.0f}  {r['sampled']} docs, sha256 {r['digest']}", flush=True)
+        print(
+            f"{mode:>6} {r['docs']:>8} {r['seconds']:>8.1f} {speed[mode]:>7.0f} {r['start_s']:>7.1f} "
+            f"{r['peak_mb']:>19.0f}  {r['sampled']} docs, sha256 {r['digest']}",
+            flush=True,
+        )
     if "local" in speed and "ray" in speed:
         print(f"ray / local speed: {speed['ray'] / speed['local']:.2f} (target >= 0.8)")
     return 0

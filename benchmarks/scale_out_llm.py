@@ -47,8 +47,7 @@ TABLES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "drops.parquet")
 def _build(recipe: Path, root: Path, executor: list[str]) -> tuple[float, float, int]:
     """Whole-build seconds, LLM-stage seconds and LLM calls of one build in `root`."""
     start = time.perf_counter()
-    result = Runner(parse_recipe(recipe, executor),
-                    RunOptions(run_root=root / "runs", out_dir=root / "out")).run()
+    result = Runner(parse_recipe(recipe, executor), RunOptions(run_root=root / "runs", out_dir=root / "out")).run()
     build_s = time.perf_counter() - start
     llm = [s for s in result.stage_stats if (s.llm or {}).get("calls")]
     return build_s, sum(s.seconds or 0.0 for s in llm), sum((s.llm or {})["calls"] for s in llm)
@@ -72,11 +71,17 @@ def main(argv: list[str] | None = None) -> None:
     builds = {"local": ["executor.kind=local"], "ray": ["executor.kind=ray"]}
     times: dict[str, tuple[float, float, int]] = {}
     outputs: dict[str, dict[str, str]] = {}
-    with FakeOpenAIServer(responder=scripted_llm, latency_s=args.latency_ms / 1000) as srv, \
-            tempfile.TemporaryDirectory() as tmp:
+    with (
+        FakeOpenAIServer(responder=scripted_llm, latency_s=args.latency_ms / 1000) as srv,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         recipe = Path(tmp) / "recipe.yaml"
-        recipe.write_text(RECIPE.replace("BASE", srv.base_url).replace("CONCURRENCY", str(args.concurrency))
-                          .replace("DOCS", str(args.docs)), encoding="utf-8")
+        recipe.write_text(
+            RECIPE.replace("BASE", srv.base_url)
+            .replace("CONCURRENCY", str(args.concurrency))
+            .replace("DOCS", str(args.docs)),
+            encoding="utf-8",
+        )
         # Alternating, each on a fresh cache: the first build also pays one-off imports.
         for repeat in range(args.repeats):
             for kind, overrides in builds.items():
@@ -86,8 +91,10 @@ def main(argv: list[str] | None = None) -> None:
                 outputs[kind] = manifest(root / "out", srv.base_url)
     local, ray = outputs["local"], outputs["ray"]
     same = all(t in local and local[t] == ray.get(t) for t in TABLES)
-    print(f"{args.docs} documents, {args.latency_ms:g} ms latency, max_concurrency {args.concurrency}, "
-          f"Ray with {args.num_cpus} CPUs (started in {ray_start_s:.1f} s, not counted), best of {args.repeats}")
+    print(
+        f"{args.docs} documents, {args.latency_ms:g} ms latency, max_concurrency {args.concurrency}, "
+        f"Ray with {args.num_cpus} CPUs (started in {ray_start_s:.1f} s, not counted), best of {args.repeats}"
+    )
     for kind, (build_s, llm_s, calls) in times.items():
         print(f"  {kind:<5}  LLM stages {llm_s:6.2f} s ({calls} calls)  whole build {build_s:6.2f} s")
     ratio = times["ray"][1] / times["local"][1]

@@ -47,8 +47,10 @@ def build_pairs(documents: list[str], n_pairs: int, seed: int) -> list[tuple[str
     rng = random.Random(seed)
     normalized = [normalize_text(doc) for doc in documents]
     vocabularies = [doc.split() for doc in documents]
-    sentences = [[(s, e) for s, e in candidate_spans(doc) if _eligible("typo", normalized[i], doc[s:e])]
-                 for i, doc in enumerate(documents)]
+    sentences = [
+        [(s, e) for s, e in candidate_spans(doc) if _eligible("typo", normalized[i], doc[s:e])]
+        for i, doc in enumerate(documents)
+    ]
     if not any(sentences):
         sys.exit("no sentence in the data fits a fuzzy edit")
     pairs: list[tuple[str, list[str]]] = []
@@ -65,8 +67,9 @@ def build_pairs(documents: list[str], n_pairs: int, seed: int) -> list[tuple[str
     return pairs
 
 
-def timed(executor: object, texts: dict[str, str], pairs: list[tuple[str, list[str]]], block_size: int
-          ) -> tuple[float, list[Match]]:
+def timed(
+    executor: object, texts: dict[str, str], pairs: list[tuple[str, list[str]]], block_size: int
+) -> tuple[float, list[Match]]:
     began = time.perf_counter()
     found = match_queries(executor, block_size, texts, pairs, FUZZY_MIN_SCORE, ALL_METHODS)  # type: ignore[arg-type]
     return time.perf_counter() - began, found
@@ -107,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"local seconds: {local_s:.2f}")
     print(f"ray seconds:   {ray_s:.2f} ({workers} workers; start-up and worker warm-up {startup_s:.2f} s not included)")
     speedup = local_s / ray_s if ray_s else float("inf")
-    print(f"speed-up:      {speedup:.2f}x (target >= {TARGET_SPEEDUP}x: {'met' if speedup >= TARGET_SPEEDUP else 'MISSED'})")
+    print(
+        f"speed-up:      {speedup:.2f}x (target >= {TARGET_SPEEDUP}x: {'met' if speedup >= TARGET_SPEEDUP else 'MISSED'})"
+    )
     same = on_ray == local
     print(f"identical spans: {'yes' if same else 'NO'}")
     return 0 if same else 1

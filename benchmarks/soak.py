@@ -43,8 +43,15 @@ stages:
   - generate_queries: {llm: gen, questions_per_call: 2, calls_per_doc: 2}
   - localize_spans: {llm: gen, questions_per_call: 3}
 """
-DATA_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "corpus.parquet",
-              "queries.parquet", "qrels.parquet", "drops.parquet")
+DATA_FILES = (
+    "corpus.jsonl",
+    "queries.jsonl",
+    "qrels/test.tsv",
+    "corpus.parquet",
+    "queries.parquet",
+    "qrels.parquet",
+    "drops.parquet",
+)
 
 
 def _data(out: Path) -> dict[str, str] | None:
@@ -55,10 +62,19 @@ def _data(out: Path) -> dict[str, str] | None:
 
 
 def _start(recipe: Path, runs: Path, out: Path) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-c", "from builder.cli import main; main()", str(recipe),
-           "--run-dir", str(runs), "--out", str(out)]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    cmd = [
+        sys.executable,
+        "-c",
+        "from builder.cli import main; main()",
+        str(recipe),
+        "--run-dir",
+        str(runs),
+        "--out",
+        str(out),
+    ]
+    return subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
 
 
 def _finish(proc: subprocess.Popen[str]) -> tuple[int, str]:
@@ -72,8 +88,9 @@ def _recipe(folder: Path, base_url: str) -> Path:
     return path
 
 
-def _round(recipe: Path, work: Path, index: int, clean: dict[str, str], span_s: float,
-           rng: random.Random) -> dict[str, int]:
+def _round(
+    recipe: Path, work: Path, index: int, clean: dict[str, str], span_s: float, rng: random.Random
+) -> dict[str, int]:
     runs, out = work / f"runs{index}", work / "out"
     kills = landed = broken = 0
     for _ in range(rng.choice((1, 1, 2))):
@@ -109,11 +126,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    faults = FaultPlan(rate=args.fault_rate, seed=args.seed, slow_s=0.5,
-                       kinds=("429", "500", "slow", "badbody"))
-    with tempfile.TemporaryDirectory(prefix="soak-") as tmp, \
-            FakeOpenAIServer(responder=scripted_llm) as calm, \
-            FakeOpenAIServer(responder=scripted_llm, faults=faults) as stormy:
+    faults = FaultPlan(rate=args.fault_rate, seed=args.seed, slow_s=0.5, kinds=("429", "500", "slow", "badbody"))
+    with (
+        tempfile.TemporaryDirectory(prefix="soak-") as tmp,
+        FakeOpenAIServer(responder=scripted_llm) as calm,
+        FakeOpenAIServer(responder=scripted_llm, faults=faults) as stormy,
+    ):
         work = Path(tmp)
         t0 = time.perf_counter()
         code, err = _finish(_start(_recipe(work, calm.base_url), work / "runs_clean", work / "out_clean"))
@@ -129,11 +147,15 @@ def main() -> None:
             totals = {k: totals[k] + result[k] for k in totals}
             print(f"round {index + 1}: {result}", flush=True)
         codes, clean_exit, same = _concurrent(recipe, work, clean)
-        print(f"rounds run: {args.rounds}; kills: {totals['kills']} ({totals['landed']} while running); "
-              f"broken outputs seen after a kill: {totals['broken']}; tracebacks: {totals['traceback']}")
+        print(
+            f"rounds run: {args.rounds}; kills: {totals['kills']} ({totals['landed']} while running); "
+            f"broken outputs seen after a kill: {totals['broken']}; tracebacks: {totals['traceback']}"
+        )
         print(f"outputs identical to the clean run after resuming: {totals['same']}/{args.rounds}")
-        print(f"two concurrent runs: exit codes {codes}, clean exits: {clean_exit}, "
-              f"output identical to the clean run: {same}")
+        print(
+            f"two concurrent runs: exit codes {codes}, clean exits: {clean_exit}, "
+            f"output identical to the clean run: {same}"
+        )
         print(f"requests served under faults: {stormy.request_count}; total {time.perf_counter() - t0:.0f} s")
         ok = totals["same"] == args.rounds and not totals["broken"] and clean_exit and same
         sys.exit(0 if ok else 1)

@@ -68,8 +68,8 @@ def measure(mode: str, corpus: Path) -> dict[str, float]:
     import polars as pl
     from rich.console import Console
 
-    from builder.bench import Bench
     from builder.backends.tokenizers import HFCounter
+    from builder.bench import Bench
     from builder.io.corpus_loader import load_sources
     from builder.recipe.model import parse_recipe
     from builder.run.load import load_corpus
@@ -101,8 +101,14 @@ def measure(mode: str, corpus: Path) -> dict[str, float]:
     out = stage.run(Bench.of(corpus=table), make_ctx(corpus.parent, seed=recipe.seed, label="01_sample_by_length"))
     seconds = time.perf_counter() - t0
     ids = sorted(out.corpus["doc_id"].to_list())
-    return {"docs": table.height + bad.height, "seconds": seconds, "peak_mb": _rss_mb(), "base_mb": base,
-            "sampled": len(ids), "sample_digest": hashlib.sha256("\n".join(ids).encode()).hexdigest()[:8]}
+    return {
+        "docs": table.height + bad.height,
+        "seconds": seconds,
+        "peak_mb": _rss_mb(),
+        "base_mb": base,
+        "sampled": len(ids),
+        "sample_digest": hashlib.sha256("\n".join(ids).encode()).hexdigest()[:8],
+    }
 
 
 def main() -> None:
@@ -129,8 +135,10 @@ def main() -> None:
             run = subprocess.run(cmd, capture_output=True, text=True, check=True, env=os.environ)
             r = json.loads(run.stdout.strip().splitlines()[-1])
             extra = f"  sampled {r['sampled']} (ids sha256 {r['sample_digest']})" if "sampled" in r else ""
-            print(f"{n:>8} {mode:>7} {r['seconds']:>8.1f} {r['docs'] / r['seconds']:>7.0f} "
-                  f"{r['peak_mb']:>12.0f}{extra}", flush=True)
+            print(
+                f"{n:>8} {mode:>7} {r['seconds']:>8.1f} {r['docs'] / r['seconds']:>7.0f} {r['peak_mb']:>12.0f}{extra}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -68,8 +68,7 @@ class Kappa:
             return f"n {self.n}, agreement {self.agreement:.3f}, kappa undefined (one category only)"
         if self.low is None:
             return f"n {self.n}, agreement {self.agreement:.3f}, kappa {self.kappa:.3f} (no spread: no interval)"
-        return (f"n {self.n}, agreement {self.agreement:.3f}, "
-                f"kappa {self.kappa:.3f} [{self.low:.3f}, {self.high:.3f}]")
+        return f"n {self.n}, agreement {self.agreement:.3f}, kappa {self.kappa:.3f} [{self.low:.3f}, {self.high:.3f}]"
 
 
 def kappa(first: Sequence[Any], second: Sequence[Any], categories: Sequence[Any]) -> Kappa:
@@ -102,10 +101,12 @@ class AgreementReport:
     disagreements: list[dict[str, Any]]
 
     def lines(self) -> list[str]:
-        return [f"queries asked: {self.asked}; with a grade that failed: {self.failed}",
-                *(f"verdicts, {layout}: {dict(sorted(counts.items()))}" for layout, counts in self.verdicts.items()),
-                f"verdict (keep / drop) cut vs set_aside: {self.verdict_kappa.text()}",
-                f"grade without the span (0-4) cut vs set_aside: {self.grade_kappa.text()}"]
+        return [
+            f"queries asked: {self.asked}; with a grade that failed: {self.failed}",
+            *(f"verdicts, {layout}: {dict(sorted(counts.items()))}" for layout, counts in self.verdicts.items()),
+            f"verdict (keep / drop) cut vs set_aside: {self.verdict_kappa.text()}",
+            f"grade without the span (0-4) cut vs set_aside: {self.grade_kappa.text()}",
+        ]
 
 
 def sample(rows: Sequence[ContrastRow], n: int, seed: int) -> list[ContrastRow]:
@@ -115,15 +116,27 @@ def sample(rows: Sequence[ContrastRow], n: int, seed: int) -> list[ContrastRow]:
     return sorted(picked)
 
 
-def measure(backend: OpenAIBackend, rows: Sequence[ContrastRow], min_grade: int = 3,
-            questions_per_call: int = 8, raw_log: Path | None = None) -> AgreementReport:
+def measure(
+    backend: OpenAIBackend,
+    rows: Sequence[ContrastRow],
+    min_grade: int = 3,
+    questions_per_call: int = 8,
+    raw_log: Path | None = None,
+) -> AgreementReport:
     """Grade every row with its span, cut and set aside, and compare the two layouts."""
     prompts = PromptLibrary()
-    sets = [[(q, doc) for _, q, doc, _, _ in rows],
-            [(q, cut) for _, q, _, cut, _ in rows],
-            [(q, SetAside(doc, passages)) for _, q, doc, _, passages in rows]]
-    with_span, cut, set_aside = grade_pair_sets(backend, lambda **v: prompts.get(PROMPT).render(**v), sets,
-                                                questions_per_call=questions_per_call, raw_log=raw_log)
+    sets = [
+        [(q, doc) for _, q, doc, _, _ in rows],
+        [(q, cut) for _, q, _, cut, _ in rows],
+        [(q, SetAside(doc, passages)) for _, q, doc, _, passages in rows],
+    ]
+    with_span, cut, set_aside = grade_pair_sets(
+        backend,
+        lambda **v: prompts.get(PROMPT).render(**v),
+        sets,
+        questions_per_call=questions_per_call,
+        raw_log=raw_log,
+    )
     verdicts: dict[str, dict[str, int]] = {"cut": {}, "set_aside": {}}
     kept: list[tuple[bool, bool]] = []
     grades: list[tuple[int, int]] = []
@@ -139,13 +152,17 @@ def measure(backend: OpenAIBackend, rows: Sequence[ContrastRow], min_grade: int 
         kept.append((verdict["cut"] is None, verdict["set_aside"] is None))
         grades.append((int(c.value), int(s.value)))  # type: ignore[arg-type]
         if kept[-1][0] != kept[-1][1]:
-            disagreements.append({"query_id": qid, "query": query, "with_span": w.value, "cut": c.value,
-                                  "set_aside": s.value})
+            disagreements.append(
+                {"query_id": qid, "query": query, "with_span": w.value, "cut": c.value, "set_aside": s.value}
+            )
     return AgreementReport(
-        asked=len(rows), failed=failed, verdicts=verdicts,
+        asked=len(rows),
+        failed=failed,
+        verdicts=verdicts,
         verdict_kappa=kappa([a for a, _ in kept], [b for _, b in kept], [True, False]),
         grade_kappa=kappa([a for a, _ in grades], [b for _, b in grades], [0, 1, 2, 3, 4]),
-        disagreements=disagreements)
+        disagreements=disagreements,
+    )
 
 
 def load(folder: Path | None, recipe: str | None, work: Path) -> Bench:
@@ -162,8 +179,11 @@ def main(argv: Sequence[str] | None = None) -> AgreementReport:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base-url", required=True, help="the judge's OpenAI-compatible endpoint")
     parser.add_argument("--model", required=True, help="the judge's model name")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                        help="variable holding the key (a local server takes any; unset: 'local')")
+    parser.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        help="variable holding the key (a local server takes any; unset: 'local')",
+    )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--folder", type=Path, help="a build-bench output folder whose queries carry spans")
     source.add_argument("--recipe", help="a recipe file or shipped recipe name, built offline first")
@@ -179,12 +199,19 @@ def main(argv: Sequence[str] | None = None) -> AgreementReport:
         bench = load(args.folder, args.recipe, Path(tmp))
         rows, _ = contrast_rows(bench)
         picked = sample(rows, args.pairs, args.seed)
-        config = OpenAIModelConfig(model=args.model, base_url=args.base_url, api_key_env=args.api_key_env,
-                                   temperature=0.0, max_concurrency=args.max_concurrency)
+        config = OpenAIModelConfig(
+            model=args.model,
+            base_url=args.base_url,
+            api_key_env=args.api_key_env,
+            temperature=0.0,
+            max_concurrency=args.max_concurrency,
+        )
         with OpenAIBackend("judge", config, LLMCache.memory()) as backend:
             report = measure(backend, picked, args.min_grade, args.questions_per_call, Path(tmp) / "unparseable.jsonl")
-    print(f"judge {args.model} at {args.base_url}; {len(rows)} queries with spans, {len(picked)} sampled "
-          f"(seed {args.seed}), min grade {args.min_grade}")
+    print(
+        f"judge {args.model} at {args.base_url}; {len(rows)} queries with spans, {len(picked)} sampled "
+        f"(seed {args.seed}), min grade {args.min_grade}"
+    )
     for line in report.lines():
         print(line)
     if args.json:

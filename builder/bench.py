@@ -45,9 +45,7 @@ DROP_SCHEMA: dict[str, pl.DataType] = {
     "id": pl.Utf8(),
     "reason": pl.Utf8(),
 }
-SPAN_DTYPE = pl.List(
-    pl.Struct({"start": pl.Int64, "end": pl.Int64, "method": pl.Utf8, "score": pl.Float64})
-)
+SPAN_DTYPE = pl.List(pl.Struct({"start": pl.Int64, "end": pl.Int64, "method": pl.Utf8, "score": pl.Float64}))
 
 Reasons = Mapping[str, str] | pl.DataFrame
 
@@ -97,8 +95,10 @@ def _reason_frame(reasons: Reasons) -> pl.DataFrame:
         return frame
     at = pl.col("reason").str.find(_CAUSED, literal=True)
     return frame.with_columns(
-        pl.when(at.is_null()).then(pl.col("reason"))
-        .otherwise(pl.col("reason").str.slice(0, at + len(_CAUSED) - 2)).alias("reason"),
+        pl.when(at.is_null())
+        .then(pl.col("reason"))
+        .otherwise(pl.col("reason").str.slice(0, at + len(_CAUSED) - 2))
+        .alias("reason"),
         pl.when(at.is_null()).then(None).otherwise(pl.col("reason").str.slice(at + len(_CAUSED))).alias("cause"),
     )
 
@@ -150,18 +150,19 @@ class Bench:
             corpus=self.corpus.filter(~pl.col("doc_id").is_in(frame["id"].implode())),
             drops=_logged(self.drops, drops),
         )
-        orphans = (
-            self.queries.join(frame, left_on="doc_id", right_on="id", how="inner")
-            .select(pl.col("query_id").alias("id"), ("doc_removed:" + pl.col("reason")).alias("reason"), *rivals)
+        orphans = self.queries.join(frame, left_on="doc_id", right_on="id", how="inner").select(
+            pl.col("query_id").alias("id"), ("doc_removed:" + pl.col("reason")).alias("reason"), *rivals
         )
         bench = bench.drop_queries(orphans, stage)
         return bench._prune_qrels(stage)
 
     def drop_queries(self, reasons: Reasons, stage: str) -> Bench:
         """Remove queries and their qrels."""
-        frame = _reason_frame(reasons).filter(
-            pl.col("id").is_in(self.queries["query_id"].implode())
-        ).unique("id", keep="first", maintain_order=True)
+        frame = (
+            _reason_frame(reasons)
+            .filter(pl.col("id").is_in(self.queries["query_id"].implode()))
+            .unique("id", keep="first", maintain_order=True)
+        )
         if frame.is_empty():
             return self
         ids = frame["id"].implode()

@@ -19,42 +19,98 @@ def eval_command(
     folder: Annotated[Path, typer.Argument(metavar="DIR", help="A build-bench output folder or a BEIR folder.")],
     retrievers: Annotated[list[str], typer.Option("--retriever", "-r", help=RETRIEVER_HELP)],
     json_out: Annotated[bool, typer.Option("--json", help="Print eval.json to stdout instead of tables.")] = False,
-    max_length: Annotated[int | None, typer.Option(
-        "--max-length", min=4, help="Tokens a dense model reads (default: the model's own limit).")] = None,
+    max_length: Annotated[
+        int | None,
+        typer.Option("--max-length", min=4, help="Tokens a dense model reads (default: the model's own limit)."),
+    ] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Encoding batch size.")] = 32,
     query_prefix: Annotated[str | None, typer.Option("--query-prefix", help="Text put before every query.")] = None,
     doc_prefix: Annotated[str | None, typer.Option("--doc-prefix", help="Text put before every document.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Where eval.json and the plot go (default: DIR/eval).")] = None,
-    positions: Annotated[str | None, typer.Option(
-        "--positions", help="Position definitions: native (the dataset's own fields) or posir (PosIR's "
-        "analysis: span midpoint, right-closed bins, token-count length buckets). Default: posir for a "
-        "PosIR-layout folder, native otherwise.")] = None,
-    cache_dir: Annotated[Path | None, typer.Option(
-        "--cache-dir", help="Retrieval runs, per dataset and retriever (default: DIR/.eval_cache).")] = None,
-    anchor: Annotated[str | None, typer.Option(
-        "--anchor", help="The point of the evidence span that sets its position: start or midpoint "
-        "(default: midpoint under posir, start under native).")] = None,
-    length_averaging: Annotated[str | None, typer.Option(
-        "--length-averaging", help="A length bucket's figure: queries (mean over its queries) or bins (mean "
-        "of its position-bin means, PosIR's way; the default under posir).")] = None,
-    resamples: Annotated[int, typer.Option(
-        "--resamples", min=1, help="Bootstrap resamples for the 95% intervals.")] = 1000,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Where eval.json and the plot go (default: DIR/eval).")
+    ] = None,
+    positions: Annotated[
+        str | None,
+        typer.Option(
+            "--positions",
+            help="Position definitions: native (the dataset's own fields) or posir (PosIR's "
+            "analysis: span midpoint, right-closed bins, token-count length buckets). Default: posir for a "
+            "PosIR-layout folder, native otherwise.",
+        ),
+    ] = None,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option("--cache-dir", help="Retrieval runs, per dataset and retriever (default: DIR/.eval_cache)."),
+    ] = None,
+    anchor: Annotated[
+        str | None,
+        typer.Option(
+            "--anchor",
+            help="The point of the evidence span that sets its position: start or midpoint "
+            "(default: midpoint under posir, start under native).",
+        ),
+    ] = None,
+    length_averaging: Annotated[
+        str | None,
+        typer.Option(
+            "--length-averaging",
+            help="A length bucket's figure: queries (mean over its queries) or bins (mean "
+            "of its position-bin means, PosIR's way; the default under posir).",
+        ),
+    ] = None,
+    resamples: Annotated[
+        int, typer.Option("--resamples", min=1, help="Bootstrap resamples for the 95% intervals.")
+    ] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap and the permutation tests.")] = 0,
-    min_group: Annotated[int, typer.Option(
-        "--min-group", min=1, help="Groups with fewer queries are marked small, get no interval and are left "
-        "out of PSI.")] = 30,
-    permutations: Annotated[int, typer.Option(
-        "--permutations", min=1, help="Shuffles of the paired tests and of PSI's null (default 9999: the "
-        "two-sided floor is 2/10000).")] = 9999,
-    psi_small_groups: Annotated[bool, typer.Option(
-        "--psi-small-groups", help="Take groups under --min-group into PSI and its null (named as such).")] = False,
-    runs_dir: Annotated[Path | None, typer.Option(
-        "--runs-dir", help="Where the TREC run files and the per-query table go (default: the report's folder).")]
-    = None,
+    min_group: Annotated[
+        int,
+        typer.Option(
+            "--min-group",
+            min=1,
+            help="Groups with fewer queries are marked small, get no interval and are left out of PSI.",
+        ),
+    ] = 30,
+    permutations: Annotated[
+        int,
+        typer.Option(
+            "--permutations",
+            min=1,
+            help="Shuffles of the paired tests and of PSI's null (default 9999: the two-sided floor is 2/10000).",
+        ),
+    ] = 9999,
+    psi_small_groups: Annotated[
+        bool,
+        typer.Option("--psi-small-groups", help="Take groups under --min-group into PSI and its null (named as such)."),
+    ] = False,
+    runs_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--runs-dir", help="Where the TREC run files and the per-query table go (default: the report's folder)."
+        ),
+    ] = None,
 ) -> None:
     """Score retrievers on a built benchmark: nDCG@10 and Recall@100 by position, PSI, length buckets."""
     err, console = console_for(stderr=True), console_for()
-    outcome = run_eval(folder, retrievers, err, max_length=max_length, batch_size=batch_size, query_prefix=query_prefix, doc_prefix=doc_prefix, out=out, positions=positions, cache_dir=cache_dir, anchor=anchor, length_averaging=length_averaging, resamples=resamples, seed=seed, min_group=min_group, permutations=permutations, psi_small_groups=psi_small_groups, runs_dir=runs_dir)
+    outcome = run_eval(
+        folder,
+        retrievers,
+        err,
+        max_length=max_length,
+        batch_size=batch_size,
+        query_prefix=query_prefix,
+        doc_prefix=doc_prefix,
+        out=out,
+        positions=positions,
+        cache_dir=cache_dir,
+        anchor=anchor,
+        length_averaging=length_averaging,
+        resamples=resamples,
+        seed=seed,
+        min_group=min_group,
+        permutations=permutations,
+        psi_small_groups=psi_small_groups,
+        runs_dir=runs_dir,
+    )
     _into_card(outcome, err)
     show_eval(outcome, json_out, err, console)
 
@@ -70,8 +126,10 @@ def _into_card(outcome: EvalOutcome, err: Console) -> None:
 
         picture = outcome.picture.resolve().relative_to(folder.resolve()).as_posix()  # type: ignore[union-attr]
         if update_grid_card(folder, outcome.report, picture):
-            err.print(f"put the grid's table and heatmap into the data card {escape(str(folder / 'README.md'))}",
-                      highlight=False)
+            err.print(
+                f"put the grid's table and heatmap into the data card {escape(str(folder / 'README.md'))}",
+                highlight=False,
+            )
         return
     if not (folder / "README.md").is_file():
         return

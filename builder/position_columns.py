@@ -13,8 +13,14 @@ from builder.io.files.locate import add_evidence_locations
 from builder.textutil.positions import length_bucket, position_bin, rel_pos, third_of
 
 POSITION_COLUMNS = (
-    "rel_pos", "position_bin", "position_tag", "length_bucket",
-    "pos_char_span", "pos_char_length", "pos_token_length", "pos_tokenizer",
+    "rel_pos",
+    "position_bin",
+    "position_tag",
+    "length_bucket",
+    "pos_char_span",
+    "pos_char_length",
+    "pos_token_length",
+    "pos_tokenizer",
 )
 
 # Query columns any one of which places a query in its document: spans and the fields
@@ -27,8 +33,7 @@ def placed_queries(queries: pl.DataFrame) -> int:
     present = [c for c in PLACING_COLUMNS if c in queries.columns]
     if not present:
         return 0
-    placed = [pl.col(c).list.len().fill_null(0) > 0 if c == "spans" else pl.col(c).is_not_null()
-              for c in present]
+    placed = [pl.col(c).list.len().fill_null(0) > 0 if c == "spans" else pl.col(c).is_not_null() for c in present]
     return int(queries.select(pl.any_horizontal(placed).sum()).item())
 
 
@@ -47,9 +52,7 @@ def annotate_positions(
     """Add POSITION_COLUMNS to queries that have `spans`; the document's text and token
     count come from the corpus (token counts are those of the recipe tokenizer)."""
     docs = corpus.select("doc_id", pl.col("text").alias("_doc_text"), pl.col("n_tokens").alias("_doc_tokens"))
-    joined = queries.drop([c for c in POSITION_COLUMNS if c in queries.columns]).join(
-        docs, on="doc_id", how="left"
-    )
+    joined = queries.drop([c for c in POSITION_COLUMNS if c in queries.columns]).join(docs, on="doc_id", how="left")
     rows = joined.select("spans", "_doc_text", "_doc_tokens").iter_rows()
     fields: dict[str, list] = {c: [] for c in POSITION_COLUMNS}
     for spans, text, n_tokens in rows:
@@ -69,8 +72,9 @@ def annotate_positions(
     return add_evidence_locations(annotated, corpus)
 
 
-def _fields(spans: Sequence[dict] | None, text: str | None, n_tokens: int | None,
-            tokenizer_name: str, options: PositionOptions) -> dict[str, object]:
+def _fields(
+    spans: Sequence[dict] | None, text: str | None, n_tokens: int | None, tokenizer_name: str, options: PositionOptions
+) -> dict[str, object]:
     if not spans or not text:
         return dict.fromkeys(POSITION_COLUMNS)
     pairs = [(s["start"], s["end"]) for s in spans]

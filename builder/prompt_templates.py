@@ -27,8 +27,11 @@ class Prompt:
         self.path = path
         self.source = path.read_text(encoding="utf-8")
         self._env = SandboxedEnvironment(
-            undefined=StrictUndefined, keep_trailing_newline=False, trim_blocks=True,
-            lstrip_blocks=True, autoescape=False,
+            undefined=StrictUndefined,
+            keep_trailing_newline=False,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            autoescape=False,
         )
         self._template = self._env.from_string(self.source)
         if "user" not in self._template.blocks:

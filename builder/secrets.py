@@ -26,12 +26,27 @@ import re
 from typing import Any
 
 MASK = "***"
-_SECRET_WORDS = {"key", "apikey", "token", "secret", "password", "passwd", "credential",
-                 "credentials", "auth", "authorization", "bearer", "sig", "signature"}
+_SECRET_WORDS = {
+    "key",
+    "apikey",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "credential",
+    "credentials",
+    "auth",
+    "authorization",
+    "bearer",
+    "sig",
+    "signature",
+}
 _ENV_REF = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 # A short hf_ token needs a digit or a capital, so key names such as `hf_token` stay.
-_TOKEN_SHAPES = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}"
-                           r"|hf_(?:[A-Za-z0-9]{16,}|(?=[a-z]*[A-Z0-9])[A-Za-z0-9]{6,}))\b")
+_TOKEN_SHAPES = re.compile(
+    r"\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|hf_(?:[A-Za-z0-9]{16,}|(?=[a-z]*[A-Z0-9])[A-Za-z0-9]{6,}))\b"
+)
 _URL_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s'\"]*@")
 _QUERY_PARAM = re.compile(r"([?&;])([^=&#\s'\"]+)=([^&#\s'\"]*)")
 
@@ -113,8 +128,11 @@ def mask_mapping(obj: Any) -> Any:
     """A copy of nested dicts/lists (a recipe, HTTP headers) with secret values replaced."""
     if isinstance(obj, dict):
         return {
-            k: (MASK if is_secret_key(k) and not (isinstance(v, str) and is_env_reference(v)) and v is not None
-                else mask_mapping(v))
+            k: (
+                MASK
+                if is_secret_key(k) and not (isinstance(v, str) and is_env_reference(v)) and v is not None
+                else mask_mapping(v)
+            )
             for k, v in obj.items()
         }
     if isinstance(obj, list):

@@ -14,8 +14,10 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # so what the data card records does not depend on the machine).
 SHARED_INPUTS = {
     "squad_posq": ["stages.from_qa.path=../shared/data/squad_v2_dev/dev-v2.0.cs224n-dev-half.json"],
-    "colder_probes": ["stages.position_probes.path=[../shared/data/redocred/dev_revised.json, "
-                      "../shared/data/redocred/test_revised.json]"],
+    "colder_probes": [
+        "stages.position_probes.path=[../shared/data/redocred/dev_revised.json, "
+        "../shared/data/redocred/test_revised.json]"
+    ],
     "msmarco_farrelevant": ["stages.from_beir.path=../shared/data/scifact_beir"],
     "msmarco_farrelevant_shuffled": ["stages.from_beir.path=../shared/data/scifact_beir"],
 }
@@ -46,8 +48,12 @@ def ray_local():
     ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[ray]'")
     import logging
 
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING,
-             runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level=logging.WARNING,
+        runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}},
+    )
     yield ray
     ray.shutdown()
 
@@ -59,7 +65,6 @@ def require_recipe_extras(recipe: Path) -> None:
     from pydantic import TypeAdapter
 
     from builder.backends.rerankers import RerankerConfig, missing_extra
-
     from builder.recipe.preflight import model_problem
 
     raw = yaml.safe_load(recipe.read_text(encoding="utf-8")) or {}
@@ -70,8 +75,10 @@ def require_recipe_extras(recipe: Path) -> None:
     for name, entry in declared.items():
         hint = missing_extra(TypeAdapter(RerankerConfig).validate_python(entry))
         if hint:
-            pytest.skip(f"{recipe.name}: reranker {name!r} {hint.split(';')[0].removeprefix('backend ')}; "
-                        "install the rerank extra to run this test")
+            pytest.skip(
+                f"{recipe.name}: reranker {name!r} {hint.split(';')[0].removeprefix('backend ')}; "
+                "install the rerank extra to run this test"
+            )
 
 
 @pytest.fixture

@@ -70,8 +70,9 @@ def _entry(path: Path, base_url: str | None) -> str:
         data, kind = json.dumps({k: marker[k] for k in ("written_by", "recipe")}, sort_keys=True).encode(), "json "
     elif path.suffix == ".json":
         content = json.loads(data)
-        data = json.dumps(_without_timings(content) if path.name == "stats.json" else content,
-                          sort_keys=True, ensure_ascii=False).encode()
+        data = json.dumps(
+            _without_timings(content) if path.name == "stats.json" else content, sort_keys=True, ensure_ascii=False
+        ).encode()
         kind = "json "
     else:
         kind = ""
@@ -81,8 +82,10 @@ def _entry(path: Path, base_url: str | None) -> str:
 
 
 def manifest(out_dir: Path, base_url: str | None = None) -> dict[str, str]:
-    return {path.relative_to(out_dir).as_posix(): _entry(path, base_url)
-            for path in sorted(p for p in out_dir.rglob("*") if p.is_file())}
+    return {
+        path.relative_to(out_dir).as_posix(): _entry(path, base_url)
+        for path in sorted(p for p in out_dir.rglob("*") if p.is_file())
+    }
 
 
 def write_manifest(name: str, files: dict[str, str]) -> None:

@@ -19,8 +19,7 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def leaks(corpus: pl.DataFrame, queries: pl.DataFrame, judge: PaddingJudge | None, fuzzy: float
-          ) -> list[str]:
+def leaks(corpus: pl.DataFrame, queries: pl.DataFrame, judge: PaddingJudge | None, fuzzy: float) -> list[str]:
     """What breaks a cell as a retrieval task, one line per (query, other document) found;
     empty when every cell is clean. `judge` None checks the text only."""
     found: list[str] = []
@@ -30,8 +29,8 @@ def leaks(corpus: pl.DataFrame, queries: pl.DataFrame, judge: PaddingJudge | Non
         own_evidence = {r["doc_id"]: (r["evidence_start"], r["evidence_end"]) for r in rows}
         for row in rows:
             own = docs[row["doc_id"]]
-            evidence = own[row["evidence_start"]:row["evidence_end"]]
-            span = own[row["spans"][0]["start"]:row["spans"][0]["end"]]
+            evidence = own[row["evidence_start"] : row["evidence_end"]]
+            span = own[row["spans"][0]["start"] : row["spans"][0]["end"]]
             for doc_id, text in docs.items():
                 if doc_id == row["doc_id"]:
                     continue
@@ -44,13 +43,12 @@ def leaks(corpus: pl.DataFrame, queries: pl.DataFrame, judge: PaddingJudge | Non
                 if judge is not None:
                     paragraphs = _padding_paragraphs(text, own_evidence.get(doc_id))
                     (verdicts,) = judge.judge([Ask(row["text"], _flat(evidence), tuple(paragraphs))])
-                    found += [f"{where}: judged to answer ({v}): {p[:60]!r}"
-                              for p, v in zip(paragraphs, verdicts) if v]
+                    found += [f"{where}: judged to answer ({v}): {p[:60]!r}" for p, v in zip(paragraphs, verdicts) if v]
     return found
 
 
 def _padding_paragraphs(text: str, evidence: tuple[int, int] | None) -> Sequence[str]:
     """A document's paragraphs, its own query's evidence cut out (a distractor has none)."""
     if evidence is not None:
-        text = text[:evidence[0]] + "\n\n" + text[evidence[1]:]
+        text = text[: evidence[0]] + "\n\n" + text[evidence[1] :]
     return [_flat(p) for p in PARAGRAPH.split(text) if p.strip()]

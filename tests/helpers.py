@@ -8,9 +8,9 @@ from typing import Any
 
 from builder.backends.rerankers import make_reranker, reranker_configs
 from builder.backends.tokenizers import TokenCounter, WordCounter
-from builder.stages.context import StageContext
 from builder.prompt_templates import PromptLibrary
 from builder.recipe.model import recipe_model
+from builder.stages.context import StageContext
 
 
 class _NoTask:
@@ -35,10 +35,15 @@ def make_ctx(
 ) -> StageContext:
     """A StageContext without a runner; `llms` maps model names to ready backends, and
     `reranker(name)` builds the recipe's entry (or the built-in bm25) with those backends."""
-    recipe = recipe_model().model_validate({
-        "name": "test", "seed": seed, "sources": [{"type": "python_docs"}],
-        "models": models or {}, "stages": [{"sample_by_length": {"n_docs": 1}}],
-    })
+    recipe = recipe_model().model_validate(
+        {
+            "name": "test",
+            "seed": seed,
+            "sources": [{"type": "python_docs"}],
+            "models": models or {},
+            "stages": [{"sample_by_length": {"n_docs": 1}}],
+        }
+    )
     backends = llms or {}
     prompts = PromptLibrary(tmp_path)
 
@@ -49,7 +54,13 @@ def make_ctx(
         return make_reranker(name, reranker_configs(recipe)[name], llm, prompts)
 
     return StageContext(
-        seed=seed, label=label, index=int(label.split("_")[0]),
-        tokenizer=tokenizer or WordCounter(), work_dir=tmp_path, prompts=prompts,
-        progress=SilentProgress(), llm_factory=llm, reranker_factory=reranker,
+        seed=seed,
+        label=label,
+        index=int(label.split("_")[0]),
+        tokenizer=tokenizer or WordCounter(),
+        work_dir=tmp_path,
+        prompts=prompts,
+        progress=SilentProgress(),
+        llm_factory=llm,
+        reranker_factory=reranker,
     )

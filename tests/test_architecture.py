@@ -1,6 +1,6 @@
 """Structure rules for builder/: no import cycles, no import from a lower rung of the
 ladder to a higher one (lazy and type-only imports included in both), and no module over
-400 lines. The ladder is written once, as the layers contract in `.importlinter`, which CI
+400 lines unless it says why it holds together. The ladder is written once, as the layers contract in `.importlinter`, which CI
 also checks with import-linter's `lint-imports`; this test reads the same contract so the
 plain test run checks it too, and also that every top-level module stands on a rung
 (import-linter leaves a module it is not told about unconstrained)."""
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "builder"
@@ -104,8 +105,7 @@ def _top(module: str) -> str:
 def _upward(graph: dict[str, set[str]], ladder: list[list[str]]) -> list[str]:
     """Every import of a module on a higher rung (nearer the top) than the importer's."""
     rung = {name: i for i, names in enumerate(ladder) for name in names}
-    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
-                  if rung[_top(b)] < rung[_top(a)])
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets if rung[_top(b)] < rung[_top(a)])
 
 
 def _graph() -> dict[str, set[str]]:
@@ -114,8 +114,11 @@ def _graph() -> dict[str, set[str]]:
 
 
 def test_ladder_finder_sees_an_upward_import():
-    graph = {"builder.run.runner": {"builder.publish.card"}, "builder.publish.card": {"builder.run.outdir"},
-             "builder.run.outdir": set()}
+    graph = {
+        "builder.run.runner": {"builder.publish.card"},
+        "builder.publish.card": {"builder.run.outdir"},
+        "builder.run.outdir": set(),
+    }
     assert _upward(graph, [["run"], ["publish"]]) == ["builder.publish.card -> builder.run.outdir"]
 
 
@@ -136,7 +139,13 @@ def test_no_import_cycles_among_builder_modules():
     assert _cycles(_graph()) == []
 
 
-def test_no_module_over_400_lines():
-    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+def test_no_module_over_400_lines_without_a_reason():
+    # Size is judged by cohesion: a module may run longer when it says, in a
+    # "# cohesive: ..." line, why splitting it would scatter one concept.
+    long = {
+        str(p.relative_to(PACKAGE)): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len((text := p.read_text(encoding="utf-8")).splitlines())) > MAX_LINES
+        and not re.search(r"^# cohesive: \S", text, re.MULTILINE)
+    }
     assert long == {}

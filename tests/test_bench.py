@@ -6,10 +6,10 @@ from builder.bench import Bench
 
 def _bench() -> Bench:
     corpus = pl.DataFrame({"doc_id": ["d1", "d2", "d3"], "text": ["a", "b", "c"]})
-    queries = pl.DataFrame({"query_id": ["q1", "q2", "q3"], "text": ["x", "y", "z"],
-                            "doc_id": ["d1", "d1", "d2"]})
-    qrels = pl.DataFrame({"query_id": ["q1", "q2", "q3", "q3"], "doc_id": ["d1", "d1", "d2", "d3"],
-                          "score": [1, 1, 1, 1]})
+    queries = pl.DataFrame({"query_id": ["q1", "q2", "q3"], "text": ["x", "y", "z"], "doc_id": ["d1", "d1", "d2"]})
+    qrels = pl.DataFrame(
+        {"query_id": ["q1", "q2", "q3", "q3"], "doc_id": ["d1", "d1", "d2", "d3"], "score": [1, 1, 1, 1]}
+    )
     return Bench.of(corpus, queries, qrels)
 
 

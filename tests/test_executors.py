@@ -63,7 +63,13 @@ def _block_length(model: _Scale, block: list[int]) -> list[int]:
 
 def test_actor_resources_can_set_the_items_per_call() -> None:
     ex = LocalExecutor(block_size=256)
-    assert ex.map_with_model(_make_scale, _block_length, list(range(5)), ActorResources(batch_size=2)) == [2, 2, 2, 2, 1]
+    assert ex.map_with_model(_make_scale, _block_length, list(range(5)), ActorResources(batch_size=2)) == [
+        2,
+        2,
+        2,
+        2,
+        1,
+    ]
 
 
 def test_a_block_function_that_loses_rows_is_an_error() -> None:
@@ -95,8 +101,9 @@ def test_ray_actor_pool_keeps_one_model_per_actor_across_calls_and_order(ray_loc
     second = ray_ex.map_with_model(_make_scale, _scaled, list(range(10)), resources)
     assert {model for _, model in second} <= models, "a second call must reuse the loaded models"
     marker = tmp_path / "died"
-    survived = ray_ex.map_with_model(_make_scale, functools.partial(_scaled_dying_once, str(marker)),
-                                     list(range(40)), resources)
+    survived = ray_ex.map_with_model(
+        _make_scale, functools.partial(_scaled_dying_once, str(marker)), list(range(40)), resources
+    )
     assert marker.exists(), "the actor was not killed: the test proves nothing"
     assert [v for v, _ in survived] == [10 * x for x in range(40)]
     assert ray_ex.map_with_model(_make_scale, _scaled, [], ActorResources()) == []
@@ -108,10 +115,15 @@ def test_recipe_asking_for_ray_without_it_names_the_line_and_the_install(write_r
     from builder.recipe.model import parse_recipe
     from builder.recipe.yaml_text import RecipeError
 
-    monkeypatch.setattr(executor_config.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "ray" else importlib.util.find_spec(name, *a))
-    path = write_recipe("name: r\nsources: [{type: jsonl, path: c.jsonl}]\nexecutor:\n  kind: ray\n"
-                        "stages:\n  - sample_by_length: {n_docs: 1}\n")
+    monkeypatch.setattr(
+        executor_config.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "ray" else importlib.util.find_spec(name, *a),
+    )
+    path = write_recipe(
+        "name: r\nsources: [{type: jsonl, path: c.jsonl}]\nexecutor:\n  kind: ray\n"
+        "stages:\n  - sample_by_length: {n_docs: 1}\n"
+    )
     with pytest.raises(RecipeError) as err:
         parse_recipe(path)
     text = err.value.render()
@@ -124,8 +136,10 @@ def test_a_mistyped_executor_section_names_each_line(write_recipe) -> None:
     from builder.recipe.model import parse_recipe
     from builder.recipe.yaml_text import RecipeError
 
-    path = write_recipe("name: r\nsources: [{type: python_docs}]\nexecutor:\n  kind: rayy\n  blocks: 3\n"
-                        "stages:\n  - sample_by_length: {n_docs: 1}\n")
+    path = write_recipe(
+        "name: r\nsources: [{type: python_docs}]\nexecutor:\n  kind: rayy\n  blocks: 3\n"
+        "stages:\n  - sample_by_length: {n_docs: 1}\n"
+    )
     with pytest.raises(RecipeError) as err:
         parse_recipe(path)
     text = err.value.render()

@@ -4,8 +4,8 @@ the same table or picture in other bytes does not fail them."""
 from __future__ import annotations
 
 import json
-import zlib
 import struct
+import zlib
 
 import polars as pl
 
@@ -18,8 +18,12 @@ def _png(width: int, height: int, level: int) -> bytes:
 
     pixels = b"".join(b"\x00" + b"\xff" * width for _ in range(height))
     header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(pixels, level))
-            + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(pixels, level))
+        + chunk(b"IEND", b"")
+    )
 
 
 def _folder(root, compression: str, indent: int | None, level: int, score: float = 0.5):
@@ -39,5 +43,7 @@ def test_tables_json_and_pictures_written_in_other_bytes_read_the_same(tmp_path)
 
 
 def test_a_changed_row_changes_the_manifest(tmp_path):
-    assert _folder(tmp_path / "one", "zstd", None, 1)["t.parquet"] != \
-        _folder(tmp_path / "other", "zstd", None, 1, score=0.25)["t.parquet"]
+    assert (
+        _folder(tmp_path / "one", "zstd", None, 1)["t.parquet"]
+        != _folder(tmp_path / "other", "zstd", None, 1, score=0.25)["t.parquet"]
+    )

@@ -45,7 +45,9 @@ def _check(name: str, out_dir: Path, base_url: str | None = None) -> None:
 
 
 def _build(recipe: Path, tmp_path: Path, overrides: list[str] | None = None) -> Path:
-    result = Runner(parse_recipe(recipe, overrides), RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()
+    result = Runner(
+        parse_recipe(recipe, overrides), RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")
+    ).run()
     return result.out_dir
 
 
@@ -65,12 +67,19 @@ def test_depth_grid_output_is_golden(tmp_path, monkeypatch):
     """The grid over the quickstart's evidence, offline and without extras; 6 of its 40
     questions and 4 of its 100 distractors per cell keep it to seconds (and MBs rather than 300)."""
     monkeypatch.chdir(REPO)
-    _check("depth_grid", _build(REPO / "recipes" / "depth_grid.yaml", tmp_path,
-                                ["stages.depth_grid.max_queries=6", "stages.depth_grid.distractors=4"]))
+    _check(
+        "depth_grid",
+        _build(
+            REPO / "recipes" / "depth_grid.yaml",
+            tmp_path,
+            ["stages.depth_grid.max_queries=6", "stages.depth_grid.distractors=4"],
+        ),
+    )
 
 
-@pytest.mark.parametrize("recipe", ["squad_posq", "msmarco_farrelevant", "msmarco_farrelevant_shuffled",
-                                    "colder_probes"])
+@pytest.mark.parametrize(
+    "recipe", ["squad_posq", "msmarco_farrelevant", "msmarco_farrelevant_shuffled", "colder_probes"]
+)
 def test_shared_data_recipe_output_is_golden(recipe, tmp_path, shared_data, minilm_tokenizer, monkeypatch):
     monkeypatch.chdir(REPO)
     _check(recipe, _build(REPO / "recipes" / f"{recipe}.yaml", tmp_path, SHARED_INPUTS[recipe]))

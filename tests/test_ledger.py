@@ -41,8 +41,10 @@ def test_stats_and_card_report_money_per_stage_and_per_kept_query(tmp_path, monk
     with FakeOpenAIServer(responder=bench.mock_responder) as srv:
         sets = bench.overrides("posir", srv.base_url, bench.ARTICLES, 6)
         sets += [f"models.gen.price={PRICE}", f"models.judge.price={PRICE}"]
-        result = Runner(parse_recipe(REPO / "recipes" / "posir.yaml", sets),
-                        RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()
+        result = Runner(
+            parse_recipe(REPO / "recipes" / "posir.yaml", sets),
+            RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out"),
+        ).run()
     llm = json.loads((result.out_dir / "stats.json").read_text(encoding="utf-8"))["llm"]
     rows = {r["stage"].split("_", 1)[1]: r for r in llm["stages"]}
     assert set(rows) == {"generate_queries", "localize_spans", "llm_relevance"}
@@ -85,17 +87,33 @@ def _queries(rows):
 
     from builder.bench import Bench
 
-    corpus = pl.DataFrame({"doc_id": ["d1"], "title": ["t"], "text": ["x " * 600], "lang": ["en"],
-                           "domain": ["web"], "n_tokens": [600]})
-    queries = pl.DataFrame(rows, schema={"query_id": pl.Utf8, "text": pl.Utf8, "doc_id": pl.Utf8, "lang": pl.Utf8,
-                                         "requested_position": pl.Utf8, "position_tag": pl.Utf8})
+    corpus = pl.DataFrame(
+        {"doc_id": ["d1"], "title": ["t"], "text": ["x " * 600], "lang": ["en"], "domain": ["web"], "n_tokens": [600]}
+    )
+    queries = pl.DataFrame(
+        rows,
+        schema={
+            "query_id": pl.Utf8,
+            "text": pl.Utf8,
+            "doc_id": pl.Utf8,
+            "lang": pl.Utf8,
+            "requested_position": pl.Utf8,
+            "position_tag": pl.Utf8,
+        },
+    )
     qrels = queries.select("query_id", "doc_id", score=pl.lit(1))
     return Bench.of(corpus=corpus, queries=queries, qrels=qrels)
 
 
 def _q(qid, requested, tag=None):
-    return {"query_id": qid, "text": qid, "doc_id": "d1", "lang": "en", "requested_position": requested,
-            "position_tag": tag}
+    return {
+        "query_id": qid,
+        "text": qid,
+        "doc_id": "d1",
+        "lang": "en",
+        "requested_position": requested,
+        "position_tag": tag,
+    }
 
 
 def test_each_llm_stage_counts_the_queries_it_handled_per_position_group():
@@ -113,24 +131,45 @@ def test_stats_share_each_stages_cost_among_the_groups_it_served_per_kept_query(
 
     kept = _queries([_q("a", "first", "beginning"), _q("b", "first", "middle"), _q("d", "middle", "middle")])
     stages = [
-        {"stage": "02_summarize", "queries_in": 0, "queries_out": 0,
-         "llm": {"calls": 6, "prompt_tokens": 600, "completion_tokens": 60, "usd": 0.03}},
-        {"stage": "03_generate_queries", "queries_in": 0, "queries_out": 4, "queries_added": 6,
-         "queries_dropped": 2, "asked_by_group": {"beginning": 2, "middle": 1, "end": 1},
-         "llm": {"calls": 4, "prompt_tokens": 800, "completion_tokens": 80, "usd": 0.04}},
-        {"stage": "04_localize_spans", "queries_in": 4, "queries_out": 3, "queries_added": 0,
-         "asked_by_group": {"beginning": 1, "middle": 2, "end": 1},
-         "llm": {"calls": 4, "prompt_tokens": 400, "completion_tokens": 40, "usd": 0.02}},
+        {
+            "stage": "02_summarize",
+            "queries_in": 0,
+            "queries_out": 0,
+            "llm": {"calls": 6, "prompt_tokens": 600, "completion_tokens": 60, "usd": 0.03},
+        },
+        {
+            "stage": "03_generate_queries",
+            "queries_in": 0,
+            "queries_out": 4,
+            "queries_added": 6,
+            "queries_dropped": 2,
+            "asked_by_group": {"beginning": 2, "middle": 1, "end": 1},
+            "llm": {"calls": 4, "prompt_tokens": 800, "completion_tokens": 80, "usd": 0.04},
+        },
+        {
+            "stage": "04_localize_spans",
+            "queries_in": 4,
+            "queries_out": 3,
+            "queries_added": 0,
+            "asked_by_group": {"beginning": 1, "middle": 2, "end": 1},
+            "llm": {"calls": 4, "prompt_tokens": 400, "completion_tokens": 40, "usd": 0.02},
+        },
     ]
     llm = compute_stats(kept, {"stages": stages})["llm"]
     by_group = llm["by_group"]
     # beginning: a third of the summaries (shared by kept query), half of generation, a quarter of localization.
-    spent = {"calls": 6 / 3 + 4 / 2 + 4 / 4, "prompt_tokens": 600 / 3 + 800 / 2 + 400 / 4,
-             "completion_tokens": 60 / 3 + 80 / 2 + 40 / 4, "cached_tokens": 0.0}
+    spent = {
+        "calls": 6 / 3 + 4 / 2 + 4 / 4,
+        "prompt_tokens": 600 / 3 + 800 / 2 + 400 / 4,
+        "completion_tokens": 60 / 3 + 80 / 2 + 40 / 4,
+        "cached_tokens": 0.0,
+    }
     usd = 0.03 / 3 + 0.04 / 2 + 0.02 / 4
     assert by_group["beginning"] == {
-        "kept": 1, "spent": {**{k: round(v, 2) for k, v in spent.items()}, "usd": round(usd, 6)},
-        "per_kept_query": {**{k: round(v, 2) for k, v in spent.items()}, "usd": round(usd, 6)}}
+        "kept": 1,
+        "spent": {**{k: round(v, 2) for k, v in spent.items()}, "usd": round(usd, 6)},
+        "per_kept_query": {**{k: round(v, 2) for k, v in spent.items()}, "usd": round(usd, 6)},
+    }
     middle_calls = 2 * 6 / 3 + 4 / 4 + 2 * 4 / 4
     assert by_group["middle"]["kept"] == 2
     assert by_group["middle"]["per_kept_query"]["calls"] == round(middle_calls / 2, 2)

@@ -29,8 +29,14 @@ def test_my_domain_builds_offline_with_the_mock_llm_and_push_refuses_it(tmp_path
     env = {**os.environ, "MY_DOCS": str(SHORT_ARTICLES), "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
     env.pop("BUILD_BENCH_BASE_URL", None)
     command = [sys.executable, "-c", "from builder.cli import main; main()"]
-    built = subprocess.run([*command, str(RECIPE), "--mock-llm", "--limit", "30"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=600)
+    built = subprocess.run(
+        [*command, str(RECIPE), "--mock-llm", "--limit", "30"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert built.returncode == 0, built.stderr[-3000:]
     assert "built with the mock LLM" in " ".join(built.stderr.split())
 
@@ -65,8 +71,17 @@ def test_a_recipes_push_is_skipped_for_a_mock_build(tmp_path, monkeypatch):
     # No token and no Hub: a push attempt would fail the build.
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     monkeypatch.delenv("HF_TOKEN", raising=False)
-    args = ["build", "quickstart", "--out", str(tmp_path / "out"), "--run-dir", str(tmp_path / "runs"),
-            "--set", "push={repo: someone/bench}", "--mock-llm"]
+    args = [
+        "build",
+        "quickstart",
+        "--out",
+        str(tmp_path / "out"),
+        "--run-dir",
+        str(tmp_path / "runs"),
+        "--set",
+        "push={repo: someone/bench}",
+        "--mock-llm",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())

@@ -16,7 +16,9 @@ from builder.recipe.preflight import model_problem
 
 CLOSED = "http://127.0.0.1:9"  # nothing listens there: a refused connection, at once
 REPO_ID = "someorg/not-downloaded-model-xyz"
-TOKENIZER_FILES = f"hf download {REPO_ID} --include 'tokenizer*' 'vocab*' 'merges.txt' '*.model' 'special_tokens_map.json'"
+TOKENIZER_FILES = (
+    f"hf download {REPO_ID} --include 'tokenizer*' 'vocab*' 'merges.txt' '*.model' 'special_tokens_map.json'"
+)
 
 
 def test_an_unreachable_url_input_says_what_to_do(monkeypatch):
@@ -60,9 +62,11 @@ def test_validate_says_which_models_it_left_for_plan(tmp_path, monkeypatch):
     said = " ".join(result.output.split())
     assert result.exit_code == 0, result.output
     assert f"ok {recipe} (1 stages; its form and local inputs)" in said
-    assert ("note: `build-bench plan` and `build-bench build` need the network for what validate could not "
-            f"check offline: tokenizer {REPO_ID}, reranker 'judge_a' someorg/not-downloaded-reranker-xyz (not "
-            "in the Hugging Face cache)") in said
+    assert (
+        "note: `build-bench plan` and `build-bench build` need the network for what validate could not "
+        f"check offline: tokenizer {REPO_ID}, reranker 'judge_a' someorg/not-downloaded-reranker-xyz (not "
+        "in the Hugging Face cache)"
+    ) in said
 
 
 URL_RECIPE = f"""
@@ -89,5 +93,7 @@ def test_plan_stops_on_a_url_input_it_cannot_reach(tmp_path, monkeypatch):
     checked = CliRunner().invoke(app, ["validate", str(recipe)])
     said = " ".join(checked.output.split())
     assert checked.exit_code == 0, checked.output
-    assert ("note: `build-bench plan` and `build-bench build` need the network for what validate could not "
-            f"check offline: input {CLOSED}/data.zip#scifact (not downloaded yet)") in said
+    assert (
+        "note: `build-bench plan` and `build-bench build` need the network for what validate could not "
+        f"check offline: input {CLOSED}/data.zip#scifact (not downloaded yet)"
+    ) in said

@@ -42,8 +42,9 @@ def test_a_posir_style_build_shares_each_document_across_its_stages(tmp_path):
     assert report.kept >= 20
     assert (report.kept, report.thirds) == (21, {"beginning": 6, "middle": 10, "end": 5})
     card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
-    assert ("`05_llm_relevance` graded each query without its span by sending the whole document and naming "
-            "the span") in card
+    assert (
+        "`05_llm_relevance` graded each query without its span by sending the whole document and naming the span"
+    ) in card
 
 
 @pytest.mark.timeout(300)

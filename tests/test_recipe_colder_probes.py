@@ -9,8 +9,10 @@ from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
 from tests.conftest import REPO
 
-SMALL = ["stages.position_probes.queries_per_setting=20",
-         "stages.position_probes.path=../shared/data/redocred/dev_revised.json"]
+SMALL = [
+    "stages.position_probes.queries_per_setting=20",
+    "stages.position_probes.path=../shared/data/redocred/dev_revised.json",
+]
 
 
 def test_colder_probes_recipe_builds(tmp_path, shared_data, minilm_tokenizer, monkeypatch):
@@ -19,8 +21,9 @@ def test_colder_probes_recipe_builds(tmp_path, shared_data, minilm_tokenizer, mo
     result = Runner(loaded, RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()
     bench = read_beir(result.out_dir)
     per_setting = bench.queries.group_by("setting").len()
-    assert dict(per_setting.iter_rows()) == {s: 20 for s in (
-        "position_i", "first_vs_last", "brevity", "repetition", "answer_importance", "foil")}
+    assert dict(per_setting.iter_rows()) == {
+        s: 20 for s in ("position_i", "first_vs_last", "brevity", "repetition", "answer_importance", "foil")
+    }
     assert bench.corpus["setting"].null_count() == 0
     assert set(bench.qrels["doc_id"]) == set(bench.corpus["doc_id"])  # every probe document is judged
     _no_identical_documents(result.out_dir)

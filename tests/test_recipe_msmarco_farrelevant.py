@@ -48,8 +48,9 @@ def test_every_farrelevant_recipe_ends_with_position_metadata():
 
 def test_farrelevant_then_shuffle_recipe_builds(tmp_path, shared_data, minilm_tokenizer, monkeypatch):
     monkeypatch.chdir(REPO)
-    loaded = parse_recipe(REPO / "recipes" / "msmarco_farrelevant_shuffled.yaml",
-                          LIMIT + SHARED_INPUTS["msmarco_farrelevant_shuffled"])
+    loaded = parse_recipe(
+        REPO / "recipes" / "msmarco_farrelevant_shuffled.yaml", LIMIT + SHARED_INPUTS["msmarco_farrelevant_shuffled"]
+    )
     result = Runner(loaded, RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()
     tok = HFCounter(loaded.recipe.tokenizer.name)
     far = Bench.load(result.run_dir / "02_far_relevant")
@@ -63,8 +64,7 @@ def test_farrelevant_then_shuffle_recipe_builds(tmp_path, shared_data, minilm_to
     for q in out.queries.iter_rows(named=True):
         old, new = far.queries.filter(far.queries["query_id"] == q["query_id"])["spans"][0][0], q["spans"][0]
         assert new["end"] - new["start"] == old["end"] - old["start"]
-        assert after[q["doc_id"]][new["start"]:new["end"]] == before[q["doc_id"]][old["start"]:old["end"]]
+        assert after[q["doc_id"]][new["start"] : new["end"]] == before[q["doc_id"]][old["start"] : old["end"]]
         assert Counter(after[q["doc_id"]].split()) == Counter(before[q["doc_id"]].split())
         assert q["pos_char_span"] == [[new["start"], new["end"]]]  # position_metadata refilled
-        assert q["span_token_start"] == bisect_left([s for s, _ in tok.offsets(after[q["doc_id"]])],
-                                                    new["start"])
+        assert q["span_token_start"] == bisect_left([s for s, _ in tok.offsets(after[q["doc_id"]])], new["start"])

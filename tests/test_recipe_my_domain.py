@@ -54,18 +54,28 @@ def test_template_builds_offline_with_the_cpu_choices(fake_openai, tmp_path, mon
     monkeypatch.setenv("MY_DOCS", str(DOCS))
     srv = fake_openai(responder=with_grades(scripted_llm))
     monkeypatch.setenv("BUILD_BENCH_BASE_URL", srv.base_url)
-    loaded = parse_recipe(find_recipe("my_domain"), [
-        "tokenizer={kind: words}",
-        "stages.sample_by_length.n_docs=40",
-        "rerankers.contrast_a={backend: bm25}",
-        "rerankers.contrast_b={backend: llm_judge, llm: judge}",
-        "rerankers.recall={backend: bm25}",
-    ])
+    loaded = parse_recipe(
+        find_recipe("my_domain"),
+        [
+            "tokenizer={kind: words}",
+            "stages.sample_by_length.n_docs=40",
+            "rerankers.contrast_a={backend: bm25}",
+            "rerankers.contrast_b={backend: llm_judge, llm: judge}",
+            "rerankers.recall={backend: bm25}",
+        ],
+    )
     assert loaded.recipe.sources[0].path == str(DOCS)
     result = Runner(loaded, RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()
     stages = [s.stage.split("_", 1)[1] for s in result.stage_stats]
-    assert stages == ["load", "sample_by_length", "generate_queries", "localize_spans", "span_contrast",
-                      "llm_relevance", "false_negatives"]
+    assert stages == [
+        "load",
+        "sample_by_length",
+        "generate_queries",
+        "localize_spans",
+        "span_contrast",
+        "llm_relevance",
+        "false_negatives",
+    ]
     # All four documents fall in the first bucket, whose share of 40 is 6.
     assert result.bench.corpus.height == 4
     queries = result.bench.queries
@@ -73,7 +83,7 @@ def test_template_builds_offline_with_the_cpu_choices(fake_openai, tmp_path, mon
     texts = dict(result.bench.corpus.select("doc_id", "text").iter_rows())
     for row in queries.iter_rows(named=True):
         (span,) = row["spans"]
-        assert texts[row["doc_id"]][span["start"]:span["end"]].startswith(row["text"].split("«")[1][:-2])
+        assert texts[row["doc_id"]][span["start"] : span["end"]].startswith(row["text"].split("«")[1][:-2])
     for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "README.md"):
         assert (tmp_path / "out" / name).exists()
     assert pl.read_parquet(tmp_path / "out" / "drops.parquet").height > 0

@@ -34,8 +34,10 @@ def _build(srv, data: Path, root: Path):
     source = data / "fineweb_sample" / "fineweb_10bt_docs_1000.jsonl"
     overrides = [
         f"sources=[{{type: jsonl, path: '{source}', lang: en, domain: general, id_prefix: 'en-', limit: 40}}]",
-        "tokenizer={kind: words}", "stages.sample_by_length.n_docs=10",
-        f"stages.translate.languages=[{', '.join(LANGS)}]", "stages.translate.max_chunk_tokens=600",
+        "tokenizer={kind: words}",
+        "stages.sample_by_length.n_docs=10",
+        f"stages.translate.languages=[{', '.join(LANGS)}]",
+        "stages.translate.max_chunk_tokens=600",
         "stages.iqr_filter.min_stratum_size=4",
     ]
     for model in ("gen", "translator", "judge"):
@@ -74,10 +76,9 @@ def test_spans_in_translations_cover_the_translated_passage(build):
             continue
         doc, src_doc = texts[row["doc_id"]], texts[src["doc_id"]]
         for span, old in zip(row["spans"], src["spans"], strict=True):
-            expected = tatoeba.text(src_doc[old["start"]:old["end"]], LANGS[row["lang"]]).strip()
-            assert doc[span["start"]:span["end"]] == expected
-        assert row["rel_pos"] == pytest.approx(
-            sum(s["start"] for s in row["spans"]) / len(row["spans"]) / len(doc))
+            expected = tatoeba.text(src_doc[old["start"] : old["end"]], LANGS[row["lang"]]).strip()
+            assert doc[span["start"] : span["end"]] == expected
+        assert row["rel_pos"] == pytest.approx(sum(s["start"] for s in row["spans"]) / len(row["spans"]) / len(doc))
         assert row["length_bucket"] == src["length_bucket"] and row["pos_char_length"] == len(doc)
         assert row["on_target"] == (row["requested_position"] == row["position_tag"])
         checked += 1

@@ -10,8 +10,7 @@ from builder.run.runner import Runner, RunOptions
 from tests.conftest import REPO, SHARED_INPUTS
 
 # Answer-start buckets of the 2,910 answerable questions (half-open, 100 characters wide).
-EXPECTED_BUCKETS = {"0-100": 615, "100-200": 487, "200-300": 395, "300-400": 366,
-                    "400-500": 328, "500+": 719}
+EXPECTED_BUCKETS = {"0-100": 615, "100-200": 487, "200-300": 395, "300-400": 366, "400-500": 328, "500+": 719}
 
 
 def test_squad_posq_recipe_builds(tmp_path, shared_data, minilm_tokenizer, monkeypatch):
@@ -24,6 +23,6 @@ def test_squad_posq_recipe_builds(tmp_path, shared_data, minilm_tokenizer, monke
     assert stats["stages"][1]["queries_per_char_bucket"] == EXPECTED_BUCKETS
     texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
     for doc_id, answer, spans in bench.queries.select("doc_id", "answer", "spans").iter_rows():
-        assert texts[doc_id][spans[0]["start"]:spans[0]["end"]] == answer
+        assert texts[doc_id][spans[0]["start"] : spans[0]["end"]] == answer
     first = json.loads((result.out_dir / "queries.jsonl").open().readline())
     assert {"_id", "text", "char_bucket", "answer", "spans"} <= first.keys()

@@ -138,21 +138,41 @@ def test_anchors_and_merge_keys_still_work(write_recipe):
 def test_integer_bound_allows_the_largest_int32(write_recipe):
     from builder.recipe.model import parse_recipe
 
-    path = write_recipe("name: t\nsources: [{type: python_docs}]\n"
-                        "stages: [{sample_by_length: {n_docs: 2147483647}}]\n")
+    path = write_recipe("name: t\nsources: [{type: python_docs}]\nstages: [{sample_by_length: {n_docs: 2147483647}}]\n")
     assert parse_recipe(path).recipe.stage_objects()[0].params.n_docs == 2**31 - 1
 
 
 # -- mutated shipped recipes: every one is either valid or a clean exit 2 ------------------
 
 SHIPPED_TEXT = {p.name: p.read_text(encoding="utf-8") for p in shipped_recipes()}
-_JUNK_PIECES = [*":-[]{}&*!|>'\"#%@`,?\\$", "${", "\t", "\n", "\0", "\x07", "\ufeff", "\x85", "\u2028", "é",
-                "  ", "&a", "*a", "<<"]
+_JUNK_PIECES = [
+    *":-[]{}&*!|>'\"#%@`,?\\$",
+    "${",
+    "\t",
+    "\n",
+    "\0",
+    "\x07",
+    "\ufeff",
+    "\x85",
+    "\u2028",
+    "é",
+    "  ",
+    "&a",
+    "*a",
+    "<<",
+]
 _JUNK = st.lists(st.sampled_from(_JUNK_PIECES), min_size=1, max_size=6).map("".join)
 _VALUES = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.integers(min_value=2**31, max_value=10**40),
-    st.floats(), st.text(max_size=8), st.just("${HOME"), st.just("http://u:p@h/v1?token=x"),
-    st.lists(st.integers(-3, 3), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=2**31, max_value=10**40),
+    st.floats(),
+    st.text(max_size=8),
+    st.just("${HOME"),
+    st.just("http://u:p@h/v1?token=x"),
+    st.lists(st.integers(-3, 3), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
 )
 
 
@@ -176,7 +196,7 @@ def _mutate_text(draw, text: str, op: str) -> str:
         return raw.decode("utf-8", "surrogateescape")
     if op == "duplicate":
         i = draw(st.integers(0, len(lines) - 1))
-        return "".join(lines[:i + 1] + lines[i:])
+        return "".join(lines[: i + 1] + lines[i:])
     at = draw(st.integers(0, len(text)))
     return text[:at] if op == "truncate" else text[:at] + draw(_JUNK) + text[at:]
 
@@ -209,15 +229,18 @@ def _mutate_data(draw, text: str, op: str) -> str:
 def mutated_recipes(draw) -> bytes:
     text = SHIPPED_TEXT[draw(st.sampled_from(sorted(SHIPPED_TEXT)))]
     for _ in range(draw(st.integers(1, 3))):
-        op = draw(st.sampled_from(["delete", "duplicate", "retype", "self_alias", "swap",
-                                   "junk", "bytes", "truncate"]))
+        op = draw(st.sampled_from(["delete", "duplicate", "retype", "self_alias", "swap", "junk", "bytes", "truncate"]))
         data_op = op in ("delete", "retype", "self_alias", "swap")
         text = (_mutate_data if data_op else _mutate_text)(draw, text, op)
     return text.encode("utf-8", "surrogateescape")
 
 
-@settings(max_examples=150, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=150,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(recipe=mutated_recipes())
 def test_mutated_shipped_recipes_exit_0_or_2_without_traceback(recipe: bytes):
     """Deleted, duplicated, retyped and swapped keys, junk characters and bytes, truncation."""
@@ -225,8 +248,9 @@ def test_mutated_shipped_recipes_exit_0_or_2_without_traceback(recipe: bytes):
         path = Path(tmp) / "recipe.yaml"
         path.write_bytes(recipe)
         result = runner.invoke(app, ["validate", str(path)])
-    crash = "" if isinstance(result.exception, SystemExit | None) else "".join(
-        traceback.format_exception(result.exception))
+    crash = (
+        "" if isinstance(result.exception, SystemExit | None) else "".join(traceback.format_exception(result.exception))
+    )
     assert result.exit_code in (0, 2), result.output + crash
     assert "Traceback" not in result.output
 
@@ -234,6 +258,8 @@ def test_mutated_shipped_recipes_exit_0_or_2_without_traceback(recipe: bytes):
 def test_unusable_recipe_path_is_one_line_error():
     line = _one_line_error(runner.invoke(app, ["validate", "a" * 300]))
     assert line.startswith("cannot open recipe 'aaaa") and line.endswith(": File name too long")
+
+
 _PAPERS = ("PosIR", "FineWeb-PosQ", "SQuAD-PosQ", "FarRelevant", "ColDeR")
 _SECTION = re.compile(r"§\s?\d|appendix [A-Z]")
 

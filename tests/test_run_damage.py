@@ -50,8 +50,9 @@ def _free_port() -> int:
 
 def _build(recipe: Path, *extra: str):
     root = recipe.parent
-    return runner.invoke(app, ["build", str(recipe), "--run-dir", str(root / "runs"),
-                               "--out", str(root / "out"), *extra])
+    return runner.invoke(
+        app, ["build", str(recipe), "--run-dir", str(root / "runs"), "--out", str(root / "out"), *extra]
+    )
 
 
 def test_an_outage_is_not_frozen_into_checkpoints(write_recipe, fake_openai):
@@ -88,9 +89,13 @@ class _Flaky:
 def test_a_rerun_retries_exactly_the_requests_that_failed(write_recipe, fake_openai, tmp_path):
     _flaky = _Flaky()
     flaky = fake_openai(responder=_flaky)
-    recipe = write_recipe(LLM.replace("BASE", flaky.base_url).replace(
-        "  - generate_queries: {llm: gen, questions_per_call: 2, calls_per_doc: 1}\n"
-        "  - localize_spans: {llm: gen, questions_per_call: 3}\n", ""))
+    recipe = write_recipe(
+        LLM.replace("BASE", flaky.base_url).replace(
+            "  - generate_queries: {llm: gen, questions_per_call: 2, calls_per_doc: 1}\n"
+            "  - localize_spans: {llm: gen, questions_per_call: 3}\n",
+            "",
+        )
+    )
     options = RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out", allow_empty=True)
     first = Runner(parse_recipe(recipe), options).run()
     failed = {json.dumps(b["messages"]) for b in flaky.requests if _flaky(b) == Reply(status=503)}
@@ -108,8 +113,11 @@ def _docs(folder: Path, suffix: str) -> None:
     words = ["river", "castle", "engine", "garden", "market", "violin", "harbor", "forest", "signal"]
     lines = []
     for i in range(4):
-        sentences = [f"The {words[(i + k) % 9]} number {k} near {words[(i * k) % 9]} was noted in "
-                     f"chapter {i}{k} of the {suffix} edition." for k in range(12)]
+        sentences = [
+            f"The {words[(i + k) % 9]} number {k} near {words[(i * k) % 9]} was noted in "
+            f"chapter {i}{k} of the {suffix} edition."
+            for k in range(12)
+        ]
         lines.append(json.dumps({"id": f"d{i}", "text": " ".join(sentences)}))
     (folder / "docs.jsonl").write_text("\n".join(lines) + "\n")
 
@@ -131,7 +139,7 @@ def test_a_recomputed_upstream_stage_invalidates_downstream_checkpoints(write_re
 
 def _garble(path: Path) -> None:
     data = bytearray(path.read_bytes())
-    data[len(data) // 2: len(data) // 2 + 8] = b"\xff" * 8
+    data[len(data) // 2 : len(data) // 2 + 8] = b"\xff" * 8
     path.write_bytes(bytes(data))
 
 
@@ -178,9 +186,13 @@ def test_an_empty_result_fails_unless_allowed(write_recipe):
 @pytest.mark.parametrize("damage", ["random bytes", "not keys"])
 def test_a_damaged_llm_keys_file_is_recomputed_with_a_warning(write_recipe, fake_openai, damage):
     srv = fake_openai(responder=scripted_llm)
-    recipe = write_recipe(LLM.replace("BASE", srv.base_url).replace(
-        "  - generate_queries: {llm: gen, questions_per_call: 2, calls_per_doc: 1}\n"
-        "  - localize_spans: {llm: gen, questions_per_call: 3}\n", ""))
+    recipe = write_recipe(
+        LLM.replace("BASE", srv.base_url).replace(
+            "  - generate_queries: {llm: gen, questions_per_call: 2, calls_per_doc: 1}\n"
+            "  - localize_spans: {llm: gen, questions_per_call: 3}\n",
+            "",
+        )
+    )
     root = recipe.parent
     assert _build(recipe, "--allow-empty").exit_code == 0
     keys = next((root / "runs" / "outage").iterdir()) / "02_summarize" / "llm_keys.txt"
@@ -188,8 +200,18 @@ def test_a_damaged_llm_keys_file_is_recomputed_with_a_warning(write_recipe, fake
     keys.write_bytes(b"\xff\xfe\x00garbage" * 40 if damage == "random bytes" else b"{'a': 1}\nnot a key\n")
     asked = srv.request_count
     for attempt in range(2):  # the first rerun repairs; the second finds nothing wrong
-        again = runner.invoke(app, ["build", str(recipe), "--run-dir", str(root / "runs"),
-                                    "--out", str(root / f"out{attempt}"), "--allow-empty"])
+        again = runner.invoke(
+            app,
+            [
+                "build",
+                str(recipe),
+                "--run-dir",
+                str(root / "runs"),
+                "--out",
+                str(root / f"out{attempt}"),
+                "--allow-empty",
+            ],
+        )
         assert again.exit_code == 0, again.output
         assert "Traceback" not in again.output
         warned = "02_summarize: checkpoint damaged" in " ".join(again.output.split())

@@ -68,8 +68,13 @@ def test_paths_the_swap_would_destroy_are_refused_up_front(recipe, tmp_path, mon
     work.mkdir()
     monkeypatch.chdir(work)
     (tmp_path / "a_file").write_text("keep")
-    out = {"file": tmp_path / "a_file", ".": Path("."), "/": Path("/"), "cwd_parent": tmp_path,
-           "run_root": tmp_path / "runs"}[where]
+    out = {
+        "file": tmp_path / "a_file",
+        ".": Path("."),
+        "/": Path("/"),
+        "cwd_parent": tmp_path,
+        "run_root": tmp_path / "runs",
+    }[where]
     if where == "run_root":
         (tmp_path / "runs").mkdir()
     result = _build(recipe, out)
@@ -81,12 +86,14 @@ def test_paths_the_swap_would_destroy_are_refused_up_front(recipe, tmp_path, mon
 
 @pytest.mark.parametrize("mock", [False, True], ids=["real", "mock"])
 @pytest.mark.parametrize("where", ["/", "."])
-def test_a_recipe_output_dir_the_swap_would_destroy_is_refused_in_one_line(write_recipe, tmp_path, monkeypatch,
-                                                                            where, mock):
+def test_a_recipe_output_dir_the_swap_would_destroy_is_refused_in_one_line(
+    write_recipe, tmp_path, monkeypatch, where, mock
+):
     recipe = write_recipe(TINY.replace("seed: 1\n", f"seed: 1\noutput: {{dir: '{where}'}}\n"))
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["build", str(recipe), "--run-dir", str(tmp_path / "runs"),
-                                 *(["--mock-llm"] if mock else [])])
+    result = runner.invoke(
+        app, ["build", str(recipe), "--run-dir", str(tmp_path / "runs"), *(["--mock-llm"] if mock else [])]
+    )
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     lines = [line for line in result.output.splitlines() if line.strip()]
@@ -124,10 +131,19 @@ def test_left_overs_of_a_killed_run_are_cleaned_and_a_lost_output_restored(recip
 
 
 def _spawn(recipe: Path, root: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-c", "from builder.cli import main; main()", str(recipe),
-           "--run-dir", str(root / "runs"), "--out", str(root / "out")]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    cmd = [
+        sys.executable,
+        "-c",
+        "from builder.cli import main; main()",
+        str(recipe),
+        "--run-dir",
+        str(root / "runs"),
+        "--out",
+        str(root / "out"),
+    ]
+    return subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
 
 
 def test_two_builds_at_once_give_one_whole_output_or_a_clean_refusal(recipe, tmp_path):

@@ -87,7 +87,9 @@ def test_stages_command_lists_every_stage_with_params(wide):
 
 
 def test_missing_local_file_is_one_clear_line(write_recipe):
-    path = write_recipe("name: m\nsources: [{type: jsonl, path: nowhere.jsonl}]\nstages: [{sample_by_length: {n_docs: 1}}]\n")
+    path = write_recipe(
+        "name: m\nsources: [{type: jsonl, path: nowhere.jsonl}]\nstages: [{sample_by_length: {n_docs: 1}}]\n"
+    )
     result = runner.invoke(app, ["build", str(path), "--run-dir", str(path.parent / "runs")])
     # Preflight names the recipe line before anything runs.
     assert result.exit_code == 2

@@ -37,8 +37,12 @@ def test_every_stage_adds_up_with_failed_calls_counted(write_recipe, fake_openai
     generated = records["02_generate_queries"]
     # Seven calls drew the final third and failed; each is a placeholder query, dropped.
     assert generated.dropped == {"llm_unparseable": 7, "duplicate_query": 6}
-    assert (generated.queries_in, generated.queries_added, generated.queries_out, generated.queries_dropped) \
-        == (0, 29, 16, 13)
+    assert (generated.queries_in, generated.queries_added, generated.queries_out, generated.queries_dropped) == (
+        0,
+        29,
+        16,
+        13,
+    )
     for r in result.stage_stats:
         for kind in ("docs", "queries"):
             got, added, out, dropped = (getattr(r, f"{kind}_{part}") or 0 for part in ("in", "added", "out", "dropped"))
@@ -48,29 +52,45 @@ def test_every_stage_adds_up_with_failed_calls_counted(write_recipe, fake_openai
 def test_a_failed_build_says_what_may_help_for_the_reason_that_removed_the_most():
     from builder.backends.llm import LLMUsage
     from builder.bench import Bench
-    from builder.run.outcome import EmptyResult, check_result
     from builder.records.stage_record import StageRecord
+    from builder.run.outcome import EmptyResult, check_result
 
     empty = Bench.of(corpus=pl.DataFrame({"doc_id": ["d1"], "text": ["t"]}))
     stages = [StageRecord(stage="03_localize_spans", docs_in=1, queries_in=3, dropped={"span_not_found": 2})]
     with pytest.raises(EmptyResult) as failed:
         check_result(empty, stages, LLMUsage(calls=3))
-    assert ("03_localize_spans removed the most: 2 of 4 rows (span_not_found 2); what may help: a larger model "
-            "that copies passages verbatim, or localize_spans with methods [exact, normalized, fuzzy] and a lower "
-            "fuzzy_min_score") in str(failed.value)
+    assert (
+        "03_localize_spans removed the most: 2 of 4 rows (span_not_found 2); what may help: a larger model "
+        "that copies passages verbatim, or localize_spans with methods [exact, normalized, fuzzy] and a lower "
+        "fuzzy_min_score"
+    ) in str(failed.value)
 
 
 def test_a_build_whose_queries_ran_out_names_where_as_well():
     from builder.backends.llm import LLMUsage
     from builder.bench import Bench
-    from builder.run.outcome import EmptyResult, check_result
     from builder.records.stage_record import StageRecord
+    from builder.run.outcome import EmptyResult, check_result
 
     empty = Bench.of(corpus=pl.DataFrame({"doc_id": ["d1"], "text": ["t"]}))
-    stages = [StageRecord(stage="02_generate_queries", docs_in=40, docs_out=14, queries_in=0, queries_out=27,
-                          dropped={"doc_unusable": 26, "duplicate_query": 4}),
-              StageRecord(stage="03_localize_spans", docs_in=14, docs_out=14, queries_in=27, queries_out=0,
-                          dropped={"span_not_found": 27})]
+    stages = [
+        StageRecord(
+            stage="02_generate_queries",
+            docs_in=40,
+            docs_out=14,
+            queries_in=0,
+            queries_out=27,
+            dropped={"doc_unusable": 26, "duplicate_query": 4},
+        ),
+        StageRecord(
+            stage="03_localize_spans",
+            docs_in=14,
+            docs_out=14,
+            queries_in=27,
+            queries_out=0,
+            dropped={"span_not_found": 27},
+        ),
+    ]
     with pytest.raises(EmptyResult) as failed:
         check_result(empty, stages, LLMUsage(calls=50))
     message = str(failed.value)

@@ -61,7 +61,8 @@ def test_validate_refuses_localize_before_generation_naming_the_stage_line(quick
     # Without a model, localize_spans locates the generator's reference texts: a second need.
     assert [line.split(" (")[0] for line in lines] == [
         f"{path}:{localize}: stages.1.localize_spans: needs queries",
-        f"{path}:{localize}: stages.1.localize_spans: needs reference_texts"]
+        f"{path}:{localize}: stages.1.localize_spans: needs reference_texts",
+    ]
     for line in lines:
         assert f"generate_queries (stage 3, line {generate}) provides them" in line
     assert "Traceback" not in result.output
@@ -70,8 +71,10 @@ def test_validate_refuses_localize_before_generation_naming_the_stage_line(quick
 def test_plan_and_build_refuse_the_wrong_order_before_anything_runs(quickstart_localize_first, tmp_path):
     plan = runner.invoke(app, ["plan", str(quickstart_localize_first)])
     assert plan.exit_code == 2, plan.output
-    build = runner.invoke(app, ["build", str(quickstart_localize_first), "--out", str(tmp_path / "out"),
-                                "--run-dir", str(tmp_path / "runs")])
+    build = runner.invoke(
+        app,
+        ["build", str(quickstart_localize_first), "--out", str(tmp_path / "out"), "--run-dir", str(tmp_path / "runs")],
+    )
     assert build.exit_code == 2, build.output
     assert "needs queries" in build.output
     assert not (tmp_path / "runs").exists() and not (tmp_path / "out").exists()
@@ -93,8 +96,9 @@ stages:
 def test_an_llm_recipe_in_the_wrong_order_makes_no_llm_call(fake_openai, write_recipe, tmp_path):
     srv = fake_openai()
     path = write_recipe(LLM_RECIPE.replace("BASE", srv.base_url))
-    result = runner.invoke(app, ["build", str(path), "--out", str(tmp_path / "out"),
-                                 "--run-dir", str(tmp_path / "runs")])
+    result = runner.invoke(
+        app, ["build", str(path), "--out", str(tmp_path / "out"), "--run-dir", str(tmp_path / "runs")]
+    )
     assert result.exit_code == 2, result.output
     (line,) = _problem_lines(result.output, path)
     assert line.startswith(f"{path}:9: stages.2.localize_spans: needs queries")
@@ -103,20 +107,26 @@ def test_an_llm_recipe_in_the_wrong_order_makes_no_llm_call(fake_openai, write_r
 
 
 def test_chunked_generation_needs_a_summary_from_an_earlier_stage(write_recipe):
-    path = write_recipe(LLM_RECIPE.replace("BASE", "http://127.0.0.1:9/v1").replace(
-        "  - summarize: {llm: gen}\n", "").replace(
-        "  - localize_spans: {llm: gen, questions_per_call: 3}\n", "").replace(
-        "calls_per_doc: 1}", "calls_per_doc: 1, mode: chunked}\n  - summarize: {llm: gen}"))
+    path = write_recipe(
+        LLM_RECIPE.replace("BASE", "http://127.0.0.1:9/v1")
+        .replace("  - summarize: {llm: gen}\n", "")
+        .replace("  - localize_spans: {llm: gen, questions_per_call: 3}\n", "")
+        .replace("calls_per_doc: 1}", "calls_per_doc: 1, mode: chunked}\n  - summarize: {llm: gen}")
+    )
     result = runner.invoke(app, ["validate", str(path)])
     assert result.exit_code == 2, result.output
     (line,) = _problem_lines(result.output, path)
-    assert re.match(rf"{re.escape(str(path))}:8: stages\.1\.generate_queries: needs summaries .*"
-                    r"summarize \(stage 3, line 9\) provides them", line), line
+    assert re.match(
+        rf"{re.escape(str(path))}:8: stages\.1\.generate_queries: needs summaries .*"
+        r"summarize \(stage 3, line 9\) provides them",
+        line,
+    ), line
 
 
 def test_a_need_no_stage_of_the_recipe_provides_lists_the_stages_that_could(write_recipe):
-    path = write_recipe("name: t\nsources: [{type: python_docs}]\nstages:\n"
-                        "  - sample_by_length: {n_docs: 3}\n  - span_contrast: {}\n")
+    path = write_recipe(
+        "name: t\nsources: [{type: python_docs}]\nstages:\n  - sample_by_length: {n_docs: 3}\n  - span_contrast: {}\n"
+    )
     result = runner.invoke(app, ["validate", str(path)])
     assert result.exit_code == 2, result.output
     lines = _problem_lines(result.output, path)
@@ -126,9 +136,11 @@ def test_a_need_no_stage_of_the_recipe_provides_lists_the_stages_that_could(writ
 
 
 def test_a_category_column_is_a_need_of_its_own(write_recipe):
-    path = write_recipe("name: t\nsources: [{type: python_docs}]\nstages:\n"
-                        "  - generate_queries: {mode: extractive}\n  - balance: {column: position_tag}\n"
-                        "  - localize_spans: {}\n")
+    path = write_recipe(
+        "name: t\nsources: [{type: python_docs}]\nstages:\n"
+        "  - generate_queries: {mode: extractive}\n  - balance: {column: position_tag}\n"
+        "  - localize_spans: {}\n"
+    )
     result = runner.invoke(app, ["validate", str(path)])
     assert result.exit_code == 2, result.output
     (line,) = _problem_lines(result.output, path)
@@ -146,8 +158,7 @@ def test_every_stage_speaks_the_one_vocabulary():
 
 def _bench(spans: list | None, **columns: list) -> Bench:
     corpus = pl.DataFrame({"doc_id": ["d1"], "text": ["some text here"], "n_tokens": [3]})
-    queries = pl.DataFrame({"query_id": ["q1", "q2"], "text": ["a?", "b?"], "doc_id": ["d1", "d1"],
-                            **columns})
+    queries = pl.DataFrame({"query_id": ["q1", "q2"], "text": ["a?", "b?"], "doc_id": ["d1", "d1"], **columns})
     if spans is not None:
         queries = queries.with_columns(pl.Series("spans", spans, dtype=SPAN_DTYPE))
     qrels = pl.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["d1", "d1"], "score": [1, 1]})
@@ -164,12 +175,15 @@ def test_queries_without_any_position_are_a_failed_build():
         check_result(_bench([None, []]), [], LLMUsage())
 
 
-@pytest.mark.parametrize("columns", [
-    {"spans": [None, [{"start": 0, "end": 4, "method": "exact", "score": 100.0}]]},
-    {"char_bucket": ["0-100", None]},
-    {"chunk_tag": [None, "middle"]},
-    {"rel_pos": [0.5, None]},
-])
+@pytest.mark.parametrize(
+    "columns",
+    [
+        {"spans": [None, [{"start": 0, "end": 4, "method": "exact", "score": 100.0}]]},
+        {"char_bucket": ["0-100", None]},
+        {"chunk_tag": [None, "middle"]},
+        {"rel_pos": [0.5, None]},
+    ],
+)
 def test_one_query_with_a_position_is_enough(columns):
     spans = columns.pop("spans", None)
     check_result(_bench(spans, **columns), [], LLMUsage())
@@ -178,8 +192,9 @@ def test_one_query_with_a_position_is_enough(columns):
 def test_a_build_that_never_locates_its_questions_fails_and_writes_nothing(tmp_path):
     path = tmp_path / "no_positions.yaml"
     path.write_text(_reordered(find_recipe("quickstart").read_text(), [0, 1]))
-    result = runner.invoke(app, ["build", str(path), "--out", str(tmp_path / "out"),
-                                 "--run-dir", str(tmp_path / "runs")])
+    result = runner.invoke(
+        app, ["build", str(path), "--out", str(tmp_path / "out"), "--run-dir", str(tmp_path / "runs")]
+    )
     assert result.exit_code == 1, result.output
     failed = [line for line in result.output.splitlines() if "build failed" in line]
     assert len(failed) == 1 and "has a position" in failed[0]

@@ -14,7 +14,9 @@ from tests.fixtures.scripted_grader import with_grades
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("without_span_agreement", REPO / "benchmarks" / "without_span_agreement.py")
+    spec = importlib.util.spec_from_file_location(
+        "without_span_agreement", REPO / "benchmarks" / "without_span_agreement.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
@@ -38,17 +40,46 @@ def test_kappa_matches_a_hand_worked_table():
 def test_a_literal_judge_disagrees_where_an_obedient_one_agrees(tmp_path, fake_openai, monkeypatch):
     monkeypatch.chdir(REPO)
     script = _script()
-    obedient, literal = fake_openai(responder=with_grades()), fake_openai(responder=with_grades(follows_set_aside=False))
+    obedient, literal = (
+        fake_openai(responder=with_grades()),
+        fake_openai(responder=with_grades(follows_set_aside=False)),
+    )
     out = tmp_path / "agreement.json"
-    first = script.main(["--base-url", obedient.base_url, "--model", "scripted", "--recipe", "quickstart",
-                         "--pairs", "24", "--seed", "1", "--json", str(out)])
+    first = script.main(
+        [
+            "--base-url",
+            obedient.base_url,
+            "--model",
+            "scripted",
+            "--recipe",
+            "quickstart",
+            "--pairs",
+            "24",
+            "--seed",
+            "1",
+            "--json",
+            str(out),
+        ]
+    )
     assert first.asked == 24 and first.failed == 0
     assert first.verdict_kappa.agreement == 1.0 and first.disagreements == []
     assert first.verdicts["cut"] == first.verdicts["set_aside"]
     assert json.loads(out.read_text())["asked"] == 24
     assert any("<set_aside>" in b["messages"][-1]["content"] for b in obedient.requests)
-    second = script.main(["--base-url", literal.base_url, "--model", "scripted", "--recipe", "quickstart",
-                          "--pairs", "24", "--seed", "1"])
+    second = script.main(
+        [
+            "--base-url",
+            literal.base_url,
+            "--model",
+            "scripted",
+            "--recipe",
+            "quickstart",
+            "--pairs",
+            "24",
+            "--seed",
+            "1",
+        ]
+    )
     assert second.verdicts["cut"] == first.verdicts["cut"]
     # Shown the whole document, the literal judge gives the span's credit back: every query cut
     # keeps, set_aside drops as llm_not_higher.

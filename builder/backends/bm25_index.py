@@ -70,8 +70,12 @@ class Vocabulary:
         terms = counted.terms.split("\n") if counted.terms else []
         ids = self.ids
         corpus_ids = np.fromiter((ids.setdefault(t, len(ids)) for t in terms), np.int32, len(terms))
-        return TermBlock(np.frombuffer(counted.starts, np.int64), corpus_ids[np.frombuffer(counted.ids, np.int32)],
-                         np.frombuffer(counted.counts, np.int32), np.frombuffer(counted.lengths, np.int64))
+        return TermBlock(
+            np.frombuffer(counted.starts, np.int64),
+            corpus_ids[np.frombuffer(counted.ids, np.int32)],
+            np.frombuffer(counted.counts, np.int32),
+            np.frombuffer(counted.lengths, np.int64),
+        )
 
     def query_ids(self, query: str) -> list[int]:
         """Distinct known terms of a query, sorted; unknown terms match nothing."""
@@ -81,8 +85,9 @@ class Vocabulary:
 class BM25Index:
     """Top-k BM25 search (bm25s's Lucene variant) over term-major scores built in blocks."""
 
-    def __init__(self, config: BM25Config, vocabulary: Vocabulary, blocks: Iterable[TermBlock],
-                 scratch: Path | None = None) -> None:
+    def __init__(
+        self, config: BM25Config, vocabulary: Vocabulary, blocks: Iterable[TermBlock], scratch: Path | None = None
+    ) -> None:
         self.config = config
         self.vocabulary = vocabulary
         with tempfile.TemporaryDirectory(prefix="bm25-", dir=scratch) as folder:
@@ -92,8 +97,13 @@ class BM25Index:
             self._bm25 = self._score_matrix(spilled)
 
     @classmethod
-    def from_texts(cls, config: BM25Config, text_blocks: Iterable[Sequence[str]],
-                   scratch: Path | None = None, workers: int | None = None) -> BM25Index:
+    def from_texts(
+        cls,
+        config: BM25Config,
+        text_blocks: Iterable[Sequence[str]],
+        scratch: Path | None = None,
+        workers: int | None = None,
+    ) -> BM25Index:
         """`workers` processes tokenize the blocks (default: up to two; 1 keeps it in this process)."""
         vocabulary = Vocabulary(config)
         counted = counted_blocks(text_blocks, vocabulary.stop, workers)
@@ -102,8 +112,9 @@ class BM25Index:
     @classmethod
     def from_lexicon(cls, lexicon: Lexicon, block_size: int = 4096, scratch: Path | None = None) -> BM25Index:
         """The index of a fitted reranker's corpus, from its term counts (no second tokenization)."""
-        return cls(lexicon.config, Vocabulary(lexicon.config, lexicon.vocab), _lexicon_blocks(lexicon, block_size),
-                   scratch)
+        return cls(
+            lexicon.config, Vocabulary(lexicon.config, lexicon.vocab), _lexicon_blocks(lexicon, block_size), scratch
+        )
 
     @property
     def n_docs(self) -> int:
@@ -169,8 +180,9 @@ class BM25Index:
 def _lucene_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
     """bm25s's Lucene idf, computed with math.log per distinct document frequency."""
     values, where = np.unique(df, return_inverse=True)
-    idf = np.array([math.log(1 + (n_docs - int(d) + 0.5) / (int(d) + 0.5)) if d else 0.0 for d in values],
-                   dtype=np.float32)
+    idf = np.array(
+        [math.log(1 + (n_docs - int(d) + 0.5) / (int(d) + 0.5)) if d else 0.0 for d in values], dtype=np.float32
+    )
     return idf[where]
 
 
@@ -185,15 +197,20 @@ class _Spill:
         self.n_docs = 0
 
     def add(self, block: TermBlock) -> None:
-        np.savez(self.folder / f"{len(self._rows)}.npz", starts=block.starts, terms=block.terms,
-                 counts=block.counts, lengths=block.lengths)
+        np.savez(
+            self.folder / f"{len(self._rows)}.npz",
+            starts=block.starts,
+            terms=block.terms,
+            counts=block.counts,
+            lengths=block.lengths,
+        )
         self._rows.append(self.n_docs)
         self._lengths.append(block.lengths)
         self.n_docs += block.n_docs
         found = np.bincount(block.terms)
         if len(found) > len(self._df):
             self._df = np.concatenate([self._df, np.zeros(len(found) - len(self._df), np.int64)])
-        self._df[:len(found)] += found
+        self._df[: len(found)] += found
 
     def lengths(self) -> np.ndarray:
         return np.concatenate(self._lengths) if self._lengths else np.zeros(0, np.int64)
@@ -211,6 +228,10 @@ class _Spill:
 def _lexicon_blocks(lexicon: Lexicon, size: int) -> Iterator[TermBlock]:
     tf = lexicon.tf
     for at in range(0, tf.shape[0], size):
-        rows = tf[at: at + size]
-        yield TermBlock(rows.indptr.astype(np.int64), rows.indices.astype(np.int32), rows.data.astype(np.int32),
-                        lexicon.lengths[at: at + size].astype(np.int64))
+        rows = tf[at : at + size]
+        yield TermBlock(
+            rows.indptr.astype(np.int64),
+            rows.indices.astype(np.int32),
+            rows.data.astype(np.int32),
+            lexicon.lengths[at : at + size].astype(np.int64),
+        )

@@ -52,8 +52,9 @@ def count_terms(texts: Sequence[str], stop: frozenset[str]) -> Counted:
     return Counted("\n".join(local), ids, counts, starts, lengths)
 
 
-def counted_blocks(text_blocks: Iterable[Sequence[str]], stop: frozenset[str],
-                   workers: int | None = None) -> Iterator[Counted]:
+def counted_blocks(
+    text_blocks: Iterable[Sequence[str]], stop: frozenset[str], workers: int | None = None
+) -> Iterator[Counted]:
     """`count_terms` of each block, in order; `workers` processes (default: up to two of
     the CPUs) once the corpus has proved long enough to pay for them."""
     workers = min(2, os.cpu_count() or 1) if workers is None else workers

@@ -64,13 +64,14 @@ class DenseRetriever:
         qv = self.encoder.embed(queries, queries=True)
         out: list[Hits] = []
         for at in range(0, len(queries), _QUERY_BLOCK):
-            block = qv[at: at + _QUERY_BLOCK]
+            block = qv[at : at + _QUERY_BLOCK]
             best = [(np.zeros(0, np.float32), np.zeros(0, np.int64))] * len(block)
             for first in range(0, n, _DOC_BLOCK):
-                scores = block @ np.asarray(self.vectors[first: first + _DOC_BLOCK]).T
+                scores = block @ np.asarray(self.vectors[first : first + _DOC_BLOCK]).T
                 rows = np.arange(first, first + scores.shape[1])
-                best = [top_k(np.concatenate([s, row]), np.concatenate([r, rows]), k)
-                        for (s, r), row in zip(best, scores)]
+                best = [
+                    top_k(np.concatenate([s, row]), np.concatenate([r, rows]), k) for (s, r), row in zip(best, scores)
+                ]
             out += [(rows, scores.astype(np.float64)) for scores, rows in best]
         return out
 
@@ -80,11 +81,12 @@ class DenseRetriever:
 
 
 def blocks_of(texts: Sequence[str], size: int = BLOCK) -> Iterable[Sequence[str]]:
-    return (texts[at: at + size] for at in range(0, len(texts), size))
+    return (texts[at : at + size] for at in range(0, len(texts), size))
 
 
-def make_retriever(scorer: Reranker, texts: Sequence[str] | Callable[[], Iterable[Sequence[str]]],
-                   scratch: Path | None = None) -> Retriever:
+def make_retriever(
+    scorer: Reranker, texts: Sequence[str] | Callable[[], Iterable[Sequence[str]]], scratch: Path | None = None
+) -> Retriever:
     """A first-stage retriever from a bm25 or a bi_encoder scorer, over `texts` (a list, or
     a function that yields the corpus in blocks). A bm25 scorer already fitted on that
     list lends its term counts; otherwise the texts are tokenized block by block and the

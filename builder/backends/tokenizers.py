@@ -98,7 +98,7 @@ class HFCounter:
         # In slices, so a large corpus never holds every token id in memory at once.
         counts: list[int] = []
         for at in range(0, len(texts), _SLICE):
-            encodings = self._tok.encode_batch_fast(texts[at: at + _SLICE], add_special_tokens=False)
+            encodings = self._tok.encode_batch_fast(texts[at : at + _SLICE], add_special_tokens=False)
             counts.extend(len(e.ids) for e in encodings)
         return counts
 
@@ -112,9 +112,7 @@ def resolve_local(name: str) -> Path | None:
         module, _, sub = name[4:].partition("/")
         spec = importlib.util.find_spec(module)
         if spec is None or not spec.submodule_search_locations:
-            raise TokenizerLoadError(
-                f"tokenizer {name!r}: Python package {module!r} is not installed"
-            )
+            raise TokenizerLoadError(f"tokenizer {name!r}: Python package {module!r} is not installed")
         return Path(next(iter(spec.submodule_search_locations))) / sub
     path = Path(name).expanduser()
     return path if path.exists() else None

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from builder.consoles import console_for
 
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode="rich",
     help="Build position-aware retrieval benchmarks from a YAML recipe.\n\n"
-         "[bold]build-bench RECIPE[/] builds (same as [bold]build-bench build RECIPE[/]).",
+    "[bold]build-bench RECIPE[/] builds (same as [bold]build-bench build RECIPE[/]).",
 )
 err = console_for(stderr=True)
 out = console_for()
@@ -29,21 +31,23 @@ def _version(show: bool) -> None:
 
 
 @app.callback()
-def _options(version: Annotated[bool, typer.Option(
-        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False) -> None:
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
     """Build position-aware retrieval benchmarks from a YAML recipe."""
 
+
 SetOpt = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option("--set", help="Override a recipe value: path.to.key=value (repeatable)."),
 ]
 ExecutorOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--executor", help="Where row-parallel work runs: local or ray (same as --set executor.kind=...)."),
 ]
-LimitOpt = Annotated[
-    Optional[int], typer.Option("--limit", min=1, help="Read at most N documents per source.")
-]
+LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Read at most N documents per source.")]
 
 
 def _load(recipe: str, overrides: list[str] | None):
@@ -62,8 +66,9 @@ def _load(recipe: str, overrides: list[str] | None):
         err.print(f"no recipe file or shipped recipe named {recipe!r}{hint}", style="red", markup=False)
         raise typer.Exit(2) from None
     except OSError as exc:  # a name too long for the file system, a loop of links, ...
-        err.print(f"cannot open recipe {recipe!r}: {exc.strerror or exc}", markup=False, highlight=False,
-                  soft_wrap=True)
+        err.print(
+            f"cannot open recipe {recipe!r}: {exc.strerror or exc}", markup=False, highlight=False, soft_wrap=True
+        )
         raise typer.Exit(2) from None
     try:
         return parse_recipe(path, overrides)
@@ -92,8 +97,12 @@ def _check_output_dir(loaded) -> None:
     problem = out_dir_problem(Path(where)) if where else None
     if problem is not None:
         loc = ("output", "dir")
-        err.print(RecipeError(loaded.path, [Problem(loc, problem, line_of(loaded.text, loc))]).render(),
-                  markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            RecipeError(loaded.path, [Problem(loc, problem, line_of(loaded.text, loc))]).render(),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(2)
 
 
@@ -117,64 +126,126 @@ def _budget(text: str | None) -> list[str]:
 @app.command()
 def build(
     recipe: Annotated[str, typer.Argument(help="Recipe file, or the name of a shipped recipe.")],
-    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Output folder.")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder.")] = None,
     run_dir: Annotated[Path, typer.Option("--run-dir", help="Checkpoints and LLM cache.")] = Path("runs"),
     limit: LimitOpt = None,
     overrides: SetOpt = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Ignore checkpoints (keeps the LLM cache).")] = False,
-    reask_failed: Annotated[bool, typer.Option("--reask-failed", help=(
-        "Rerun the stages whose cached LLM answers could not be used (unparseable, refused) "
-        "and ask those again; new answers replace them."))] = False,
-    overwrite: Annotated[bool, typer.Option(
-        "--overwrite", help="Replace the output folder even if build-bench did not write it.")] = False,
-    wait: Annotated[bool, typer.Option(
-        "--wait", help="If another build uses the run or output folder, wait for it instead of exiting.")] = False,
-    allow_empty: Annotated[bool, typer.Option(
-        "--allow-empty", help="Write the result even with 0 documents or 0 queries, or no query positions.")] = False,
+    reask_failed: Annotated[
+        bool,
+        typer.Option(
+            "--reask-failed",
+            help=(
+                "Rerun the stages whose cached LLM answers could not be used (unparseable, refused) "
+                "and ask those again; new answers replace them."
+            ),
+        ),
+    ] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace the output folder even if build-bench did not write it.")
+    ] = False,
+    wait: Annotated[
+        bool,
+        typer.Option("--wait", help="If another build uses the run or output folder, wait for it instead of exiting."),
+    ] = False,
+    allow_empty: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty", help="Write the result even with 0 documents or 0 queries, or no query positions."
+        ),
+    ] = False,
     executor: ExecutorOpt = None,
-    mock_llm: Annotated[bool, typer.Option("--mock-llm", help=(
-        "Answer every LLM of the recipe with an offline, in-process mock (grounded in the documents), "
-        "to try a recipe without a server; the output is marked as mock-built and push refuses it."))] = False,
-    from_ref: Annotated[Optional[str], typer.Option("--from", help=(
-        "An earlier release (a built folder or hf://datasets/org/name@rev): its LLM answers seed the "
-        "cache, so only new requests reach the model. They are used only if llm_answers.parquet still "
-        "has the sha256 its stats.json records and the expected columns; otherwise the build stops. "
-        "The output must go to another folder (--out)."))] = None,
-    reask_unverified: Annotated[bool, typer.Option("--reask-unverified", help=(
-        "With --from: when the release's LLM answers fail that check (edited, damaged, no digest "
-        "recorded), leave them out and ask the model again instead of stopping."))] = False,
-    budget: Annotated[Optional[str], typer.Option("--budget", help=(
-        "Stop asking the LLM servers before a limit: calls=N,tokens=N,usd=X (any of them; each "
-        "replaces the recipe's budget.<name>). Cached answers cost nothing, so a rerun with a "
-        "higher budget resumes where this one stopped."))] = None,
+    mock_llm: Annotated[
+        bool,
+        typer.Option(
+            "--mock-llm",
+            help=(
+                "Answer every LLM of the recipe with an offline, in-process mock (grounded in the documents), "
+                "to try a recipe without a server; the output is marked as mock-built and push refuses it."
+            ),
+        ),
+    ] = False,
+    from_ref: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help=(
+                "An earlier release (a built folder or hf://datasets/org/name@rev): its LLM answers seed the "
+                "cache, so only new requests reach the model. They are used only if llm_answers.parquet still "
+                "has the sha256 its stats.json records and the expected columns; otherwise the build stops. "
+                "The output must go to another folder (--out)."
+            ),
+        ),
+    ] = None,
+    reask_unverified: Annotated[
+        bool,
+        typer.Option(
+            "--reask-unverified",
+            help=(
+                "With --from: when the release's LLM answers fail that check (edited, damaged, no digest "
+                "recorded), leave them out and ask the model again instead of stopping."
+            ),
+        ),
+    ] = False,
+    budget: Annotated[
+        str | None,
+        typer.Option(
+            "--budget",
+            help=(
+                "Stop asking the LLM servers before a limit: calls=N,tokens=N,usd=X (any of them; each "
+                "replaces the recipe's budget.<name>). Cached answers cost nothing, so a rerun with a "
+                "higher budget resumes where this one stopped."
+            ),
+        ),
+    ] = None,
 ) -> None:
     """Build the dataset a recipe describes."""
-    from builder.run.report import print_run_summary
-    from builder.run.runner import Runner, RunOptions
     from builder.run.errors import friendly_errors
     from builder.run.grow import mock_refusal, release_files, release_is_mock
+    from builder.run.report import print_run_summary
+    from builder.run.runner import Runner, RunOptions
 
     loaded = _load(recipe, _with_executor(overrides, executor) + _budget(budget))
     _preflight(loaded, network=True, llm_models=not mock_llm)
     if from_ref and not from_ref.startswith("hf://") and not Path(from_ref).is_dir():
-        err.print(f"--from {from_ref}: no such folder (a built folder or hf://datasets/org/name@rev)",
-                  markup=False, highlight=False)
+        err.print(
+            f"--from {from_ref}: no such folder (a built folder or hf://datasets/org/name@rev)",
+            markup=False,
+            highlight=False,
+        )
         raise typer.Exit(2)
     if from_ref and not from_ref.startswith("hf://") and not release_files(Path(from_ref)):
-        err.print(f"error: --from {from_ref}: the folder has no stats.json or LLM answers, so it is not a built "
-                  "release; point --from at a folder a build wrote", markup=False, highlight=False)
+        err.print(
+            f"error: --from {from_ref}: the folder has no stats.json or LLM answers, so it is not a built "
+            "release; point --from at a folder a build wrote",
+            markup=False,
+            highlight=False,
+        )
         raise typer.Exit(2)
     if from_ref and not from_ref.startswith("hf://") and not mock_llm and release_is_mock(Path(from_ref)):
         # Before the models are checked: a real build cannot use this release whatever they say.
         err.print(f"error: {mock_refusal(from_ref)}", markup=False, highlight=False)
         raise typer.Exit(2)
     if reask_unverified and not from_ref:
-        err.print("--reask-unverified applies to the answers of a --from release; there is none",
-                  markup=False, highlight=False)
+        err.print(
+            "--reask-unverified applies to the answers of a --from release; there is none",
+            markup=False,
+            highlight=False,
+        )
         raise typer.Exit(2)
-    options = RunOptions(run_root=run_dir, out_dir=out_dir, limit=limit, fresh=fresh, reask_failed=reask_failed,
-                         overwrite=overwrite, wait=wait, allow_empty=allow_empty, mock_llm=mock_llm,
-                         from_ref=from_ref, reask_unverified=reask_unverified)
+    options = RunOptions(
+        run_root=run_dir,
+        out_dir=out_dir,
+        limit=limit,
+        fresh=fresh,
+        reask_failed=reask_failed,
+        overwrite=overwrite,
+        wait=wait,
+        allow_empty=allow_empty,
+        mock_llm=mock_llm,
+        from_ref=from_ref,
+        reask_unverified=reask_unverified,
+    )
     with friendly_errors(err):
         result = Runner(loaded, options, err).run()
     print_run_summary(out, result)
@@ -199,12 +270,18 @@ def validate(
         except typer.Exit:
             failed = True  # said why; the other recipes are still checked
             continue
-        out.print(f"[green]ok[/] {loaded.path} ({len(loaded.recipe.stage_objects())} stages; its form and local "
-                  "inputs)", highlight=False)
+        out.print(
+            f"[green]ok[/] {loaded.path} ({len(loaded.recipe.stage_objects())} stages; its form and local inputs)",
+            highlight=False,
+        )
         left = needs_network(loaded)
         if left:
-            err.print("note: `build-bench plan` and `build-bench build` need the network for what validate could "
-                      f"not check offline: {'; '.join(left)}", markup=False, highlight=False)
+            err.print(
+                "note: `build-bench plan` and `build-bench build` need the network for what validate could "
+                f"not check offline: {'; '.join(left)}",
+                markup=False,
+                highlight=False,
+            )
         try:
             texts = sample_texts(loaded)
         except SourceError as exc:  # the data may live elsewhere until the build runs
@@ -224,8 +301,8 @@ def plan(
     executor: ExecutorOpt = None,
 ) -> None:
     """Show the stages, the models they use and the LLM calls and tokens they will cost."""
-    from builder.run.plan import make_plan, print_plan
     from builder.run.errors import friendly_errors
+    from builder.run.plan import make_plan, print_plan
 
     loaded = _load(recipe, _with_executor(overrides, executor))
     _preflight(loaded, network=True)
@@ -240,8 +317,9 @@ def plan(
 
 @app.command()
 def stages(
-    markdown: Annotated[bool, typer.Option("--markdown", help="Print the stage reference as Markdown "
-                                           "(the docs site's stages page).")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the stage reference as Markdown (the docs site's stages page).")
+    ] = False,
 ) -> None:
     """List every registered stage with its parameters."""
     if markdown:
@@ -256,10 +334,10 @@ def stages(
 
 def _register_subcommands() -> None:
     from builder.eval_command import eval_command
-    from builder.publish.cli import diff_command, push_command, stats_command
-    from builder.run.cache_cli import cache_command
     from builder.mteb_export.cli import export_mteb_command
+    from builder.publish.cli import diff_command, push_command, stats_command
     from builder.review.cli import review_command
+    from builder.run.cache_cli import cache_command
 
     app.command("cache")(cache_command)
     app.command("eval")(eval_command)
@@ -282,4 +360,3 @@ def run(argv: list[str] | None = None) -> None:
     if args and not args[0].startswith("-") and args[0] not in _COMMANDS:
         args.insert(0, "build")
     app(args=args, prog_name="build-bench")
-

@@ -14,7 +14,6 @@ from typing import Any
 
 from builder.evaluation.retrievers import RetrieverSpec
 
-
 _LEVELS_UP = 3  # posir/<lang>/<domain>/ sits three levels below the build's stats.json
 
 
@@ -32,8 +31,13 @@ def recorded_scorers(folder: Path) -> list[dict[str, Any]]:
         if "qc_scorers" in data:
             found = data["qc_scorers"] or []
         else:
-            found = [{"stage": s.get("stage"), **q} for s in data.get("stages") or [] if isinstance(s, dict)
-                     for q in s.get("qc_scorers") or [] if isinstance(q, dict)]
+            found = [
+                {"stage": s.get("stage"), **q}
+                for s in data.get("stages") or []
+                if isinstance(s, dict)
+                for q in s.get("qc_scorers") or []
+                if isinstance(q, dict)
+            ]
         return [s for s in found if isinstance(s, dict)]
     return []
 
@@ -71,7 +75,8 @@ def circular_notes(specs: list[RetrieverSpec], scorers: list[dict[str, Any]]) ->
                 model = f" ({s['model']})" if s.get("model") else ""
                 out.setdefault(spec.label, []).append(
                     f"circular QC: {s.get('stage', 'a QC stage')} judged with {s.get('name')} "
-                    f"[{s.get('backend')}]{model}, which is this retriever; its figures are biased in its favour")
+                    f"[{s.get('backend')}]{model}, which is this retriever; its figures are biased in its favour"
+                )
     return out
 
 

@@ -36,12 +36,27 @@ class EvalOutcome:
     notes: dict[str, list[str]] = field(default_factory=dict)  # circular-QC notes per retriever
 
 
-def run_eval(folder: Path, retrievers: list[str], err: Console, *, max_length: int | None = None,
-             batch_size: int = 32, query_prefix: str | None = None, doc_prefix: str | None = None,
-             out: Path | None = None, positions: str | None = None, cache_dir: Path | None = None,
-             anchor: str | None = None, length_averaging: str | None = None, resamples: int = 1000,
-             seed: int = 0, min_group: int = 30, permutations: int = 9999, psi_small_groups: bool = False,
-             runs_dir: Path | None = None) -> EvalOutcome:
+def run_eval(
+    folder: Path,
+    retrievers: list[str],
+    err: Console,
+    *,
+    max_length: int | None = None,
+    batch_size: int = 32,
+    query_prefix: str | None = None,
+    doc_prefix: str | None = None,
+    out: Path | None = None,
+    positions: str | None = None,
+    cache_dir: Path | None = None,
+    anchor: str | None = None,
+    length_averaging: str | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    min_group: int = 30,
+    permutations: int = 9999,
+    psi_small_groups: bool = False,
+    runs_dir: Path | None = None,
+) -> EvalOutcome:
     """Score `retrievers` on `folder` and write eval.json and the plot; a user error prints
     one line and exits 2."""
     from builder.evaluation.circular import add_circular_notes
@@ -49,22 +64,30 @@ def run_eval(folder: Path, retrievers: list[str], err: Console, *, max_length: i
     from builder.evaluation.evaluate import evaluate
     from builder.evaluation.figures import AVERAGINGS
     from builder.evaluation.positions import ANCHORS, DEFINITIONS
+    from builder.evaluation.progress import set_console
     from builder.evaluation.report import plot, write_json
     from builder.evaluation.rerankers import reranker_factories
     from builder.evaluation.retrievers import parse_spec
 
-    from builder.evaluation.progress import set_console
-
     set_console(err)
     defaults = {"max_length": max_length, "query_prefix": query_prefix, "doc_prefix": doc_prefix}
-    for option, value, allowed in (("--positions", positions, DEFINITIONS), ("--anchor", anchor, ANCHORS),
-                                   ("--length-averaging", length_averaging, AVERAGINGS)):
+    for option, value, allowed in (
+        ("--positions", positions, DEFINITIONS),
+        ("--anchor", anchor, ANCHORS),
+        ("--length-averaging", length_averaging, AVERAGINGS),
+    ):
         if value is not None and value not in allowed:
-            err.print(f"[red]error:[/] {option} {escape(value)!r}: expected one of {', '.join(allowed)}",
-                      highlight=False)
+            err.print(
+                f"[red]error:[/] {option} {escape(value)!r}: expected one of {', '.join(allowed)}", highlight=False
+            )
             raise typer.Exit(2)
-    bootstrap = BootstrapSettings(resamples=resamples, seed=seed, min_group=min_group, permutations=permutations,
-                                  psi_small_groups=psi_small_groups)
+    bootstrap = BootstrapSettings(
+        resamples=resamples,
+        seed=seed,
+        min_group=min_group,
+        permutations=permutations,
+        psi_small_groups=psi_small_groups,
+    )
     from builder.evaluation.grid import is_grid
 
     if is_grid(folder):  # a depth_grid build: one retrieval task per cell
@@ -74,10 +97,17 @@ def run_eval(folder: Path, retrievers: list[str], err: Console, *, max_length: i
         specs = [parse_spec(text, defaults) for text in retrievers]
         data = load_eval_data(folder, positions, anchor)  # type: ignore[arg-type]
         factories = reranker_factories(data, [s.reranker for s in specs if s.reranker])
-        report = evaluate(data, specs, cache_dir or folder / ".eval_cache", batch_size,
-                          rerankers=factories, log=lambda line: err.print(line, highlight=False),
-                          bootstrap=bootstrap, averaging=length_averaging,  # type: ignore[arg-type]
-                          runs_dir=runs_dir or out_dir)
+        report = evaluate(
+            data,
+            specs,
+            cache_dir or folder / ".eval_cache",
+            batch_size,
+            rerankers=factories,
+            log=lambda line: err.print(line, highlight=False),
+            bootstrap=bootstrap,
+            averaging=length_averaging,  # type: ignore[arg-type]
+            runs_dir=runs_dir or out_dir,
+        )
     except EvalError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from None
@@ -106,8 +136,16 @@ def show_eval(outcome: EvalOutcome, json_out: bool, err: Console, console: Conso
         console.print(f"wrote {outcome.path}" + (f" and {outcome.picture}" if outcome.picture else ""))
 
 
-def eval_grid(folder: Path, retrievers: list[str], defaults: dict, out: Path | None, cache_dir: Path | None,
-              batch_size: int, bootstrap: BootstrapSettings, err: Console) -> EvalOutcome:
+def eval_grid(
+    folder: Path,
+    retrievers: list[str],
+    defaults: dict,
+    out: Path | None,
+    cache_dir: Path | None,
+    batch_size: int,
+    bootstrap: BootstrapSettings,
+    err: Console,
+) -> EvalOutcome:
     """A depth_grid build: one retrieval task per cell (builder/evaluation/grid.py)."""
     from builder.evaluation.data import EvalError
     from builder.evaluation.grid import check_grid, evaluate_grid, plot_grid
@@ -119,8 +157,15 @@ def eval_grid(folder: Path, retrievers: list[str], defaults: dict, out: Path | N
         specs = [parse_spec(text, defaults) for text in retrievers]
         check_grid(folder)
         factories = reranker_factories(None, [s.reranker for s in specs if s.reranker])
-        report = evaluate_grid(folder, specs, cache_dir or folder / ".eval_cache", batch_size, factories,
-                               log=lambda line: err.print(line, highlight=False), bootstrap=bootstrap)
+        report = evaluate_grid(
+            folder,
+            specs,
+            cache_dir or folder / ".eval_cache",
+            batch_size,
+            factories,
+            log=lambda line: err.print(line, highlight=False),
+            bootstrap=bootstrap,
+        )
     except EvalError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from None

@@ -36,14 +36,21 @@ def comparison_table(report: dict) -> dict:
     runs = report["retrievers"]
     grouping = _position_grouping(report)
     reference = next(iter(runs), None)
-    labels = [] if grouping is None else [g["group"] for g in next(iter(runs.values()))["groupings"][grouping]["groups"]
-                                         if g["n"]]
+    labels = (
+        []
+        if grouping is None
+        else [g["group"] for g in next(iter(runs.values()))["groupings"][grouping]["groups"] if g["n"]]
+    )
     columns = ["overall", *map(str, labels), "PSI"]
     rows = []
     for label, run in runs.items():
         test = None if label == reference else _test_against(report, reference, label)
-        cells = [{"value": run["overall"][NDCG]["value"], "mark": significance_mark((test or {}).get("overall", {})
-                                                                                    .get("p_holm"))}]
+        cells = [
+            {
+                "value": run["overall"][NDCG]["value"],
+                "mark": significance_mark((test or {}).get("overall", {}).get("p_holm")),
+            }
+        ]
         if grouping is not None:
             found = run["groupings"][grouping]
             tested = {row["group"]: row for row in (test or {}).get("groupings", {}).get(grouping, [])}
@@ -51,13 +58,25 @@ def comparison_table(report: dict) -> dict:
                 figure = next(g for g in found["groups"] if g["group"] == group)[NDCG]
                 cells.append({"value": figure["value"], "mark": significance_mark(tested.get(group, {}).get("p_holm"))})
             null = found["psi"].get("null") or {}
-            cells.append({"value": null.get("value"), "mark": significance_mark(null.get("p")),
-                          "above_null_median": null.get("above_null_median")})
+            cells.append(
+                {
+                    "value": null.get("value"),
+                    "mark": significance_mark(null.get("p")),
+                    "above_null_median": null.get("above_null_median"),
+                }
+            )
         rows.append({"retriever": label, "cells": cells})
-    return {"grouping": grouping, "reference": reference, "columns": columns, "rows": rows,
-            "note": (f"nDCG@10; marks on a retriever's figures: paired randomization test against {reference}, "
-                     "Holm-corrected within its family (** < 0.01, * < 0.05); PSI over groups of at least "
-                     "--min-group queries, marked by its permutation p against the null of shuffled positions")}
+    return {
+        "grouping": grouping,
+        "reference": reference,
+        "columns": columns,
+        "rows": rows,
+        "note": (
+            f"nDCG@10; marks on a retriever's figures: paired randomization test against {reference}, "
+            "Holm-corrected within its family (** < 0.01, * < 0.05); PSI over groups of at least "
+            "--min-group queries, marked by its permutation p against the null of shuffled positions"
+        ),
+    }
 
 
 def _cell(cell: dict) -> str:
@@ -81,10 +100,15 @@ def latex(table: dict) -> str:
             return "--"
         return f"{c['value']:.3f}" + (f"$^{{{c['mark']}}}$" if c["mark"] else "")
 
-    lines = ["\\begin{tabular}{l" + "r" * len(table["columns"]) + "}", "\\toprule",
-             "retriever & " + " & ".join(_tex(c) for c in table["columns"]) + " \\\\", "\\midrule"]
-    lines += [_tex(row["retriever"]) + " & " + " & ".join(cell(c) for c in row["cells"]) + " \\\\"
-              for row in table["rows"]]
+    lines = [
+        "\\begin{tabular}{l" + "r" * len(table["columns"]) + "}",
+        "\\toprule",
+        "retriever & " + " & ".join(_tex(c) for c in table["columns"]) + " \\\\",
+        "\\midrule",
+    ]
+    lines += [
+        _tex(row["retriever"]) + " & " + " & ".join(cell(c) for c in row["cells"]) + " \\\\" for row in table["rows"]
+    ]
     lines += ["\\bottomrule", "\\end{tabular}", f"% {table['note']}", ""]
     return "\n".join(lines)
 

@@ -84,12 +84,22 @@ def span_features(queries: pl.DataFrame, doc_texts: Mapping[str, str]) -> pl.Dat
     spans, out = [], []
     for qid, query, doc, (start, end) in rows.iter_rows():
         text = doc_texts.get(doc) or ""
-        evidence = text[int(start):int(end)]
+        evidence = text[int(start) : int(end)]
         spans.append((query, evidence))
-        out.append((qid, overlap_share(query, evidence, stop), len(evidence.split()), len(text.split()),
-                    question_type(query)))
-    frame = pl.DataFrame(out, schema={"query_id": pl.Utf8, "overlap": pl.Float64, "span_words": pl.Int64,
-                                      "doc_words": pl.Int64, "question_type": pl.Utf8}, orient="row")
+        out.append(
+            (qid, overlap_share(query, evidence, stop), len(evidence.split()), len(text.split()), question_type(query))
+        )
+    frame = pl.DataFrame(
+        out,
+        schema={
+            "query_id": pl.Utf8,
+            "overlap": pl.Float64,
+            "span_words": pl.Int64,
+            "doc_words": pl.Int64,
+            "question_type": pl.Utf8,
+        },
+        orient="row",
+    )
     bm25 = BM25Scorer("span BM25", BM25Config()).score_pairs(spans)
     return frame.with_columns(pl.Series("span_bm25", bm25, dtype=pl.Float64))
 
@@ -115,30 +125,37 @@ def describe(features: pl.DataFrame, labels: pl.Series, min_group: int, grouping
         entry: dict = {"group": group, "n": part.height}
         for feature in FEATURES:
             values = part[feature].drop_nulls().to_numpy().astype(float)
-            entry[feature] = {"mean": float(values.mean()) if values.size else None,
-                              "sd": float(values.std(ddof=1)) if values.size > 1 else None}
+            entry[feature] = {
+                "mean": float(values.mean()) if values.size else None,
+                "sd": float(values.std(ddof=1)) if values.size > 1 else None,
+            }
         entry["question_types"] = {t: float((part["question_type"] == t).mean()) for t in types}
         groups.append(entry)
         if part.height >= min_group:
-            arrays[group] = {**{f: part[f].drop_nulls().to_numpy().astype(float) for f in FEATURES},
-                             **{f"question type '{t}'": (part["question_type"] == t).to_numpy().astype(float)
-                                for t in types}}
+            arrays[group] = {
+                **{f: part[f].drop_nulls().to_numpy().astype(float) for f in FEATURES},
+                **{f"question type '{t}'": (part["question_type"] == t).to_numpy().astype(float) for t in types},
+            }
     differences, warnings = [], []
     for first, second in combinations(arrays, 2):
         for name in arrays[first]:
             value = smd(arrays[first][name], arrays[second][name])
             differences.append({"a": first, "b": second, "feature": name, "smd": value})
             if value is not None and abs(value) > SMD_LIMIT:
-                warnings.append(f"{grouping} {first} and {second} differ in {name} (standardized mean difference "
-                                f"{value:+.2f}): PSI over {grouping} measures it too")
+                warnings.append(
+                    f"{grouping} {first} and {second} differ in {name} (standardized mean difference "
+                    f"{value:+.2f}): PSI over {grouping} measures it too"
+                )
     return {"groups": groups, "smd": differences, "warnings": warnings, "compared_groups": list(arrays)}
 
 
-def psi_by_overlap(scores: pl.DataFrame, features: pl.DataFrame, grouping: str, settings: NullSettings,
-                   metric: str = "ndcg@10") -> list[dict]:
+def psi_by_overlap(
+    scores: pl.DataFrame, features: pl.DataFrame, grouping: str, settings: NullSettings, metric: str = "ndcg@10"
+) -> list[dict]:
     """PSI with its null within each overlap tertile (strata: length bucket where known)."""
-    joined = scores.join(features.select("query_id", "overlap"), on="query_id", how="inner") \
-        .filter(pl.col("overlap").is_not_null() & pl.col(grouping).is_not_null())
+    joined = scores.join(features.select("query_id", "overlap"), on="query_id", how="inner").filter(
+        pl.col("overlap").is_not_null() & pl.col(grouping).is_not_null()
+    )
     if joined.height < 3:
         return []
     edges = np.quantile(joined["overlap"].to_numpy(), [1 / 3, 2 / 3])
@@ -159,9 +176,16 @@ def psi_by_overlap(scores: pl.DataFrame, features: pl.DataFrame, grouping: str, 
         low = float(edges[k - 1]) if k else float(joined["overlap"].min())
         high = float(edges[k]) if k < 2 else float(joined["overlap"].max())
         sizes = np.bincount(codes, minlength=len(universe))
-        out.append({"tertile": name, "overlap_from": low, "overlap_to": high, "n": int(part.sum()),
-                    "group_n": {str(g): int(sizes[i]) for i, g in enumerate(universe)},
-                    "psi": psi_with_null(values, codes, universe, settings, strata)})
+        out.append(
+            {
+                "tertile": name,
+                "overlap_from": low,
+                "overlap_to": high,
+                "n": int(part.sum()),
+                "group_n": {str(g): int(sizes[i]) for i, g in enumerate(universe)},
+                "psi": psi_with_null(values, codes, universe, settings, strata),
+            }
+        )
     return out
 
 

@@ -22,10 +22,11 @@ class Corpus:
     def __init__(self, read: Blocks, name: str) -> None:
         self._read = read
         self.name = name
-        parts = [_normalized(frame).select("doc_id", pl.col("text").str.len_chars().alias("_doc_chars"))
-                 for frame in self._read(_READ)]
-        self.lengths = pl.concat(parts) if parts else pl.DataFrame(
-            schema={"doc_id": pl.Utf8, "_doc_chars": pl.UInt32})
+        parts = [
+            _normalized(frame).select("doc_id", pl.col("text").str.len_chars().alias("_doc_chars"))
+            for frame in self._read(_READ)
+        ]
+        self.lengths = pl.concat(parts) if parts else pl.DataFrame(schema={"doc_id": pl.Utf8, "_doc_chars": pl.UInt32})
 
     @classmethod
     def from_frame(cls, frame: pl.DataFrame) -> Corpus:

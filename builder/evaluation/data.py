@@ -19,13 +19,22 @@ import polars as pl
 
 from builder.evaluation.corpus import Corpus
 from builder.evaluation.errors import EvalError
-from builder.io.table_check import TableError, check_built_folder, read_table
 from builder.evaluation.positions import DEFAULT_ANCHOR, Anchor, Definition, apply_native, apply_posir
+from builder.io.table_check import TableError, check_built_folder, read_table
 
 # Position groupings a dataset may carry, in the order the report shows them.
 GROUPINGS = ("setting", "variant", "char_bucket", "position_tag", "position_bin")
-_KEEP = ("query_id", "text", "doc_id", "spans", "rel_pos", "length_bucket", "pos_char_span",
-         "pos_token_length", *GROUPINGS)
+_KEEP = (
+    "query_id",
+    "text",
+    "doc_id",
+    "spans",
+    "rel_pos",
+    "length_bucket",
+    "pos_char_span",
+    "pos_token_length",
+    *GROUPINGS,
+)
 _BUILT = ("corpus.parquet", "queries.parquet", "qrels.parquet")
 _POSIR = ("corpus.parquet", "queries.parquet", "qrels/test.parquet")
 _PLAIN = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
@@ -47,7 +56,9 @@ class EvalData:
             object.__setattr__(self, "corpus", Corpus.from_frame(self.corpus))
 
     def groupings(self) -> list[str]:
-        return [g for g in GROUPINGS if g in self.queries.columns and self.queries[g].null_count() < self.queries.height]
+        return [
+            g for g in GROUPINGS if g in self.queries.columns and self.queries[g].null_count() < self.queries.height
+        ]
 
 
 def load_eval_data(folder: Path, positions: Definition | None = None, anchor: Anchor | None = None) -> EvalData:
@@ -81,10 +92,16 @@ def load_eval_data(folder: Path, positions: Definition | None = None, anchor: An
             "folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)"
         )
     definition: Definition = positions or layout
-    variants = metadata.select(pl.col("doc_id").cast(pl.Utf8), pl.col("variant").cast(pl.Utf8).alias("_variant")) \
-        if "variant" in metadata.columns else None
-    doc_tokens = metadata.select(pl.col("doc_id").cast(pl.Utf8), pl.col("n_tokens").alias("_doc_tokens")) \
-        if "n_tokens" in metadata.columns else None
+    variants = (
+        metadata.select(pl.col("doc_id").cast(pl.Utf8), pl.col("variant").cast(pl.Utf8).alias("_variant"))
+        if "variant" in metadata.columns
+        else None
+    )
+    doc_tokens = (
+        metadata.select(pl.col("doc_id").cast(pl.Utf8), pl.col("n_tokens").alias("_doc_tokens"))
+        if "n_tokens" in metadata.columns
+        else None
+    )
     _check_ids(corpus.lengths, "doc_id", "corpus")
     _check_ids(queries, "query_id", "queries")
     judged = _judgements(qrels, corpus)
@@ -93,12 +110,18 @@ def load_eval_data(folder: Path, positions: Definition | None = None, anchor: An
         queries = _with_variant(queries, variants)
     kept = queries.filter(pl.col("query_id").is_in(list(judged)))
     if corpus.height == 0 or kept.is_empty():
-        raise EvalError(f"{folder}: nothing to evaluate ({corpus.height} documents, "
-                        f"{kept.height} queries with a relevant document)")
+        raise EvalError(
+            f"{folder}: nothing to evaluate ({corpus.height} documents, {kept.height} queries with a relevant document)"
+        )
     return EvalData(
-        folder=folder, fingerprint=_fingerprint(files), corpus=corpus, queries=kept,
-        qrels={q: judged[q] for q in kept["query_id"]}, unjudged_queries=queries.height - kept.height,
-        positions=definition, anchor=anchor or DEFAULT_ANCHOR[definition],
+        folder=folder,
+        fingerprint=_fingerprint(files),
+        corpus=corpus,
+        queries=kept,
+        qrels={q: judged[q] for q in kept["query_id"]},
+        unjudged_queries=queries.height - kept.height,
+        positions=definition,
+        anchor=anchor or DEFAULT_ANCHOR[definition],
     )
 
 
@@ -133,7 +156,8 @@ def _read_posir(files: list[Path]) -> tuple[Corpus, pl.DataFrame, pl.DataFrame, 
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise EvalError(f"cannot read the PosIR files in {files[0].parent}: {exc}") from exc
     return (
-        corpus, metadata,
+        corpus,
+        metadata,
         queries.rename({"_id": "query_id"}, strict=False),
         qrels.rename({"query-id": "query_id", "corpus-id": "doc_id"}, strict=False),
     )
@@ -143,13 +167,16 @@ def _read_plain(folder: Path) -> tuple[Corpus, pl.DataFrame, pl.DataFrame]:
     try:
         queries = pl.read_ndjson(folder / "queries.jsonl", infer_schema_length=None)
         qrels = pl.read_csv(
-            folder / "qrels" / "test.tsv", separator="\t",
+            folder / "qrels" / "test.tsv",
+            separator="\t",
             schema_overrides={"query-id": pl.Utf8, "corpus-id": pl.Utf8, "score": pl.Int64},
         )
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise EvalError(f"cannot read the BEIR files in {folder}: {exc}") from exc
-    missing = {"queries.jsonl": {"_id", "text"} - set(queries.columns),
-               "qrels/test.tsv": {"query-id", "corpus-id", "score"} - set(qrels.columns)}
+    missing = {
+        "queries.jsonl": {"_id", "text"} - set(queries.columns),
+        "qrels/test.tsv": {"query-id", "corpus-id", "score"} - set(qrels.columns),
+    }
     problems = [f"{name} lacks {sorted(cols)}" for name, cols in missing.items() if cols]
     if problems:
         raise EvalError(f"{folder}: " + "; ".join(problems))
@@ -180,9 +207,14 @@ def _judgements(qrels: pl.DataFrame, corpus: Corpus) -> dict[str, dict[str, int]
     return judged
 
 
-def _prepare_queries(queries: pl.DataFrame, judged: dict[str, dict[str, int]], corpus: Corpus,
-                     definition: Definition = "native", doc_tokens: pl.DataFrame | None = None,
-                     anchor: Anchor | None = None) -> pl.DataFrame:
+def _prepare_queries(
+    queries: pl.DataFrame,
+    judged: dict[str, dict[str, int]],
+    corpus: Corpus,
+    definition: Definition = "native",
+    doc_tokens: pl.DataFrame | None = None,
+    anchor: Anchor | None = None,
+) -> pl.DataFrame:
     queries = queries.select([c for c in _KEEP if c in queries.columns])
     best = {q: max(docs, key=docs.__getitem__) for q, docs in judged.items()}
     fallback = pl.col("query_id").replace_strict(best, default=None, return_dtype=pl.Utf8)

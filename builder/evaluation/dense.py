@@ -32,10 +32,15 @@ def dense_scorer(spec: RetrieverSpec, batch_size: int = 32, remember: bool = Fal
     assert spec.model is not None
     try:
         config = BiEncoderConfig(
-            backend="bi_encoder", model=spec.model, batch_size=batch_size, max_length=spec.max_length,
+            backend="bi_encoder",
+            model=spec.model,
+            batch_size=batch_size,
+            max_length=spec.max_length,
             library="flag_m3" if spec.kind == "flag" else "sentence_transformers",
             precision="fp16" if spec.kind == "flag" else "fp32",
-            query_prefix=spec.query_prefix, doc_prefix=spec.doc_prefix)
+            query_prefix=spec.query_prefix,
+            doc_prefix=spec.doc_prefix,
+        )
     except ValidationError as exc:
         raise EvalError(f"{spec.label}: {exc.errors()[0]['msg']}") from None
     hint = missing_extra(config)
@@ -61,8 +66,12 @@ def _remembering(base: type[BiEncoderScorer]) -> type[BiEncoderScorer]:
             wanted = [(list(dict.fromkeys(texts)), queries) for queries, texts in new.items() if texts]
             for (texts, queries), vectors in zip(wanted, super()._embed_groups(wanted) if wanted else []):
                 self.vectors.update({(queries, t): v for t, v in zip(texts, vectors)})
-            return [np.stack([self.vectors[(queries, t)] for t in texts]) if len(texts)
-                    else np.zeros((0, 0), dtype=np.float32) for texts, queries in groups]
+            return [
+                np.stack([self.vectors[(queries, t)] for t in texts])
+                if len(texts)
+                else np.zeros((0, 0), dtype=np.float32)
+                for texts, queries in groups
+            ]
 
     return Remembering
 
@@ -78,8 +87,13 @@ def measure_windows(result: Retrieval, scorer: BiEncoderScorer, data: EvalData, 
     rows = [row_of[d] for d in positives]
     specials = tokenizer.num_special_tokens_to_add(pair=False)
     result.windows_known = bool(getattr(tokenizer, "is_fast", False))
-    encoded = tokenizer([docs[r] for r in rows], add_special_tokens=False, truncation=False,
-                        return_offsets_mapping=result.windows_known, verbose=False)
+    encoded = tokenizer(
+        [docs[r] for r in rows],
+        add_special_tokens=False,
+        truncation=False,
+        return_offsets_mapping=result.windows_known,
+        verbose=False,
+    )
     keep = result.max_length - specials
     for i, (doc, row) in enumerate(zip(positives, rows)):
         n_content = len(encoded["input_ids"][i])

@@ -19,14 +19,21 @@ from builder.evaluation.data import EvalData
 from builder.evaluation.figures import Averaging, Figures
 from builder.evaluation.intervals import BootstrapSettings
 from builder.evaluation.metrics import NDCG, per_query_scores, with_relative_bins
-from builder.evaluation.trend import position_trend
 from builder.evaluation.probes import colder_report, probe_pairs
 from builder.evaluation.psi_null import null_settings
 from builder.evaluation.retrievers import RerankerFactory, Retrieval, RetrieverSpec, get_scorer, rerank
-from builder.evaluation.runs import (PER_QUERY_FILE, judged_at, per_query_columns, run_file_name, run_summary,
-                                     write_per_query, write_run)
+from builder.evaluation.runs import (
+    PER_QUERY_FILE,
+    judged_at,
+    per_query_columns,
+    run_file_name,
+    run_summary,
+    write_per_query,
+    write_run,
+)
 from builder.evaluation.search import first_stage
 from builder.evaluation.significance import compare_retrievers
+from builder.evaluation.trend import position_trend
 
 if TYPE_CHECKING:
     from builder.backends.rerankers.neural import BiEncoderScorer
@@ -68,9 +75,14 @@ class RunCache:
         write_text_atomic(self.path(spec), json.dumps(retrieval.to_json()))
 
 
-def retrieve(spec: RetrieverSpec, data: EvalData, cache: RunCache, batch_size: int = 32,
-             rerankers: Mapping[str, RerankerFactory] | None = None,
-             encoders: Mapping[str, BiEncoderScorer] | None = None) -> tuple[Retrieval, bool]:
+def retrieve(
+    spec: RetrieverSpec,
+    data: EvalData,
+    cache: RunCache,
+    batch_size: int = 32,
+    rerankers: Mapping[str, RerankerFactory] | None = None,
+    encoders: Mapping[str, BiEncoderScorer] | None = None,
+) -> tuple[Retrieval, bool]:
     """The retrieval for `spec` and whether it came from the cache; a dense first stage
     takes its bi-encoder from `encoders` (by spec label) where one is there."""
     cached = cache.load(spec)
@@ -82,22 +94,33 @@ def retrieve(spec: RetrieverSpec, data: EvalData, cache: RunCache, batch_size: i
         base, _ = retrieve(spec.first, data, cache, batch_size, rerankers, encoders)
         result = rerank(base, data, scorer, TOP_K)
     else:
-        result = first_stage(spec, data, TOP_K, batch_size, scratch=cache.scratch(),
-                             encoder=(encoders or {}).get(spec.label))
+        result = first_stage(
+            spec, data, TOP_K, batch_size, scratch=cache.scratch(), encoder=(encoders or {}).get(spec.label)
+        )
     cache.save(spec, result)
     return result, False
 
 
-def evaluate(data: EvalData, specs: list[RetrieverSpec], cache_dir: Path, batch_size: int = 32,
-             rerankers: Mapping[str, RerankerFactory] | None = None, log: Log = lambda _: None,
-             bootstrap: BootstrapSettings = BootstrapSettings(), averaging: Averaging | None = None,
-             runs_dir: Path | None = None) -> dict:
+def evaluate(
+    data: EvalData,
+    specs: list[RetrieverSpec],
+    cache_dir: Path,
+    batch_size: int = 32,
+    rerankers: Mapping[str, RerankerFactory] | None = None,
+    log: Log = lambda _: None,
+    bootstrap: BootstrapSettings = BootstrapSettings(),
+    averaging: Averaging | None = None,
+    runs_dir: Path | None = None,
+) -> dict:
     """The whole report (the content of eval.json) for every retriever; with `runs_dir`,
     each retriever's TREC run file and the per-query table are written there."""
     cache = RunCache(cache_dir, data.fingerprint)
     averaging = averaging or default_averaging(data)
-    report: dict = {"dataset": _describe(data), "definitions": definitions(data, bootstrap, averaging),
-                    "retrievers": {}}
+    report: dict = {
+        "dataset": _describe(data),
+        "definitions": definitions(data, bootstrap, averaging),
+        "retrievers": {},
+    }
     pairs = probe_pairs(data)
     features = query_features(data)
     if features is not None:
@@ -112,18 +135,26 @@ def evaluate(data: EvalData, specs: list[RetrieverSpec], cache_dir: Path, batch_
         section = analyze(data, retrieval, bootstrap, averaging, per_query[spec.label])
         section["run"] = run_summary(data.qrels, retrieval.run)
         if features is not None:
-            section["psi_by_overlap"] = {g: psi_by_overlap(per_query[spec.label], features, g,
-                                                           null_settings(bootstrap)) for g in data.groupings()}
+            section["psi_by_overlap"] = {
+                g: psi_by_overlap(per_query[spec.label], features, g, null_settings(bootstrap))
+                for g in data.groupings()
+            }
         if runs_dir is not None:
-            path = write_run(Path(runs_dir) / run_file_name(spec.label), retrieval.run,
-                             data.queries["query_id"].to_list(), spec.label)
+            path = write_run(
+                Path(runs_dir) / run_file_name(spec.label),
+                retrieval.run,
+                data.queries["query_id"].to_list(),
+                spec.label,
+            )
             section["run"]["file"] = str(path)
-            tables[spec.label] = per_query[spec.label].join(judged_at(data.qrels, retrieval.run), on="query_id",
-                                                            how="left")
+            tables[spec.label] = per_query[spec.label].join(
+                judged_at(data.qrels, retrieval.run), on="query_id", how="left"
+            )
         if pairs is not None:
             log(f"{spec.label}: scoring {pairs.height} ColDeR probe pairs")
-            section["probes"] = colder_report(spec, data, pairs, batch_size, rerankers,
-                                              cache.path(spec).with_suffix(".probes.json"))
+            section["probes"] = colder_report(
+                spec, data, pairs, batch_size, rerankers, cache.path(spec).with_suffix(".probes.json")
+            )
         # Notes about this retriever's figures (e.g. a quality-control stage that used it).
         section["notes"] = []
         section.update(cached=cached, seconds=round(time.perf_counter() - started, 2))
@@ -134,8 +165,9 @@ def evaluate(data: EvalData, specs: list[RetrieverSpec], cache_dir: Path, batch_
     report["comparison_table"] = comparison_table(report)
     if runs_dir is not None and tables:
         columns = per_query_columns(next(iter(tables.values())), data.groupings())
-        report["per_query_file"] = str(write_per_query(Path(runs_dir) / PER_QUERY_FILE,
-                                                       {k: v.select(columns) for k, v in tables.items()}))
+        report["per_query_file"] = str(
+            write_per_query(Path(runs_dir) / PER_QUERY_FILE, {k: v.select(columns) for k, v in tables.items()})
+        )
     return report
 
 
@@ -163,20 +195,28 @@ def default_averaging(data: EvalData) -> Averaging:
 def definitions(data: EvalData, bootstrap: BootstrapSettings, averaging: Averaging) -> dict:
     """How every figure was defined, named next to the figures."""
     return {
-        "positions": data.positions, "anchor": data.anchor,
+        "positions": data.positions,
+        "anchor": data.anchor,
         "bins": "right-closed (PosIR)" if data.positions == "posir" else "left-closed",
-        "length_averaging": averaging, "intervals": bootstrap.describe(),
-        "tests": {"permutations": bootstrap.permutations, "correction": "Holm, within each family",
-                  "psi_null": "position labels shuffled among the queries of each length bucket; groups under "
-                              "min_group " + ("included" if bootstrap.psi_small_groups else "left out")},
+        "length_averaging": averaging,
+        "intervals": bootstrap.describe(),
+        "tests": {
+            "permutations": bootstrap.permutations,
+            "correction": "Holm, within each family",
+            "psi_null": "position labels shuffled among the queries of each length bucket; groups under "
+            "min_group " + ("included" if bootstrap.psi_small_groups else "left out"),
+        },
     }
 
 
 def _describe(data: EvalData) -> dict:
     return {
-        "path": str(data.folder), "fingerprint": data.fingerprint,
-        "docs": data.corpus.height, "queries": data.queries.height,
-        "unjudged_queries": data.unjudged_queries, "groupings": data.groupings(),
+        "path": str(data.folder),
+        "fingerprint": data.fingerprint,
+        "docs": data.corpus.height,
+        "queries": data.queries.height,
+        "unjudged_queries": data.unjudged_queries,
+        "groupings": data.groupings(),
         "positions": data.positions,
         "has_rel_pos": "rel_pos" in data.queries.columns,
         "has_length_buckets": "length_bucket" in data.queries.columns,
@@ -189,8 +229,13 @@ def scores_of(data: EvalData, retrieval: Retrieval) -> pl.DataFrame:
     return with_relative_bins(scores, data.positions).with_columns(visibility(data, retrieval).alias("visibility"))
 
 
-def analyze(data: EvalData, retrieval: Retrieval, bootstrap: BootstrapSettings = BootstrapSettings(),
-            averaging: Averaging | None = None, scores: pl.DataFrame | None = None) -> dict:
+def analyze(
+    data: EvalData,
+    retrieval: Retrieval,
+    bootstrap: BootstrapSettings = BootstrapSettings(),
+    averaging: Averaging | None = None,
+    scores: pl.DataFrame | None = None,
+) -> dict:
     """One retriever's figures; `scores` are its per-query scores where already computed."""
     scores = scores_of(data, retrieval) if scores is None else scores
     figures = Figures(scores, data.groupings(), bootstrap)
@@ -228,7 +273,8 @@ def _truncation(data: EvalData, retrieval: Retrieval, figures: Figures) -> dict:
     limit = retrieval.max_length
     over = sum(1 for n in retrieval.doc_tokens.values() if limit is not None and n > limit)
     out = {
-        "max_length": limit, "tokenizer": retrieval.tokenizer,
+        "max_length": limit,
+        "tokenizer": retrieval.tokenizer,
         "positive_docs": len({d for judged in data.qrels.values() for d in judged}),
         "positive_docs_over_limit": over,
         "queries": figures.visibility(),

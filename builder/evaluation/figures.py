@@ -76,8 +76,13 @@ class Figures:
     def figure(self, point: float, distribution: np.ndarray, n: int, small: bool = False) -> dict:
         value = None if not np.isfinite(point) else float(point)
         if small and n:
-            return {"value": value, "n": int(n), "ci_low": None, "ci_high": None,
-                    "no_interval": f"{n} queries, fewer than --min-group {self.settings.min_group}"}
+            return {
+                "value": value,
+                "n": int(n),
+                "ci_low": None,
+                "ci_high": None,
+                "no_interval": f"{n} queries, fewer than --min-group {self.settings.min_group}",
+            }
         low, high = interval(distribution, self.settings.confidence)
         return {"value": value, "n": int(n), "ci_low": low, "ci_high": high}
 
@@ -85,10 +90,16 @@ class Figures:
         n = int(self.counts[partition][k])
         # The whole set is not a group: its interval stands whatever its size.
         small = n < self.settings.min_group
-        return {"n": n, "small": small,
-                **{m: self.figure(self.point[partition][k, j], self.resampled[partition][:, k, j], n,
-                                  small and partition != "overall")
-                   for j, m in enumerate(METRICS)}}
+        return {
+            "n": n,
+            "small": small,
+            **{
+                m: self.figure(
+                    self.point[partition][k, j], self.resampled[partition][:, k, j], n, small and partition != "overall"
+                )
+                for j, m in enumerate(METRICS)
+            },
+        }
 
     def overall(self) -> dict:
         row = self.group("overall", 0)
@@ -99,11 +110,20 @@ class Figures:
         groups = [{"group": label, **self.group(partition, k)} for k, label in enumerate(self.labels[partition])]
         counts = self.counts[partition]
         psi = self.psi(self.point[partition][:, 0], counts, self.labels[partition])
-        psi["null"] = psi_with_null(self.ndcg, self.codes[partition], self.labels[partition],
-                                    null_settings(self.settings), self.codes.get("length_bucket"))
-        return {"groups": groups, "psi": psi,
-                "groups_with_queries": int((counts > 0).sum()), "empty_groups": int((counts == 0).sum()),
-                "small_groups": int(((counts > 0) & (counts < self.settings.min_group)).sum())}
+        psi["null"] = psi_with_null(
+            self.ndcg,
+            self.codes[partition],
+            self.labels[partition],
+            null_settings(self.settings),
+            self.codes.get("length_bucket"),
+        )
+        return {
+            "groups": groups,
+            "psi": psi,
+            "groups_with_queries": int((counts > 0).sum()),
+            "empty_groups": int((counts == 0).sum()),
+            "small_groups": int(((counts > 0) & (counts < self.settings.min_group)).sum()),
+        }
 
     def psi(self, means: np.ndarray, counts: np.ndarray, labels: list[object]) -> dict:
         """PSI over the groups that hold queries (no interval: see the module's docstring)."""
@@ -133,21 +153,33 @@ class Figures:
                 bins = list(range(width))
                 entry["psi_bins"] = self.psi(point[:, 0], counts, bins)
                 in_bucket = self.codes["length_bucket"] == k
-                entry["psi_bins"]["null"] = psi_with_null(self.ndcg, np.where(in_bucket, self.codes["rel_bin"], -1),
-                                                          bins, null_settings(self.settings))
+                entry["psi_bins"]["null"] = psi_with_null(
+                    self.ndcg, np.where(in_bucket, self.codes["rel_bin"], -1), bins, null_settings(self.settings)
+                )
                 entry["bins_with_queries"], entry["empty_bins"] = int((counts > 0).sum()), int((counts == 0).sum())
             else:
                 entry["psi_bins"], entry["bins_with_queries"], entry["empty_bins"] = None, 0, N_BINS
             # Without relative positions there are no bins to average: the bucket averages queries.
             entry["averaging"] = averaging if self.has("length_bin") else "queries"
             if entry["averaging"] == "bins":
-                entry.update({m: self.figure(_nanmean(point[:, j]), _nanmean(resampled[..., j], axis=-1), n,
-                                             entry["small"])
-                              for j, m in enumerate(METRICS)})
+                entry.update(
+                    {
+                        m: self.figure(_nanmean(point[:, j]), _nanmean(resampled[..., j], axis=-1), n, entry["small"])
+                        for j, m in enumerate(METRICS)
+                    }
+                )
             else:
-                entry.update({m: self.figure(self.point["length_bucket"][k, j],
-                                             self.resampled["length_bucket"][:, k, j], n, entry["small"])
-                              for j, m in enumerate(METRICS)})
+                entry.update(
+                    {
+                        m: self.figure(
+                            self.point["length_bucket"][k, j],
+                            self.resampled["length_bucket"][:, k, j],
+                            n,
+                            entry["small"],
+                        )
+                        for j, m in enumerate(METRICS)
+                    }
+                )
             out[str(label)] = entry
         return out
 
@@ -164,4 +196,3 @@ def _nanmean(values: np.ndarray, axis: int | None = None) -> np.ndarray | float:
     count = finite.sum(axis=axis)
     with np.errstate(invalid="ignore", divide="ignore"):
         return total / count
-

@@ -54,9 +54,15 @@ def grid_cells(folder: Path) -> pl.DataFrame:
     return queries.unique().sort("grid_length", "grid_depth")
 
 
-def evaluate_grid(folder: Path, specs: list[RetrieverSpec], cache_dir: Path, batch_size: int = 32,
-                  rerankers: Mapping[str, RerankerFactory] | None = None, log: Log = lambda _: None,
-                  bootstrap: BootstrapSettings = BootstrapSettings()) -> dict:
+def evaluate_grid(
+    folder: Path,
+    specs: list[RetrieverSpec],
+    cache_dir: Path,
+    batch_size: int = 32,
+    rerankers: Mapping[str, RerankerFactory] | None = None,
+    log: Log = lambda _: None,
+    bootstrap: BootstrapSettings = BootstrapSettings(),
+) -> dict:
     """The grid report (eval.json's content) for every retriever.
 
     Each cell is retrieved on its own (its own BM25 index, its own top 100), but a dense
@@ -72,37 +78,51 @@ def evaluate_grid(folder: Path, specs: list[RetrieverSpec], cache_dir: Path, bat
     data = {cell: load_eval_data(folder / "settings" / cell) for cell in cells["setting"].to_list()}
     source = dict(pl.read_parquet(folder / "queries.parquet", columns=["query_id", "source_query_id"]).iter_rows())
     unit = grid_unit(folder)
-    out = {"dataset": {"path": str(folder), "kind": "depth_grid", "depths": depths, "lengths": lengths,
-                       "cells": cells.height, "length_unit": unit},
-           "definitions": {"intervals": bootstrap.describe(),
-                           "paired": PAIRED_TEST + ": score of the query's own document at depth d minus at the "
-                                     "first depth, same query and length; Holm-corrected across the depths of a "
-                                     "length (statsmodels multipletests), testable depths only",
-                           "psi": "1 - min/max of nDCG@10 over the depths of a length",
-                           "psi_null": "depth labels shuffled among the depths of each query of the length (the "
-                                       "same queries sit at every depth); one-sided permutation p"},
-           "retrievers": {}}
+    out = {
+        "dataset": {
+            "path": str(folder),
+            "kind": "depth_grid",
+            "depths": depths,
+            "lengths": lengths,
+            "cells": cells.height,
+            "length_unit": unit,
+        },
+        "definitions": {
+            "intervals": bootstrap.describe(),
+            "paired": PAIRED_TEST + ": score of the query's own document at depth d minus at the "
+            "first depth, same query and length; Holm-corrected across the depths of a "
+            "length (statsmodels multipletests), testable depths only",
+            "psi": "1 - min/max of nDCG@10 over the depths of a length",
+            "psi_null": "depth labels shuffled among the depths of each query of the length (the "
+            "same queries sit at every depth); one-sided permutation p",
+        },
+        "retrievers": {},
+    }
     for spec in specs:
         encoders = _grid_encoders(spec, data, batch_size, log)
         cell_rows, own, ndcg = [], {}, {}
         for cell, depth, length in cells.iter_rows():
             cell_data = data[cell]
             log(f"{spec.label}: cell {cell}, {cell_data.queries.height} queries")
-            row, ndcg[cell] = cell_figures(spec, cell_data, cache_dir / cell, batch_size, rerankers, bootstrap,
-                                           encoders)
+            row, ndcg[cell] = cell_figures(
+                spec, cell_data, cache_dir / cell, batch_size, rerankers, bootstrap, encoders
+            )
             cell_rows.append({"cell": cell, "depth": depth, "length": length, **row})
             own[cell] = own_scores(spec, cell_data, source, batch_size, rerankers, encoders.get(spec.label))
-        out["retrievers"][spec.label] = {"cells": cell_rows,
-                                         "psi_by_length": psi_by_length(cell_rows, lengths, ndcg, source, bootstrap),
-                                         "paired": paired_tests(own, cells)}
+        out["retrievers"][spec.label] = {
+            "cells": cell_rows,
+            "psi_by_length": psi_by_length(cell_rows, lengths, ndcg, source, bootstrap),
+            "paired": paired_tests(own, cells),
+        }
     return out
 
 
 PAIRED_TEST = "paired t-test (scipy.stats.ttest_rel)"
 
 
-def _grid_encoders(spec: RetrieverSpec, data: Mapping[str, EvalData], batch_size: int,
-                   log: Log) -> dict[str, BiEncoderScorer]:
+def _grid_encoders(
+    spec: RetrieverSpec, data: Mapping[str, EvalData], batch_size: int, log: Log
+) -> dict[str, BiEncoderScorer]:
     """One remembering bi-encoder per dense spec (the first stage of a rerank spec too),
     which has already encoded every distinct query and document text of the grid."""
     from builder.evaluation.dense import dense_scorer
@@ -117,17 +137,25 @@ def _grid_encoders(spec: RetrieverSpec, data: Mapping[str, EvalData], batch_size
     out = {}
     for first in dense:
         encoder = dense_scorer(first, batch_size, remember=True)
-        log(f"{first.label}: encoding the grid's {len(documents)} distinct documents (of {total} in its cells) "
-            f"and {len(queries)} distinct queries once")
+        log(
+            f"{first.label}: encoding the grid's {len(documents)} distinct documents (of {total} in its cells) "
+            f"and {len(queries)} distinct queries once"
+        )
         encoder.embed(documents)
         encoder.embed(queries, queries=True)
         out[first.label] = encoder
     return out
 
 
-def cell_figures(spec: RetrieverSpec, data: EvalData, cache_dir: Path, batch_size: int,
-                 rerankers: Mapping[str, RerankerFactory] | None, bootstrap: BootstrapSettings,
-                 encoders: Mapping[str, BiEncoderScorer]) -> tuple[dict, dict[str, float]]:
+def cell_figures(
+    spec: RetrieverSpec,
+    data: EvalData,
+    cache_dir: Path,
+    batch_size: int,
+    rerankers: Mapping[str, RerankerFactory] | None,
+    bootstrap: BootstrapSettings,
+    encoders: Mapping[str, BiEncoderScorer],
+) -> tuple[dict, dict[str, float]]:
     """One cell's figures, as eval's own report of the cell gives them (n, nDCG@10 and
     Recall@100 with their intervals, the window check), and its per-query nDCG@10."""
     from builder.evaluation.evaluate import RunCache, retrieve, scores_of
@@ -137,8 +165,13 @@ def cell_figures(spec: RetrieverSpec, data: EvalData, cache_dir: Path, batch_siz
     scores = scores_of(data, retrieval)
     figures = Figures(scores, [], bootstrap)
     overall = figures.overall()
-    row = {"n": overall["n"], NDCG: overall[NDCG], RECALL: overall[RECALL],
-           "beyond_window": figures.visibility()["beyond"]["n"], "max_length": retrieval.max_length}
+    row = {
+        "n": overall["n"],
+        NDCG: overall[NDCG],
+        RECALL: overall[RECALL],
+        "beyond_window": figures.visibility()["beyond"]["n"],
+        "max_length": retrieval.max_length,
+    }
     return row, dict(zip(scores["query_id"].to_list(), scores[NDCG].fill_null(0.0).to_list()))
 
 
@@ -150,16 +183,22 @@ def grid_unit(folder: Path) -> str:
     except (OSError, ValueError):
         return "tokens"
     stages = [s for s in stats.get("stages", []) if isinstance(s, dict) and "grid" in s]
-    name = next((s.get("tokenizer") for s in stages if s.get("tokenizer")), None) \
-        or (stats.get("doc_lengths") or {}).get("tokenizer")
+    name = next((s.get("tokenizer") for s in stages if s.get("tokenizer")), None) or (
+        stats.get("doc_lengths") or {}
+    ).get("tokenizer")
     if not name:
         return "tokens"
     return "words" if name == "words" else f"tokens ({name})"
 
 
-def own_scores(spec: RetrieverSpec, data: EvalData, source: Mapping[str, str], batch_size: int,
-               rerankers: Mapping[str, RerankerFactory] | None,
-               encoder: BiEncoderScorer | None = None) -> dict[str, float]:
+def own_scores(
+    spec: RetrieverSpec,
+    data: EvalData,
+    source: Mapping[str, str],
+    batch_size: int,
+    rerankers: Mapping[str, RerankerFactory] | None,
+    encoder: BiEncoderScorer | None = None,
+) -> dict[str, float]:
     """source query id -> the retriever's score of the query's own document in this cell
     (a dense spec through `encoder`, which remembers the grid's vectors, where given)."""
     from builder.evaluation.probes import pair_scorer
@@ -173,8 +212,13 @@ def own_scores(spec: RetrieverSpec, data: EvalData, source: Mapping[str, str], b
     return {source[q]: float(s) for (q, _, _), s in zip(rows, scores)}
 
 
-def psi_by_length(cell_rows: list[dict], lengths: list[int], ndcg: Mapping[str, Mapping[str, float]],
-                  source: Mapping[str, str], bootstrap: BootstrapSettings) -> dict[str, dict]:
+def psi_by_length(
+    cell_rows: list[dict],
+    lengths: list[int],
+    ndcg: Mapping[str, Mapping[str, float]],
+    source: Mapping[str, str],
+    bootstrap: BootstrapSettings,
+) -> dict[str, dict]:
     """Per length: PSI over its depths' nDCG@10 with its permutation null (psi_null.py).
 
     Every depth of a length holds the same queries, so the null shuffles each query's
@@ -213,8 +257,15 @@ def paired_tests(scores: dict[str, dict[str, float]], cells: pl.DataFrame) -> li
             common = sorted(set(scores[cell]) & set(scores[reference_cell]))
             a = np.array([scores[cell][q] for q in common])
             b = np.array([scores[reference_cell][q] for q in common])
-            tests.append({"length": length, "depth": depth, "reference_depth": reference_depth, "test": PAIRED_TEST,
-                          **paired_t(a, b)})
+            tests.append(
+                {
+                    "length": length,
+                    "depth": depth,
+                    "reference_depth": reference_depth,
+                    "test": PAIRED_TEST,
+                    **paired_t(a, b),
+                }
+            )
         apply_holm(tests, f"depths of length {length}")
         for t in tests:
             t["significant"] = t["p_holm"] is not None and t["p_holm"] < 0.05
@@ -226,10 +277,13 @@ def paired_line(test: dict, unit: str) -> str:
     """One paired test: which test ran, the difference, n, raw p, Holm p and the family."""
     diff = "-" if test["mean_difference"] is None else f"{test['mean_difference']:+.4f}"
     why = "" if test["p"] is not None else " (no spread in the differences: no test)"
-    return (f"{test['length']} {unit}, depth {test['depth']:.0%} vs {test['reference_depth']:.0%}: {test['test']}, "
-            f"mean score difference {diff}, n {test['n']}, p {p_text(test['p'])}, Holm p {p_text(test['p_holm'])} "
-            f"(family: {test['family_size']} testable depths of this length)" + why
-            + (" (significant)" if test["significant"] else ""))
+    return (
+        f"{test['length']} {unit}, depth {test['depth']:.0%} vs {test['reference_depth']:.0%}: {test['test']}, "
+        f"mean score difference {diff}, n {test['n']}, p {p_text(test['p'])}, Holm p {p_text(test['p_holm'])} "
+        f"(family: {test['family_size']} testable depths of this length)"
+        + why
+        + (" (significant)" if test["significant"] else "")
+    )
 
 
 def cell_text(cell: dict, metric: str = NDCG) -> str:
@@ -250,8 +304,7 @@ def cell_text(cell: dict, metric: str = NDCG) -> str:
 def table_rows(section: dict, lengths: list[int], depths: list[float], metric: str) -> list[list[str]]:
     """One row per depth: the depth, then each length's cell."""
     by = {(c["depth"], c["length"]): c for c in section["cells"]}
-    return [[f"{d:.0%}", *[cell_text(by[(d, n)], metric) if (d, n) in by else "-" for n in lengths]]
-            for d in depths]
+    return [[f"{d:.0%}", *[cell_text(by[(d, n)], metric) if (d, n) in by else "-" for n in lengths]] for d in depths]
 
 
 def print_grid(console: object, report: dict) -> None:
@@ -263,8 +316,10 @@ def print_grid(console: object, report: dict) -> None:
     for label, section in report["retrievers"].items():
         for metric in (NDCG, RECALL):
             n = section["cells"][0]["n"] if section["cells"] else 0
-            table = Table(title=f"{escape(label)}: {metric} by depth x length ({n} queries per cell, 95% interval)",
-                          title_justify="left")
+            table = Table(
+                title=f"{escape(label)}: {metric} by depth x length ({n} queries per cell, 95% interval)",
+                title_justify="left",
+            )
             table.add_column("depth")
             for length in lengths:
                 table.add_column(f"{length} {unit}", justify="right")
@@ -289,12 +344,20 @@ def plot_grid(report: dict, out_dir: Path) -> Path:
 
     depths, lengths = report["dataset"]["depths"], report["dataset"]["lengths"]
     runs = report["retrievers"]
-    fig, axes = plt.subplots(1, len(runs), figsize=(1.4 * len(lengths) * len(runs) + 1.5, 0.5 * len(depths) + 1.8),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(runs), figsize=(1.4 * len(lengths) * len(runs) + 1.5, 0.5 * len(depths) + 1.8), squeeze=False
+    )
     for ax, (label, section) in zip(axes[0], runs.items()):
         by = {(c["depth"], c["length"]): c for c in section["cells"]}
-        values = np.array([[by[(d, n)][NDCG]["value"] if (d, n) in by and by[(d, n)][NDCG]["value"] is not None
-                            else np.nan for n in lengths] for d in depths])
+        values = np.array(
+            [
+                [
+                    by[(d, n)][NDCG]["value"] if (d, n) in by and by[(d, n)][NDCG]["value"] is not None else np.nan
+                    for n in lengths
+                ]
+                for d in depths
+            ]
+        )
         image = ax.imshow(values, vmin=0, vmax=1, cmap="viridis", aspect="auto")
         for i, d in enumerate(depths):
             for j, n in enumerate(lengths):
@@ -303,8 +366,15 @@ def plot_grid(report: dict, out_dir: Path) -> Path:
                     continue
                 beyond = cell["beyond_window"] and cell["beyond_window"] >= cell["n"]
                 text = "-" if np.isnan(values[i, j]) else f"{values[i, j]:.2f}" + ("\nbeyond\nwindow" if beyond else "")
-                ax.text(j, i, text, ha="center", va="center", fontsize=7,
-                        color="white" if np.nan_to_num(values[i, j]) < 0.6 else "black")
+                ax.text(
+                    j,
+                    i,
+                    text,
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if np.nan_to_num(values[i, j]) < 0.6 else "black",
+                )
         ax.set_xticks(range(len(lengths)), [str(n) for n in lengths])
         ax.set_yticks(range(len(depths)), [f"{d:.0%}" for d in depths])
         ax.set_xlabel(f"document length ({report['dataset'].get('length_unit', 'tokens')})")

@@ -33,8 +33,13 @@ class BootstrapSettings:
     psi_small_groups: bool = False  # take groups below min_group into PSI and its null
 
     def describe(self) -> dict[str, object]:
-        return {"method": "paired percentile bootstrap over queries", "resamples": self.resamples,
-                "seed": self.seed, "confidence": self.confidence, "min_group": self.min_group}
+        return {
+            "method": "paired percentile bootstrap over queries",
+            "resamples": self.resamples,
+            "seed": self.seed,
+            "confidence": self.confidence,
+            "min_group": self.min_group,
+        }
 
 
 def draws(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
@@ -65,8 +70,10 @@ def group_means(values: np.ndarray, partitions: Mapping[str, Partition], index: 
         keep = codes >= 0
         flat = (rows * part.size + codes)[keep]
         counts = np.bincount(flat, minlength=b * part.size).astype(float)
-        sums = np.stack([np.bincount(flat, weights=drawn[..., j][keep], minlength=b * part.size)
-                         for j in range(values.shape[1])], axis=-1)
+        sums = np.stack(
+            [np.bincount(flat, weights=drawn[..., j][keep], minlength=b * part.size) for j in range(values.shape[1])],
+            axis=-1,
+        )
         with np.errstate(invalid="ignore", divide="ignore"):
             means = sums / counts[:, None]
         means[counts == 0] = np.nan
@@ -74,8 +81,9 @@ def group_means(values: np.ndarray, partitions: Mapping[str, Partition], index: 
     return out
 
 
-def bootstrap_group_means(values: np.ndarray, partitions: Mapping[str, Partition],
-                          settings: BootstrapSettings) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def bootstrap_group_means(
+    values: np.ndarray, partitions: Mapping[str, Partition], settings: BootstrapSettings
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Point estimates (groups, columns) and resampled means (resamples, groups, columns)."""
     n = values.shape[0]
     point = {k: v[0] for k, v in group_means(values, partitions, np.arange(n)[None, :]).items()}

@@ -50,9 +50,11 @@ def per_query_scores(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, 
     query_ids = list(qrels)
     rankings = [trec_order(run.get(q, {})) for q in query_ids]
     return pl.DataFrame(
-        {"query_id": query_ids,
-         NDCG: [ndcg_at(qrels[q], r) for q, r in zip(query_ids, rankings)],
-         RECALL: [recall_at(qrels[q], r) for q, r in zip(query_ids, rankings)]},
+        {
+            "query_id": query_ids,
+            NDCG: [ndcg_at(qrels[q], r) for q, r in zip(query_ids, rankings)],
+            RECALL: [recall_at(qrels[q], r) for q, r in zip(query_ids, rankings)],
+        },
         schema={"query_id": pl.Utf8, NDCG: pl.Float64, RECALL: pl.Float64},
     )
 

@@ -77,8 +77,9 @@ def apply_native(queries: pl.DataFrame, doc_chars: pl.Expr, anchor: Anchor, rebi
     """`rel_pos` as the mean anchor of the query's spans; with `rebin`, also the dataset's
     `position_bin` (20 left-closed bins) from it. Queries without spans keep their values."""
     dtype = queries.schema.get("spans")
-    if not (isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct)) or \
-            not {"start", "end"} <= {f.name for f in dtype.inner.fields}:
+    if not (isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct)) or not {"start", "end"} <= {
+        f.name for f in dtype.inner.fields
+    }:
         return queries
     point = _anchor_of(pl.element().struct.field("start"), pl.element().struct.field("end"), anchor)
     rel = (pl.col("spans").list.eval(point).list.mean() / doc_chars).clip(0.0, 1.0)
@@ -91,8 +92,9 @@ def apply_native(queries: pl.DataFrame, doc_chars: pl.Expr, anchor: Anchor, rebi
     return queries
 
 
-def apply_posir(queries: pl.DataFrame, doc_chars: pl.Expr, doc_tokens: pl.Expr | None,
-                anchor: Anchor = "midpoint") -> pl.DataFrame:
+def apply_posir(
+    queries: pl.DataFrame, doc_chars: pl.Expr, doc_tokens: pl.Expr | None, anchor: Anchor = "midpoint"
+) -> pl.DataFrame:
     """`rel_pos`, `position_bin` and `length_bucket` under PosIR's definitions, where the
     query carries what they need; other queries keep the dataset's values."""
     pair = _first_pair(queries)
@@ -111,5 +113,6 @@ def apply_posir(queries: pl.DataFrame, doc_chars: pl.Expr, doc_tokens: pl.Expr |
     queries = queries.with_columns(derived)
     if "rel_pos" in queries.columns:
         queries = queries.with_columns(
-            pl.col("rel_pos").map_elements(lambda r: bin_of("posir", r), return_dtype=pl.Int64).alias("position_bin"))
+            pl.col("rel_pos").map_elements(lambda r: bin_of("posir", r), return_dtype=pl.Int64).alias("position_bin")
+        )
     return queries

@@ -41,12 +41,14 @@ def probe_pairs(data: EvalData) -> pl.DataFrame | None:
     texts = data.queries.select("query_id", pl.col("text").alias("query"))
     docs = data.corpus.doc_ids.implode()
     pairs = pairs.join(texts, on="query_id", how="inner").filter(
-        pl.col("doc_a").is_in(docs) & pl.col("doc_b").is_in(docs))
+        pl.col("doc_a").is_in(docs) & pl.col("doc_b").is_in(docs)
+    )
     return pairs if pairs.height else None
 
 
-def pair_scorer(spec: RetrieverSpec, data: EvalData, batch_size: int = 32,
-                rerankers: Mapping[str, RerankerFactory] | None = None) -> PairScorer:
+def pair_scorer(
+    spec: RetrieverSpec, data: EvalData, batch_size: int = 32, rerankers: Mapping[str, RerankerFactory] | None = None
+) -> PairScorer:
     """Scores (query, document input) pairs as `spec` ranks them."""
     if spec.kind == "rerank":
         assert spec.reranker is not None
@@ -80,47 +82,76 @@ def paired_t(first: np.ndarray, second: np.ndarray) -> dict:
     """ttest_rel(first, second): t, two-sided p, mean of first - second, Cohen's d (paired)."""
     n = len(first)
     difference = first - second
-    out: dict = {"n": n, "mean_difference": float(difference.mean()) if n else None,
-                 "t": None, "p": None, "cohens_d": None}
+    out: dict = {
+        "n": n,
+        "mean_difference": float(difference.mean()) if n else None,
+        "t": None,
+        "p": None,
+        "cohens_d": None,
+    }
     spread = float(difference.std(ddof=1)) if n > 1 else 0.0
     if n < 2 or spread <= 1e-12 * max(1.0, float(np.abs(difference).max())):
         return out  # no spread beyond rounding: t and d are undefined
     result = stats.ttest_rel(first, second)
-    return {**out, "t": float(result.statistic), "p": float(result.pvalue),
-            "cohens_d": float(difference.mean() / spread)}
+    return {
+        **out,
+        "t": float(result.statistic),
+        "p": float(result.pvalue),
+        "cohens_d": float(difference.mean() / spread),
+    }
 
 
 def probe_tests(scored: pl.DataFrame) -> list[dict]:
     """One t-test per probe (per position i for the moving-evidence probe), paper's direction;
     `scored` names each pair's documents by their role in it (variant_a, variant_b)."""
     out = []
-    keys = scored.select("setting", "variant_a", "variant_b").unique(maintain_order=True).sort(
-        "setting", "variant_b", maintain_order=True)
+    keys = (
+        scored.select("setting", "variant_a", "variant_b")
+        .unique(maintain_order=True)
+        .sort("setting", "variant_b", maintain_order=True)
+    )
     for setting, variant_a, variant_b in keys.iter_rows():
-        part = scored.filter((pl.col("setting") == setting) & (pl.col("variant_a") == variant_a)
-                             & (pl.col("variant_b") == variant_b))
+        part = scored.filter(
+            (pl.col("setting") == setting) & (pl.col("variant_a") == variant_a) & (pl.col("variant_b") == variant_b)
+        )
         a, b = part["score_a"].to_numpy(), part["score_b"].to_numpy()
         moving = setting == MOVING
         result = paired_t(b, a) if moving else paired_t(a, b)
         first, second = (variant_b, variant_a) if moving else (variant_a, variant_b)
         wins = float(np.mean((b > a) if moving else (a > b)))
-        out.append({"setting": setting, "difference": f"R({first}) - R({second})", **result,
-                    "share_first_higher": wins, "test": "paired t-test (scipy.stats.ttest_rel)"})
+        out.append(
+            {
+                "setting": setting,
+                "difference": f"R({first}) - R({second})",
+                **result,
+                "share_first_higher": wins,
+                "test": "paired t-test (scipy.stats.ttest_rel)",
+            }
+        )
     for setting in dict.fromkeys(row["setting"] for row in out):
         apply_holm([row for row in out if row["setting"] == setting], f"probe {setting}")
     return out
 
 
-def colder_report(spec: RetrieverSpec, data: EvalData, pairs: pl.DataFrame, batch_size: int = 32,
-                  rerankers: Mapping[str, RerankerFactory] | None = None, cache_file: Path | None = None) -> list[dict]:
+def colder_report(
+    spec: RetrieverSpec,
+    data: EvalData,
+    pairs: pl.DataFrame,
+    batch_size: int = 32,
+    rerankers: Mapping[str, RerankerFactory] | None = None,
+    cache_file: Path | None = None,
+) -> list[dict]:
     """The probe tests of one retriever on a ColDeR build; the pair scores are kept in
     `cache_file` and reused while the pairs stay the same."""
     scored = _cached(cache_file, pairs)
     if scored is None:
         scored = probe_scores(pairs, data, pair_scorer(spec, data, batch_size, rerankers))
         if cache_file is not None:
-            keep = {"pairs": pairs.select("query_id", "doc_a", "doc_b").rows(),
-                    "score_a": scored["score_a"].to_list(), "score_b": scored["score_b"].to_list()}
+            keep = {
+                "pairs": pairs.select("query_id", "doc_a", "doc_b").rows(),
+                "score_a": scored["score_a"].to_list(),
+                "score_b": scored["score_b"].to_list(),
+            }
             write_text_atomic(cache_file, json.dumps(keep))
     return probe_tests(with_roles(scored, data))
 
@@ -132,8 +163,10 @@ def _cached(cache_file: Path | None, pairs: pl.DataFrame) -> pl.DataFrame | None
         kept = json.loads(cache_file.read_text(encoding="utf-8"))
         if [tuple(p) for p in kept["pairs"]] != pairs.select("query_id", "doc_a", "doc_b").rows():
             return None
-        return pairs.with_columns(pl.Series("score_a", kept["score_a"], dtype=pl.Float64),
-                                  pl.Series("score_b", kept["score_b"], dtype=pl.Float64))
+        return pairs.with_columns(
+            pl.Series("score_a", kept["score_a"], dtype=pl.Float64),
+            pl.Series("score_b", kept["score_b"], dtype=pl.Float64),
+        )
     except (ValueError, TypeError, KeyError):
         return None  # a damaged cache file is recomputed, not trusted
 
@@ -150,15 +183,18 @@ def with_roles(pairs: pl.DataFrame, data: EvalData) -> pl.DataFrame:
     columns = [c for c in ("doc_id", "variant", "same_text_ids") if c in pl.read_parquet_schema(path)]
     corpus = pl.read_parquet(path, columns=columns)
     variant = dict(zip(corpus["doc_id"].cast(pl.Utf8), corpus["variant"].cast(pl.Utf8)))
-    aliases = dict(zip(corpus["doc_id"].to_list(), corpus["same_text_ids"].to_list())) \
-        if "same_text_ids" in columns else {}
+    aliases = (
+        dict(zip(corpus["doc_id"].to_list(), corpus["same_text_ids"].to_list())) if "same_text_ids" in columns else {}
+    )
 
     def role(query: str, doc: str) -> str | None:
         for original in [doc, *(aliases.get(doc) or [])]:
             if original.startswith(f"{query}-"):
-                return original[len(query) + 1:]
+                return original[len(query) + 1 :]
         return variant.get(doc)
 
     rows = pairs.select("query_id", "doc_a", "doc_b").rows()
-    return pairs.with_columns(pl.Series("variant_a", [role(q, a) for q, a, _ in rows], dtype=pl.Utf8),
-                              pl.Series("variant_b", [role(q, b) for q, _, b in rows], dtype=pl.Utf8))
+    return pairs.with_columns(
+        pl.Series("variant_a", [role(q, a) for q, a, _ in rows], dtype=pl.Utf8),
+        pl.Series("variant_b", [role(q, b) for q, _, b in rows], dtype=pl.Utf8),
+    )

@@ -24,8 +24,15 @@ def set_console(console: Console | None) -> None:
 def task(label: str, total: int) -> Iterator[Callable[[int], None]]:
     """`with task("encoding documents", n) as advance: ... advance(k)`."""
     console = _console or Console(stderr=True)
-    bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   console=console, transient=True, disable=not console.is_terminal)
+    bar = Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
     with bar:
         handle = bar.add_task(label, total=total)
         yield lambda n: bar.advance(handle, n)
@@ -35,6 +42,6 @@ def in_batches(items: Sequence[T], size: int, label: str) -> Iterator[Sequence[T
     """`items` in slices of `size`, advancing a bar named `label` after each."""
     with task(label, len(items)) as advance:
         for start in range(0, len(items), size):
-            chunk = items[start:start + size]
+            chunk = items[start : start + size]
             yield chunk
             advance(len(chunk))

@@ -62,8 +62,7 @@ def null_settings(bootstrap: BootstrapSettings) -> NullSettings:
     return NullSettings(bootstrap.permutations, bootstrap.seed, bootstrap.min_group, bootstrap.psi_small_groups)
 
 
-def stratified_shuffles(codes: np.ndarray, strata: np.ndarray, count: int,
-                        rng: np.random.Generator) -> np.ndarray:
+def stratified_shuffles(codes: np.ndarray, strata: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
     """`count` rows of `codes`, each shuffled within every stratum (shape (count, n))."""
     out = np.empty((count, len(codes)), dtype=codes.dtype)
     for stratum in np.unique(strata):
@@ -72,8 +71,9 @@ def stratified_shuffles(codes: np.ndarray, strata: np.ndarray, count: int,
     return out
 
 
-def shuffled_psis(values: np.ndarray, codes: np.ndarray, size: int, strata: np.ndarray,
-                  permutations: int, seed: int) -> np.ndarray:
+def shuffled_psis(
+    values: np.ndarray, codes: np.ndarray, size: int, strata: np.ndarray, permutations: int, seed: int
+) -> np.ndarray:
     """PSI of `values` under `permutations` stratified shuffles of the group `codes`."""
     rng = np.random.default_rng(seed)
     n = len(values)
@@ -91,8 +91,13 @@ def shuffled_psis(values: np.ndarray, codes: np.ndarray, size: int, strata: np.n
     return np.concatenate(out) if out else np.empty(0)
 
 
-def psi_with_null(values: np.ndarray, codes: np.ndarray, labels: Sequence[object], settings: NullSettings,
-                  strata: np.ndarray | None = None) -> dict:
+def psi_with_null(
+    values: np.ndarray,
+    codes: np.ndarray,
+    labels: Sequence[object],
+    settings: NullSettings,
+    strata: np.ndarray | None = None,
+) -> dict:
     """The PSI over the groups that take part, with its permutation null.
 
     `codes[i]` is query i's group (an index into `labels`, -1 for none) and `strata[i]`
@@ -103,15 +108,25 @@ def psi_with_null(values: np.ndarray, codes: np.ndarray, labels: Sequence[object
     counts = np.bincount(codes[codes >= 0], minlength=len(labels))
     too_small = [labels[k] for k in range(len(labels)) if 0 < counts[k] < settings.min_group]
     taking_part = (counts > 0) & ((counts >= settings.min_group) | settings.include_small)
-    out: dict = {"value": None, "p": None, "at_floor": False, "null_median": None, "null_p95": None,
-                 "above_null_median": None, "above_null_median_ci": None,
-                 "permutations": settings.permutations, "stratified_by": "length bucket",
-                 "groups": [labels[k] for k in np.flatnonzero(taking_part)],
-                 "small_groups": too_small, "small_groups_included": settings.include_small and bool(too_small),
-                 "reason": None}
+    out: dict = {
+        "value": None,
+        "p": None,
+        "at_floor": False,
+        "null_median": None,
+        "null_p95": None,
+        "above_null_median": None,
+        "above_null_median_ci": None,
+        "permutations": settings.permutations,
+        "stratified_by": "length bucket",
+        "groups": [labels[k] for k in np.flatnonzero(taking_part)],
+        "small_groups": too_small,
+        "small_groups_included": settings.include_small and bool(too_small),
+        "reason": None,
+    }
     if taking_part.sum() < 2:
-        out["reason"] = (f"fewer than 2 groups of at least {settings.min_group} queries "
-                         f"({len(too_small)} smaller group(s) left out)")
+        out["reason"] = (
+            f"fewer than 2 groups of at least {settings.min_group} queries ({len(too_small)} smaller group(s) left out)"
+        )
         return out
     rows = np.flatnonzero((codes >= 0) & taking_part[np.maximum(codes, 0)])
     kept_values, kept_codes, kept_strata = values[rows], codes[rows], strata[rows]
@@ -129,8 +144,12 @@ def psi_with_null(values: np.ndarray, codes: np.ndarray, labels: Sequence[object
     out.update(value=observed, p=(1 + reached) / (1 + null.size), at_floor=reached == 0, permutations=shuffles)
     if null.size:
         median, p95, low, high = (float(q) for q in np.quantile(null, [0.5, 0.95, 0.025, 0.975]))
-        out.update(null_median=median, null_p95=p95, above_null_median=observed - median,
-                   above_null_median_ci=[observed - high, observed - low])
+        out.update(
+            null_median=median,
+            null_p95=p95,
+            above_null_median=observed - median,
+            above_null_median_ci=[observed - high, observed - low],
+        )
     return out
 
 
@@ -156,9 +175,11 @@ def psi_null_text(null: dict | None, digits: int = 3) -> str:
         return f"no PSI: {null['reason']}"
     if null["null_median"] is None:
         return f"{null['value']:.{digits}f} (no null: every shuffle left a group without queries)"
-    text = (f"{null['value']:.{digits}f} (null median {null['null_median']:.{digits}f}, 95% "
-            f"{null['null_p95']:.{digits}f}; p {p_text(null['p'], null['at_floor'])}; above the null median "
-            f"{above_median_text(null, digits)})")
+    text = (
+        f"{null['value']:.{digits}f} (null median {null['null_median']:.{digits}f}, 95% "
+        f"{null['null_p95']:.{digits}f}; p {p_text(null['p'], null['at_floor'])}; above the null median "
+        f"{above_median_text(null, digits)})"
+    )
     if null["small_groups_included"]:
         text += f"; includes groups under the minimum size: {', '.join(map(str, null['small_groups']))}"
     elif null["small_groups"]:

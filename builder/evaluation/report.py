@@ -1,5 +1,7 @@
 """Present an evaluation: eval.json, rich tables, and a plot of nDCG@10 against position."""
 
+# cohesive: eval.json, its tables and its plot present the same figures and must agree.
+
 from __future__ import annotations
 
 import json
@@ -17,9 +19,13 @@ from builder.evaluation.metrics import N_BINS, NDCG, RECALL
 from builder.evaluation.multiple import p_text, significance_mark
 from builder.evaluation.psi_null import psi_null_text
 
-GROUPING_NAMES = {"setting": "setting", "variant": "evidence position (setting/variant)",
-                  "char_bucket": "character bucket",
-                  "position_tag": "position tag", "position_bin": "position bin"}
+GROUPING_NAMES = {
+    "setting": "setting",
+    "variant": "evidence position (setting/variant)",
+    "char_bucket": "character bucket",
+    "position_tag": "position tag",
+    "position_bin": "position bin",
+}
 PLOT_NAME = "ndcg_by_position.png"
 
 
@@ -63,8 +69,16 @@ def trend_text(trend: dict, name: str, digits: int = 3) -> str:
     if refused:
         return f"{value:.{digits}f} (no interval: {refused})"
     ci = trend.get(f"{name}_ci") or [None, None]
-    text = figure_text({"value": value, "ci_low": ci[0], "ci_high": ci[1], "n": trend.get("n"),
-                        "no_interval": trend.get("no_interval", False)}, digits)
+    text = figure_text(
+        {
+            "value": value,
+            "ci_low": ci[0],
+            "ci_high": ci[1],
+            "n": trend.get("n"),
+            "no_interval": trend.get("no_interval", False),
+        },
+        digits,
+    )
     undefined = trend.get(f"{name}_undefined")
     return text + (f" ({undefined} of {trend['resamples']} resamples undefined)" if undefined else "")
 
@@ -80,8 +94,10 @@ def psi_cell(psi: dict | None, digits: int = 3) -> str:
     mark = "*" if null["small_groups_included"] else ""
     if null["null_median"] is None:
         return f"{null['value']:.{digits}f}{mark} (no null)"
-    return (f"{null['value']:.{digits}f}{mark} (null {null['null_median']:.{digits}f}, "
-            f"p {p_text(null['p'], null['at_floor'])})")
+    return (
+        f"{null['value']:.{digits}f}{mark} (null {null['null_median']:.{digits}f}, "
+        f"p {p_text(null['p'], null['at_floor'])})"
+    )
 
 
 def n_text(group: dict) -> str:
@@ -93,13 +109,15 @@ def definitions_line(report: dict) -> str:
     d = report["definitions"]
     i = d["intervals"]
     averaging = "mean of position-bin means (PosIR)" if d["length_averaging"] == "bins" else "mean over queries"
-    return (f"positions: {d['positions']} (anchor: span {d['anchor']}, {N_BINS} bins {d['bins']}); "
-            f"length buckets: {averaging}; [ ] {i['confidence']:.0%} {i['method']} ({i['resamples']} resamples, "
-            f"seed {i['seed']}); * fewer than {i['min_group']} queries (small: no interval), or a PSI "
-            "whose min or max group is small; PSI over groups of at least that size, with the median of "
-            "its null (labels shuffled within length buckets), one-sided permutation p"
-            + ("" if "tests" not in d else f" ({d['tests']['permutations']} shuffles; ≤: the least p they can give)")
-            + " and PSI above the null median with a 95% interval from the null's spread")
+    return (
+        f"positions: {d['positions']} (anchor: span {d['anchor']}, {N_BINS} bins {d['bins']}); "
+        f"length buckets: {averaging}; [ ] {i['confidence']:.0%} {i['method']} ({i['resamples']} resamples, "
+        f"seed {i['seed']}); * fewer than {i['min_group']} queries (small: no interval), or a PSI "
+        "whose min or max group is small; PSI over groups of at least that size, with the median of "
+        "its null (labels shuffled within length buckets), one-sided permutation p"
+        + ("" if "tests" not in d else f" ({d['tests']['permutations']} shuffles; ≤: the least p they can give)")
+        + " and PSI above the null median with a 95% interval from the null's spread"
+    )
 
 
 def print_report(console: Console, report: dict) -> None:
@@ -118,9 +136,11 @@ def print_report(console: Console, report: dict) -> None:
             strata = (r.get("psi_by_overlap") or {}).get(grouping) or []
             if strata:
                 min_group = report["definitions"]["intervals"]["min_group"]
-                console.print(f"{escape(label)}: PSI by {GROUPING_NAMES.get(grouping, grouping)} within overlap "
-                              "tertiles: " + "; ".join(escape(overlap_psi_text(t, min_group)) for t in strata),
-                              highlight=False)
+                console.print(
+                    f"{escape(label)}: PSI by {GROUPING_NAMES.get(grouping, grouping)} within overlap "
+                    "tertiles: " + "; ".join(escape(overlap_psi_text(t, min_group)) for t in strata),
+                    highlight=False,
+                )
     if "position_bin" not in groupings and all(r["relative_bins"] for r in runs.values()):
         console.print(_bins_table(runs))
     if any(r["length_buckets"] for r in runs.values()):
@@ -137,16 +157,33 @@ def print_report(console: Console, report: dict) -> None:
 
 def _summary(runs: dict, groupings: list[str]) -> Table:
     table = Table(title="retrievers", title_justify="left")
-    for col in ("retriever", "queries", "nDCG@10", "R@100", *(f"PSI {GROUPING_NAMES[g]}" for g in groupings),
-                "slope", "Spearman", "Judged@10", "missing", "run"):
+    for col in (
+        "retriever",
+        "queries",
+        "nDCG@10",
+        "R@100",
+        *(f"PSI {GROUPING_NAMES[g]}" for g in groupings),
+        "slope",
+        "Spearman",
+        "Judged@10",
+        "missing",
+        "run",
+    ):
         table.add_column(col, justify="left" if col == "retriever" else "right")
     for label, r in runs.items():
         psis = [psi_cell(r["groupings"][g]["psi"]) + _empties(r["groupings"][g]) for g in groupings]
-        table.add_row(label, str(r["overall"]["n"]), figure_text(r["overall"][NDCG]),
-                      figure_text(r["overall"][RECALL]), *psis,
-                      trend_text(r["trend"], "slope"), trend_text(r["trend"], "spearman"),
-                      _f(r.get("run", {}).get("judged@10"), 3), str(r.get("run", {}).get("queries_missing", "-")),
-                      "cached" if r["cached"] else f"{r['seconds']:.1f}s")
+        table.add_row(
+            label,
+            str(r["overall"]["n"]),
+            figure_text(r["overall"][NDCG]),
+            figure_text(r["overall"][RECALL]),
+            *psis,
+            trend_text(r["trend"], "slope"),
+            trend_text(r["trend"], "spearman"),
+            _f(r.get("run", {}).get("judged@10"), 3),
+            str(r.get("run", {}).get("queries_missing", "-")),
+            "cached" if r["cached"] else f"{r['seconds']:.1f}s",
+        )
     return table
 
 
@@ -195,8 +232,7 @@ def _psi_caption(runs: dict, psi_of: Callable[[dict], dict]) -> str:
     lines = []
     for label, r in runs.items():
         psi = psi_of(r)
-        lines.append(f"{label}: PSI {psi_null_text(psi.get('null'))}; over all groups with queries "
-                     f"{figure_text(psi)}")
+        lines.append(f"{label}: PSI {psi_null_text(psi.get('null'))}; over all groups with queries {figure_text(psi)}")
     return "\n".join(lines)
 
 
@@ -208,9 +244,10 @@ def _length_table(runs: dict) -> Table:
         table.add_column(label, justify="right")
     buckets = next(iter(runs.values()))["length_buckets"]
     for bucket, stats in buckets.items():
-        cells = [f"{figure_text(r['length_buckets'][bucket][NDCG])} / "
-                 f"{psi_cell(r['length_buckets'][bucket]['psi_bins'])}"
-                 for r in runs.values()]
+        cells = [
+            f"{figure_text(r['length_buckets'][bucket][NDCG])} / {psi_cell(r['length_buckets'][bucket]['psi_bins'])}"
+            for r in runs.values()
+        ]
         table.add_row(f"{bucket} ({stats['empty_bins']} empty bins)", n_text(stats), *cells)
     return table
 
@@ -219,16 +256,33 @@ def _window_table(runs: dict, grouping: str | None) -> Table:
     """'Never saw the evidence' (beyond) apart from 'saw it' (visible, with its own PSI)."""
     table = Table(title="model window: evidence visible vs beyond the last token read", title_justify="left")
     psi_col = [f"visible PSI {GROUPING_NAMES[grouping]}"] if grouping else []
-    for col in ("retriever", "max tokens", "positives over", "visible n", "visible nDCG", *psi_col,
-                "beyond n", "beyond nDCG", "unknown n"):
+    for col in (
+        "retriever",
+        "max tokens",
+        "positives over",
+        "visible n",
+        "visible nDCG",
+        *psi_col,
+        "beyond n",
+        "beyond nDCG",
+        "unknown n",
+    ):
         table.add_column(col, justify="left" if col == "retriever" else "right")
     for label, r in runs.items():
         t = r["truncation"]
         q = t["queries"]
         visible_psi = [psi_cell(t.get("visible_only", r["groupings"])[grouping]["psi"])] if grouping else []
-        table.add_row(label, str(t["max_length"] or "none"), f"{t['positive_docs_over_limit']}/{t['positive_docs']}",
-                      str(q["visible"]["n"]), figure_text(q["visible"].get(NDCG)), *visible_psi, str(q["beyond"]["n"]),
-                      figure_text(q["beyond"].get(NDCG)), str(q["unknown"]["n"]))
+        table.add_row(
+            label,
+            str(t["max_length"] or "none"),
+            f"{t['positive_docs_over_limit']}/{t['positive_docs']}",
+            str(q["visible"]["n"]),
+            figure_text(q["visible"].get(NDCG)),
+            *visible_psi,
+            str(q["beyond"]["n"]),
+            figure_text(q["beyond"].get(NDCG)),
+            str(q["unknown"]["n"]),
+        )
     return table
 
 
@@ -242,10 +296,15 @@ def interval_text(pair: list[float] | None, digits: int = 3) -> str:
 
 def paired_test_cells(row: dict) -> list[str]:
     """n, A - B with its interval, d_z, raw p, Holm p with its mark, and the family's size."""
-    return [n_text(row), signed_text(row["mean_difference"]), interval_text(row.get("difference_ci")),
-            _f(row.get("effect_size"), 2), p_text(row["p"], row.get("at_floor", False)),
-            p_text(row.get("p_holm"), row.get("at_floor", False)) + significance_mark(row.get("p_holm")),
-            str(row.get("family_size", "-"))]
+    return [
+        n_text(row),
+        signed_text(row["mean_difference"]),
+        interval_text(row.get("difference_ci")),
+        _f(row.get("effect_size"), 2),
+        p_text(row["p"], row.get("at_floor", False)),
+        p_text(row.get("p_holm"), row.get("at_floor", False)) + significance_mark(row.get("p_holm")),
+        str(row.get("family_size", "-")),
+    ]
 
 
 TEST_COLUMNS = ("queries", "A - B", "95% interval", "d_z", "p", "p Holm", "tests in family")
@@ -254,10 +313,12 @@ TEST_COLUMNS = ("queries", "A - B", "95% interval", "d_z", "p", "p Holm", "tests
 def _comparison_table(comparison: dict) -> Table:
     """A paired test of two retrievers' nDCG@10, overall and in every position group."""
     title = f"paired test: {comparison['a']} vs {comparison['b']}, nDCG@10 difference (A - B)"
-    caption = (f"{comparison['test']}; p Holm: Holm-corrected within the family (overall: every pair's overall "
-               "test; each grouping: its groups), testable tests only (one query, or no differences: p 1 by "
-               "construction, no Holm p, not in the family); ** < 0.01, * < 0.05 after correction; ≤: the least "
-               "p the shuffles can give")
+    caption = (
+        f"{comparison['test']}; p Holm: Holm-corrected within the family (overall: every pair's overall "
+        "test; each grouping: its groups), testable tests only (one query, or no differences: p 1 by "
+        "construction, no Holm p, not in the family); ** < 0.01, * < 0.05 after correction; ≤: the least "
+        "p the shuffles can give"
+    )
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     for col in ("grouping", "group", *TEST_COLUMNS):
         table.add_column(col, justify="left" if col in ("grouping", "group") else "right")
@@ -270,32 +331,59 @@ def _comparison_table(comparison: dict) -> Table:
 
 def _paper_table(table: dict) -> Table:
     """The comparison table (also comparison.md and comparison.tex beside eval.json)."""
-    shown = Table(title="comparison (nDCG@10; comparison.md, comparison.tex)", title_justify="left",
-                  caption=table["note"], caption_justify="left")
+    shown = Table(
+        title="comparison (nDCG@10; comparison.md, comparison.tex)",
+        title_justify="left",
+        caption=table["note"],
+        caption_justify="left",
+    )
     shown.add_column("retriever")
     for column in table["columns"]:
         shown.add_column(column, justify="right")
     for row in table["rows"]:
-        shown.add_row(row["retriever"], *("-" if c["value"] is None else f"{c['value']:.3f}{c['mark']}"
-                                          for c in row["cells"]))
+        shown.add_row(
+            row["retriever"], *("-" if c["value"] is None else f"{c['value']:.3f}{c['mark']}" for c in row["cells"])
+        )
     return shown
 
 
 def _probes_table(runs: dict) -> Table:
     """ColDeR's paired t-tests of retriever scores per probe, in the paper's direction."""
-    table = Table(title="ColDeR probes: paired t-test of retriever scores (scipy.stats.ttest_rel), "
-                  "Holm-corrected per probe kind",
-                  title_justify="left", caption="positive t: the first document of the difference scores higher",
-                  caption_justify="left")
-    for col in ("retriever", "probe", "difference", "pairs", "mean diff", "t", "p", "p Holm", "tests in family",
-                "Cohen's d", "first higher"):
+    table = Table(
+        title="ColDeR probes: paired t-test of retriever scores (scipy.stats.ttest_rel), Holm-corrected per probe kind",
+        title_justify="left",
+        caption="positive t: the first document of the difference scores higher",
+        caption_justify="left",
+    )
+    for col in (
+        "retriever",
+        "probe",
+        "difference",
+        "pairs",
+        "mean diff",
+        "t",
+        "p",
+        "p Holm",
+        "tests in family",
+        "Cohen's d",
+        "first higher",
+    ):
         table.add_column(col, justify="left" if col in ("retriever", "probe", "difference") else "right")
     for label, r in runs.items():
         for row in r.get("probes", []):
-            table.add_row(label, row["setting"], row["difference"], str(row["n"]), signed_text(row["mean_difference"]),
-                          _f(row["t"], 2), p_text(row["p"]),
-                          p_text(row.get("p_holm")) + significance_mark(row.get("p_holm")),
-                          str(row.get("family_size", "-")), _f(row["cohens_d"], 2), f"{row['share_first_higher']:.0%}")
+            table.add_row(
+                label,
+                row["setting"],
+                row["difference"],
+                str(row["n"]),
+                signed_text(row["mean_difference"]),
+                _f(row["t"], 2),
+                p_text(row["p"]),
+                p_text(row.get("p_holm")) + significance_mark(row.get("p_holm")),
+                str(row.get("family_size", "-")),
+                _f(row["cohens_d"], 2),
+                f"{row['share_first_higher']:.0%}",
+            )
     return table
 
 
@@ -327,10 +415,14 @@ def plot(report: dict, out_dir: Path) -> Path | None:
             # Hollow markers: groups with fewer queries than the minimum group size.
             points = [(x, y) for x, y, g in zip(xs, ys, groups) if g["n"] and g["small"] == small]
             if points:
-                ax.plot(*zip(*points), linestyle="none", marker="o", markerfacecolor=face, markeredgecolor=color,
-                        zorder=3)
-    ax.set_title(f"nDCG@10, {report['definitions']['intervals']['confidence']:.0%} bootstrap intervals; "
-                 f"hollow: fewer than {min_group} queries", fontsize="small")
+                ax.plot(
+                    *zip(*points), linestyle="none", marker="o", markerfacecolor=face, markeredgecolor=color, zorder=3
+                )
+    ax.set_title(
+        f"nDCG@10, {report['definitions']['intervals']['confidence']:.0%} bootstrap intervals; "
+        f"hollow: fewer than {min_group} queries",
+        fontsize="small",
+    )
     if use_bins:
         ax.set_xlabel(f"relative position of the evidence ({N_BINS} bins)")
         ax.set_xlim(0, 1)

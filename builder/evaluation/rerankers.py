@@ -31,11 +31,14 @@ def _make(name: str, data: EvalData) -> Scorer:
     backend, _, model = name.partition(":")
     try:
         config = TypeAdapter(RerankerConfig).validate_python(
-            {"backend": backend, **({"model": model} if model else {})})
+            {"backend": backend, **({"model": model} if model else {})}
+        )
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise EvalError(f"reranker {name!r}: {first['msg']} (write <backend>[:<model>], backends: "
-                        "bm25, flag, cross_encoder, bi_encoder)") from None
+        raise EvalError(
+            f"reranker {name!r}: {first['msg']} (write <backend>[:<model>], backends: "
+            "bm25, flag, cross_encoder, bi_encoder)"
+        ) from None
     try:
         reranker = make_reranker(name, config, _no_llm)
     except BackendUnavailable as exc:

@@ -59,8 +59,11 @@ def parse_spec(text: str, defaults: Mapping[str, object] | None = None) -> Retri
     kind, colon, model = base.partition(":")
     if kind not in KINDS:
         hint = difflib.get_close_matches(kind, KINDS, n=1)
-        raise EvalError(f"unknown retriever {text!r}" + (f"; did you mean {hint[0]!r}?" if hint else "")
-                        + f" (kinds: {', '.join(KINDS)})")
+        raise EvalError(
+            f"unknown retriever {text!r}"
+            + (f"; did you mean {hint[0]!r}?" if hint else "")
+            + f" (kinds: {', '.join(KINDS)})"
+        )
     if kind == "bm25":
         if colon or options:
             raise EvalError(f"retriever {text!r}: bm25 takes no model and no options")
@@ -71,8 +74,9 @@ def parse_spec(text: str, defaults: Mapping[str, object] | None = None) -> Retri
     for option in options:
         key, eq, value = option.partition("=")
         if not eq or key not in _OPTIONS:
-            raise EvalError(f"retriever {text!r}: option {option!r} is not one of "
-                            f"{', '.join(o + '=...' for o in _OPTIONS)}")
+            raise EvalError(
+                f"retriever {text!r}: option {option!r} is not one of {', '.join(o + '=...' for o in _OPTIONS)}"
+            )
         values[key] = value
     try:
         return RetrieverSpec(label=text, kind=kind, model=model, **values)
@@ -135,8 +139,14 @@ def rerank(base: Retrieval, data: EvalData, scorer: Scorer, depth: int = 100) ->
         if len(scores) != len(ids):
             raise EvalError(f"reranker returned {len(scores)} scores for {len(ids)} documents")
         run[qid] = {doc: float(s) for doc, s in zip(ids, scores)}
-    return Retrieval(run=run, max_length=base.max_length, tokenizer=base.tokenizer,
-                     doc_tokens=base.doc_tokens, window_end=base.window_end, windows_known=base.windows_known)
+    return Retrieval(
+        run=run,
+        max_length=base.max_length,
+        tokenizer=base.tokenizer,
+        doc_tokens=base.doc_tokens,
+        window_end=base.window_end,
+        windows_known=base.windows_known,
+    )
 
 
 def get_scorer(name: str, rerankers: Mapping[str, RerankerFactory] | None) -> Scorer:

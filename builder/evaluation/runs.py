@@ -35,8 +35,11 @@ def run_file_name(label: str) -> str:
 def run_lines(run: dict[str, dict[str, float]], query_ids: list[str], tag: str) -> list[str]:
     """TREC run lines for `query_ids` in that order; a query retrieving nothing has none."""
     tag = re.sub(r"\s+", "_", tag)
-    return [f"{qid} Q0 {doc} {rank} {run[qid][doc]:.6f} {tag}"
-            for qid in query_ids for rank, doc in enumerate(trec_order(run.get(qid, {})), start=1)]
+    return [
+        f"{qid} Q0 {doc} {rank} {run[qid][doc]:.6f} {tag}"
+        for qid in query_ids
+        for rank, doc in enumerate(trec_order(run.get(qid, {})), start=1)
+    ]
 
 
 def write_run(path: Path, run: dict[str, dict[str, float]], query_ids: list[str], tag: str) -> Path:
@@ -53,15 +56,19 @@ def judged_at(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]
         ranking = trec_order(run.get(qid, {}))[:k]
         share = sum(doc in judged for doc in ranking) / len(ranking) if ranking else 0.0
         rows.append((qid, share, not ranking))
-    return pl.DataFrame(rows, schema={"query_id": pl.Utf8, JUDGED: pl.Float64, "missing_from_run": pl.Boolean},
-                        orient="row")
+    return pl.DataFrame(
+        rows, schema={"query_id": pl.Utf8, JUDGED: pl.Float64, "missing_from_run": pl.Boolean}, orient="row"
+    )
 
 
 def run_summary(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> dict:
     """Judged@10 (mean over judged queries) and how many judged queries the run misses."""
     table = judged_at(qrels, run)
-    return {JUDGED: float(table[JUDGED].mean()) if table.height else None,
-            "queries_missing": int(table["missing_from_run"].sum()), "queries_judged": table.height}
+    return {
+        JUDGED: float(table[JUDGED].mean()) if table.height else None,
+        "queries_missing": int(table["missing_from_run"].sum()),
+        "queries_judged": table.height,
+    }
 
 
 def write_per_query(path: Path, tables: dict[str, pl.DataFrame]) -> Path:
@@ -75,6 +82,16 @@ def write_per_query(path: Path, tables: dict[str, pl.DataFrame]) -> Path:
 
 def per_query_columns(scores: pl.DataFrame, groupings: list[str]) -> list[str]:
     """The per-query table's columns that `scores` holds: id, group labels, metrics."""
-    wanted = ["query_id", *groupings, "rel_pos", "rel_bin", "length_bucket", "visibility", "ndcg@10", "recall@100",
-              JUDGED, "missing_from_run"]
+    wanted = [
+        "query_id",
+        *groupings,
+        "rel_pos",
+        "rel_bin",
+        "length_bucket",
+        "visibility",
+        "ndcg@10",
+        "recall@100",
+        JUDGED,
+        "missing_from_run",
+    ]
     return [c for c in dict.fromkeys(wanted) if c in scores.columns]

@@ -23,9 +23,15 @@ if TYPE_CHECKING:
     from builder.backends.rerankers.neural import BiEncoderScorer
 
 
-def first_stage(spec: RetrieverSpec, data: EvalData, k: int, batch_size: int = 32,
-                scratch: Path | None = None, block_size: int | None = None,
-                encoder: BiEncoderScorer | None = None) -> Retrieval:
+def first_stage(
+    spec: RetrieverSpec,
+    data: EvalData,
+    k: int,
+    batch_size: int = 32,
+    scratch: Path | None = None,
+    block_size: int | None = None,
+    encoder: BiEncoderScorer | None = None,
+) -> Retrieval:
     """Top `k` documents per query for a bm25/st/flag spec (rerank is composed by the caller).
     BM25 leaves out documents that share no term with the query rather than tie them at 0.
 
@@ -37,8 +43,9 @@ def first_stage(spec: RetrieverSpec, data: EvalData, k: int, batch_size: int = 3
     if spec.kind not in ("bm25", "st", "flag"):
         raise EvalError(f"{spec.label!r} is not a first-stage retriever")
     try:
-        scorer = (BM25Scorer(spec.label, BM25Config()) if spec.kind == "bm25"
-                  else encoder or dense_scorer(spec, batch_size))
+        scorer = (
+            BM25Scorer(spec.label, BM25Config()) if spec.kind == "bm25" else encoder or dense_scorer(spec, batch_size)
+        )
         size = block_size or (BLOCK if spec.kind == "bm25" else 8 * batch_size)
         what = f"{spec.label}: " + ("indexing" if spec.kind == "bm25" else "encoding documents")
 
@@ -54,8 +61,10 @@ def first_stage(spec: RetrieverSpec, data: EvalData, k: int, batch_size: int = 3
         finally:
             searcher.close()
         doc_ids = data.corpus.doc_ids.to_list()
-        run = {qid: {doc_ids[int(r)]: float(s) for r, s in zip(rows, scores)}
-               for qid, (rows, scores) in zip(data.queries["query_id"], hits)}
+        run = {
+            qid: {doc_ids[int(r)]: float(s) for r, s in zip(rows, scores)}
+            for qid, (rows, scores) in zip(data.queries["query_id"], hits)
+        }
         if isinstance(scorer, BM25Scorer):
             return Retrieval(run=run)
         return measure_windows(Retrieval(run=run, tokenizer=spec.model), scorer, data, spec.doc_prefix)

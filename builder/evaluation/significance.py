@@ -42,17 +42,28 @@ def paired_randomization(a: np.ndarray, b: np.ndarray, settings: BootstrapSettin
     difference = float(np.mean(a - b))
     if n == 1 or np.all(a == b):
         # One query: both signs are as extreme as the observed one; no differences: nothing to flip.
-        return {"n": n, "mean_difference": difference, "p": 1.0, "exact": True, "at_floor": False,
-                "testable": False}
-    exact = 2 ** n <= settings.permutations  # integers: 2.0 ** n overflows past 1,023 queries
+        return {"n": n, "mean_difference": difference, "p": 1.0, "exact": True, "at_floor": False, "testable": False}
+    exact = 2**n <= settings.permutations  # integers: 2.0 ** n overflows past 1,023 queries
     result = stats.permutation_test(
-        (a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples", vectorized=True,
-        n_resamples=settings.permutations, alternative="two-sided", rng=np.random.default_rng(settings.seed),
-        batch=max(1, _CELLS_PER_BATCH // n))
+        (a, b),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=settings.permutations,
+        alternative="two-sided",
+        rng=np.random.default_rng(settings.seed),
+        batch=max(1, _CELLS_PER_BATCH // n),
+    )
     p = float(result.pvalue)
     floor = 2 / (settings.permutations + 1)
-    return {"n": n, "mean_difference": difference, "p": p, "exact": exact,
-            "at_floor": not exact and p <= floor * (1 + 1e-9), "testable": True}
+    return {
+        "n": n,
+        "mean_difference": difference,
+        "p": p,
+        "exact": exact,
+        "at_floor": not exact and p <= floor * (1 + 1e-9),
+        "testable": True,
+    }
 
 
 def difference_interval(a: np.ndarray, b: np.ndarray, settings: BootstrapSettings) -> dict:
@@ -72,15 +83,27 @@ def paired_test(a: np.ndarray, b: np.ndarray, settings: BootstrapSettings) -> di
     return {**paired_randomization(a, b, settings), **difference_interval(a, b, settings)}
 
 
-def compare_retrievers(scores: dict[str, pl.DataFrame], partitions: list[str], settings: BootstrapSettings) -> list[dict]:
+def compare_retrievers(
+    scores: dict[str, pl.DataFrame], partitions: list[str], settings: BootstrapSettings
+) -> list[dict]:
     """One entry per pair of retrievers: the test overall and in each group of each partition."""
     out = []
     for first, second in combinations(scores, 2):
-        joined = scores[first].select("query_id", *partitions, pl.col(NDCG).alias("_a")).join(
-            scores[second].select("query_id", pl.col(NDCG).alias("_b")), on="query_id", how="inner")
+        joined = (
+            scores[first]
+            .select("query_id", *partitions, pl.col(NDCG).alias("_a"))
+            .join(scores[second].select("query_id", pl.col(NDCG).alias("_b")), on="query_id", how="inner")
+        )
         a, b = joined["_a"].to_numpy(), joined["_b"].to_numpy()
-        entry: dict = {"a": first, "b": second, "metric": NDCG, "difference": "A - B", "test": TEST_NAME,
-                       "overall": paired_test(a, b, settings), "groupings": {}}
+        entry: dict = {
+            "a": first,
+            "b": second,
+            "metric": NDCG,
+            "difference": "A - B",
+            "test": TEST_NAME,
+            "overall": paired_test(a, b, settings),
+            "groupings": {},
+        }
         for column in partitions:
             values = joined[column].to_list()
             rows = []
@@ -90,8 +113,10 @@ def compare_retrievers(scores: dict[str, pl.DataFrame], partitions: list[str], s
                 small = result["n"] < settings.min_group
                 if small and result["n"]:
                     # As for the groups' own figures: a few queries' bootstrap interval is too narrow.
-                    result.update(difference_ci=None,
-                                  no_interval=f"{result['n']} queries, fewer than --min-group {settings.min_group}")
+                    result.update(
+                        difference_ci=None,
+                        no_interval=f"{result['n']} queries, fewer than --min-group {settings.min_group}",
+                    )
                 rows.append({"group": group, **result, "small": small})
             apply_holm(rows, f"{first} vs {second}: {column}")
             entry["groupings"][column] = rows

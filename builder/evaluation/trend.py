@@ -62,15 +62,23 @@ def position_trend(scores: pl.DataFrame, bootstrap: BootstrapSettings | None = N
             out[f"{name}_ci"] = None
             out["refused_interval"][name] = (
                 f"{undefined} of {resampled.size} resamples undefined (one position or one score drawn), more "
-                f"than the {1 - bootstrap.confidence:.0%} the interval's tails hold")
+                f"than the {1 - bootstrap.confidence:.0%} the interval's tails hold"
+            )
         else:
             out[f"{name}_ci"] = list(interval(resampled, bootstrap.confidence))
     return out
 
 
 def _none(n: int, why: str) -> dict[str, Any]:
-    return {"n": n, "slope": None, "spearman": None, "slope_ci": None, "spearman_ci": None,
-            "no_interval": True, "why_none": {"slope": why, "spearman": why}}
+    return {
+        "n": n,
+        "slope": None,
+        "spearman": None,
+        "slope_ci": None,
+        "spearman_ci": None,
+        "no_interval": True,
+        "why_none": {"slope": why, "spearman": why},
+    }
 
 
 def _resampled(x: np.ndarray, y: np.ndarray, bootstrap: BootstrapSettings) -> tuple[np.ndarray, np.ndarray]:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from builder.executors.base import (ActorResources, Executor, ExecutorUnavailable, LocalExecutor, blocks_of,
-                                    map_blocks)
+from builder.executors.base import ActorResources, Executor, ExecutorUnavailable, LocalExecutor, blocks_of, map_blocks
 from builder.executors.config import ExecutorConfig, missing_ray
 
 
@@ -15,5 +14,14 @@ def make_executor(config: ExecutorConfig) -> Executor:
     return LocalExecutor(config.block_size)
 
 
-__all__ = ["ActorResources", "Executor", "ExecutorConfig", "ExecutorUnavailable", "LocalExecutor",
-           "blocks_of", "make_executor", "map_blocks", "missing_ray"]
+__all__ = [
+    "ActorResources",
+    "Executor",
+    "ExecutorConfig",
+    "ExecutorUnavailable",
+    "LocalExecutor",
+    "blocks_of",
+    "make_executor",
+    "map_blocks",
+    "missing_ray",
+]

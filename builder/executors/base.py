@@ -44,8 +44,9 @@ class Executor(Protocol):
         stream never has more than a few blocks in flight."""
         ...
 
-    def map_with_model(self, make: Callable[[], M], fn: Callable[[M, list[T]], list[R]],
-                       items: Sequence[T], resources: ActorResources) -> list[R]:
+    def map_with_model(
+        self, make: Callable[[], M], fn: Callable[[M, list[T]], list[R]], items: Sequence[T], resources: ActorResources
+    ) -> list[R]:
         """`fn(model, block)` over blocks of `items`, with `make()` building one model per
         worker; one result per item, in item order."""
         ...
@@ -64,8 +65,13 @@ def blocks_of(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield block
 
 
-def map_blocks(executor: Executor, fn: Callable[[list[T]], list[R]], items: Sequence[T], block_size: int,
-               on_block: Callable[[int], None] | None = None) -> list[R]:
+def map_blocks(
+    executor: Executor,
+    fn: Callable[[list[T]], list[R]],
+    items: Sequence[T],
+    block_size: int,
+    on_block: Callable[[int], None] | None = None,
+) -> list[R]:
     """`fn` over `items` in blocks of `block_size`: one result per item, in item order."""
     out: list[R] = []
     for block in executor.imap(fn, blocks_of(items, block_size)):
@@ -93,8 +99,9 @@ class LocalExecutor:
         for block in blocks:
             yield fn(block)
 
-    def map_with_model(self, make: Callable[[], M], fn: Callable[[M, list[T]], list[R]],
-                       items: Sequence[T], resources: ActorResources) -> list[R]:
+    def map_with_model(
+        self, make: Callable[[], M], fn: Callable[[M, list[T]], list[R]], items: Sequence[T], resources: ActorResources
+    ) -> list[R]:
         model = make()
         size = resources.batch_size or self.block_size
         return [r for block in blocks_of(items, size) for r in fn(model, block)]

@@ -16,15 +16,16 @@ class ExecutorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["local", "ray"] = Field(
-        default="local", description="local: one process (default); ray: blocks of rows run on a Ray cluster")
+        default="local", description="local: one process (default); ray: blocks of rows run on a Ray cluster"
+    )
     address: str | None = Field(
-        default=None, description="ray only: 'auto', 'ray://host:port', or none to start a private local instance")
-    num_cpus: int | None = Field(default=None, ge=1, le=4096,
-                                 description="ray only: CPUs of a private local instance (default: all)")
-    block_size: int = Field(default=256, ge=1, le=1_000_000,
-                            description="rows per task sent to a worker")
-    max_retries: int = Field(default=3, ge=0, le=100,
-                             description="times Ray re-runs a task whose worker died")
+        default=None, description="ray only: 'auto', 'ray://host:port', or none to start a private local instance"
+    )
+    num_cpus: int | None = Field(
+        default=None, ge=1, le=4096, description="ray only: CPUs of a private local instance (default: all)"
+    )
+    block_size: int = Field(default=256, ge=1, le=1_000_000, description="rows per task sent to a worker")
+    max_retries: int = Field(default=3, ge=0, le=100, description="times Ray re-runs a task whose worker died")
 
 
 def missing_ray(config: ExecutorConfig) -> str | None:

@@ -58,14 +58,20 @@ class RayExecutor:
             # Workers of a private instance import this checkout, as the driver does.
             path = os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")) if p)
             try:
-                ray.init(address=config.address, num_cpus=config.num_cpus if config.address is None else None,
-                         include_dashboard=False, logging_level=logging.WARNING, log_to_driver=True,
-                         runtime_env={"env_vars": {"PYTHONPATH": path}})
+                ray.init(
+                    address=config.address,
+                    num_cpus=config.num_cpus if config.address is None else None,
+                    include_dashboard=False,
+                    logging_level=logging.WARNING,
+                    log_to_driver=True,
+                    runtime_env={"env_vars": {"PYTHONPATH": path}},
+                )
             except ConnectionError as exc:
                 raise ExecutorUnavailable(
                     f"cannot reach the Ray cluster at executor.address {config.address!r}: {exc} "
                     "(start one with `ray start --head`, or leave address out for a private local "
-                    "instance)") from None
+                    "instance)"
+                ) from None
         self._pools: dict[tuple[Any, ...], tuple[Callable[[], Any], list[Any]]] = {}
         self._task = ray.remote(max_retries=config.max_retries, num_cpus=1)(_run_block)
 
@@ -84,14 +90,15 @@ class RayExecutor:
         while pending:
             yield self._ray.get(pending.popleft())
 
-    def map_with_model(self, make: Callable[[], M], fn: Callable[[M, list[T]], list[R]],
-                       items: Sequence[T], resources: ActorResources) -> list[R]:
+    def map_with_model(
+        self, make: Callable[[], M], fn: Callable[[M, list[T]], list[R]], items: Sequence[T], resources: ActorResources
+    ) -> list[R]:
         if not items:
             return []
         from ray.util import ActorPool
 
         size = resources.batch_size or self.block_size
-        batches = [list(items[at: at + size]) for at in range(0, len(items), size)]
+        batches = [list(items[at : at + size]) for at in range(0, len(items), size)]
         fn_ref = self._ray.put(fn)
         pool = ActorPool(self._actors(make, resources))
         out = [r for batch in pool.map(lambda actor, b: actor.run.remote(fn_ref, b), batches) for r in batch]
@@ -106,8 +113,11 @@ class RayExecutor:
         key = (id(make), resources.actors, resources.num_cpus, resources.num_gpus)
         if key not in self._pools:
             remote = self._ray.remote(_ModelActor).options(
-                num_cpus=resources.num_cpus, num_gpus=resources.num_gpus,
-                max_restarts=self.config.max_retries, max_task_retries=self.config.max_retries)
+                num_cpus=resources.num_cpus,
+                num_gpus=resources.num_gpus,
+                max_restarts=self.config.max_retries,
+                max_task_retries=self.config.max_retries,
+            )
             self._pools[key] = (make, [remote.remote(make) for _ in range(resources.actors)])
         return self._pools[key][1]
 

@@ -90,8 +90,9 @@ def _qrels(path: Path, prefix: str, stats: Counter[str]) -> list[tuple[str, str,
     return out
 
 
-def _judgments(path: Path, doc_ids: set[str], prefix: str, stats: Counter[str]
-               ) -> tuple[dict[str, list[tuple[str, int]]], set[str]]:
+def _judgments(
+    path: Path, doc_ids: set[str], prefix: str, stats: Counter[str]
+) -> tuple[dict[str, list[tuple[str, int]]], set[str]]:
     """Per query, its judgments of documents we have; and every query the split judges."""
     judged: dict[str, list[tuple[str, int]]] = {}
     in_split: set[str] = set()
@@ -105,8 +106,11 @@ def _judgments(path: Path, doc_ids: set[str], prefix: str, stats: Counter[str]
 
 
 def read_beir_input(folder: Path, split: str, prefix: str, limit: int | None) -> BEIRInput:
-    files = {"corpus": folder / "corpus.jsonl", "queries": folder / "queries.jsonl",
-             "qrels": folder / "qrels" / f"{split}.tsv"}
+    files = {
+        "corpus": folder / "corpus.jsonl",
+        "queries": folder / "queries.jsonl",
+        "qrels": folder / "qrels" / f"{split}.tsv",
+    }
     for path in files.values():
         if not path.is_file():
             raise SourceError(f"BEIR folder {folder} lacks {path.relative_to(folder)}")
@@ -133,10 +137,9 @@ def read_beir_input(folder: Path, split: str, prefix: str, limit: int | None) ->
         queries.append({"query_id": row["id"], "text": row["text"], "doc_id": positives[0]})
         qrels.extend((row["id"], d, s) for d, s in judged[row["id"]])  # has a positive
     return BEIRInput(
-        corpus=pl.DataFrame(docs, schema={"id": pl.Utf8, "title": pl.Utf8, "text": pl.Utf8})
-        .rename({"id": "doc_id"}),
+        corpus=pl.DataFrame(docs, schema={"id": pl.Utf8, "title": pl.Utf8, "text": pl.Utf8}).rename({"id": "doc_id"}),
         queries=pl.DataFrame(queries, schema={"query_id": pl.Utf8, "text": pl.Utf8, "doc_id": pl.Utf8}),
-        qrels=pl.DataFrame(qrels, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Int64},
-                           orient="row"),
-        rejected=rejected, stats=dict(stats),
+        qrels=pl.DataFrame(qrels, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Int64}, orient="row"),
+        rejected=rejected,
+        stats=dict(stats),
     )

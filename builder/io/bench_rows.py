@@ -25,8 +25,7 @@ def _check_new_ids(old: pl.Series, new: pl.Series, what: str) -> None:
     clash = new.filter(new.is_in(old.implode()))
     if clash.len():
         raise SourceError(
-            f"{clash.len()} new {what} ids already exist in the bench (e.g. {clash[0]!r}); "
-            "set a distinct id_prefix"
+            f"{clash.len()} new {what} ids already exist in the bench (e.g. {clash[0]!r}); set a distinct id_prefix"
         )
 
 

@@ -15,8 +15,8 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from builder.ids import content_id, text_digest
-from builder.io.jsonl import has_lone_surrogate, id_problem
 from builder.io.files.read import iter_files
+from builder.io.jsonl import has_lone_surrogate, id_problem
 from builder.io.sources import FilesSource, JsonlSource, Located, SourceError, _SourceBase, iter_rows, source_name
 
 
@@ -104,8 +104,7 @@ def _meta(spec: _SourceBase, row: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _row_docs(spec: _SourceBase, row: dict[str, Any], where: str, seen: _Seen
-              ) -> Iterator[Doc | Dropped]:
+def _row_docs(spec: _SourceBase, row: dict[str, Any], where: str, seen: _Seen) -> Iterator[Doc | Dropped]:
     f = spec.fields
     row_id = None
     if f.id:
@@ -133,8 +132,7 @@ def _row_docs(spec: _SourceBase, row: dict[str, Any], where: str, seen: _Seen
         yield Doc(doc_id, meta["title"], text, meta["lang"], meta["domain"])
 
 
-def _source_docs(spec: _SourceBase, rows: Iterable[Located], cap: int | None, seen: _Seen
-                 ) -> Iterator[Doc | Dropped]:
+def _source_docs(spec: _SourceBase, rows: Iterable[Located], cap: int | None, seen: _Seen) -> Iterator[Doc | Dropped]:
     # Every row of a table-backed source has the same columns; JSON lines may differ.
     same_columns = not isinstance(spec, JsonlSource)
     fields = _Fields(unseen=set(_mapping(spec).values()))
@@ -158,8 +156,9 @@ def _source_docs(spec: _SourceBase, rows: Iterable[Located], cap: int | None, se
         _check_fields(spec, fields)
 
 
-def iter_documents(specs: Sequence[_SourceBase], base_dir: Path | None, limit: int | None = None
-                   ) -> Iterator[Doc | Dropped]:
+def iter_documents(
+    specs: Sequence[_SourceBase], base_dir: Path | None, limit: int | None = None
+) -> Iterator[Doc | Dropped]:
     """Every source in turn, each capped at the smaller of its own `limit` and `limit`."""
     seen = _Seen()
     for spec in specs:

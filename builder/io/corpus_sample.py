@@ -11,8 +11,9 @@ from builder.io.corpus_loader import CORPUS_IN, Doc, iter_documents
 from builder.io.sources import _SourceBase
 
 
-def sample_documents(specs: Sequence[_SourceBase], base_dir: Path | None, limit: int | None,
-                     size: int, seed: int = 0) -> tuple[int, pl.DataFrame]:
+def sample_documents(
+    specs: Sequence[_SourceBase], base_dir: Path | None, limit: int | None, size: int, seed: int = 0
+) -> tuple[int, pl.DataFrame]:
     """(documents the sources yield, the sample): all of them when there are at most `size`,
     else the rows `DataFrame.sample(size, seed=seed)` of the whole corpus would pick, found
     by counting in a first pass and collecting those rows in a second."""

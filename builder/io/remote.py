@@ -47,7 +47,7 @@ class HubFile:
 
 
 def parse_hub_ref(ref: str) -> HubFile:
-    rest = ref[len(HF_PREFIX):]
+    rest = ref[len(HF_PREFIX) :]
     parts = rest.split("/", 2)
     if len(parts) < 3 or not parts[0] or not parts[1] or not parts[2]:
         raise SourceError(f"{ref}: expected hf://datasets/<org>/<name>@<revision>/<path in the repository>")
@@ -69,7 +69,8 @@ def fetch_input(ref: str, base_dir: Path | None, cached_only: bool = False) -> P
     if not found.exists():
         raise SourceError(
             f"input not found: {ref} (looked in the working directory {Path.cwd()}"
-            + (f" and the recipe folder {base_dir}" if base_dir else "") + ")"
+            + (f" and the recipe folder {base_dir}" if base_dir else "")
+            + ")"
         )
     return found
 
@@ -93,8 +94,11 @@ def reach_problem(ref: str, timeout_s: float = 10.0) -> str | None:
         hub = parse_hub_ref(ref)
         endpoint = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
         revision = hub.revision or "main"
-        url = (f"{endpoint}/datasets/{hub.repo}/resolve/{revision}/{hub.path}" if hub.is_file
-               else f"{endpoint}/api/datasets/{hub.repo}/tree/{revision}/{hub.path}")
+        url = (
+            f"{endpoint}/datasets/{hub.repo}/resolve/{revision}/{hub.path}"
+            if hub.is_file
+            else f"{endpoint}/api/datasets/{hub.repo}/tree/{revision}/{hub.path}"
+        )
     else:
         url = ref.partition("#")[0]
     try:
@@ -116,15 +120,24 @@ def _fetch_hub(hub: HubFile, cached_only: bool = False) -> Path:
     where = f"hf://datasets/{hub.repo}@{hub.revision or 'main'}/{hub.path}"
     try:
         if hub.is_file:
-            return Path(huggingface_hub.hf_hub_download(
-                hub.repo, hub.path, repo_type="dataset", revision=hub.revision, local_files_only=cached_only))
+            return Path(
+                huggingface_hub.hf_hub_download(
+                    hub.repo, hub.path, repo_type="dataset", revision=hub.revision, local_files_only=cached_only
+                )
+            )
         folder = huggingface_hub.snapshot_download(
-            hub.repo, repo_type="dataset", revision=hub.revision, allow_patterns=[f"{hub.path}/**"],
-            local_files_only=cached_only)
+            hub.repo,
+            repo_type="dataset",
+            revision=hub.revision,
+            allow_patterns=[f"{hub.path}/**"],
+            local_files_only=cached_only,
+        )
     except LocalEntryNotFoundError:
-        raise SourceError(f"{where} is not in the Hugging Face cache and the Hub cannot be reached"
-                          + (" (offline mode is on)" if offline() else "")
-                          + f"; {WHAT_TO_DO}") from None
+        raise SourceError(
+            f"{where} is not in the Hugging Face cache and the Hub cannot be reached"
+            + (" (offline mode is on)" if offline() else "")
+            + f"; {WHAT_TO_DO}"
+        ) from None
     except (HfHubHTTPError, OSError, ValueError) as exc:
         raise SourceError(f"could not fetch {where}: {str(exc).splitlines()[0]}") from None
     path = Path(folder) / hub.path
@@ -144,9 +157,11 @@ def _fetch_url(ref: str, cached_only: bool = False) -> Path:
         else:
             local = Path(manager.download(url))
     except (ConnectionError, FileNotFoundError, OSError, ValueError) as exc:
-        raise SourceError(f"could not download {url}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-                          + ("; offline mode is on and it is not in the datasets cache" if offline() else "")
-                          + f"; {WHAT_TO_DO}") from None
+        raise SourceError(
+            f"could not download {url}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            + ("; offline mode is on and it is not in the datasets cache" if offline() else "")
+            + f"; {WHAT_TO_DO}"
+        ) from None
     path = local / inner if inner else local
     if not path.exists():
         raise SourceError(f"{ref}: {inner!r} is not inside the downloaded archive")

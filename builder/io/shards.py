@@ -70,8 +70,7 @@ def read_shard(shard: Shard) -> tuple[list[ShardRow], int]:
     the driver can number the next shard's lines)."""
     if shard.kind == "parquet":
         group = _row_group(Path(shard.path), shard.start)
-        return [(shard.first_row + k, shard.first_row + k, row)
-                for k, row in enumerate(group.iter_rows(named=True))], 0
+        return [(shard.first_row + k, shard.first_row + k, row) for k, row in enumerate(group.iter_rows(named=True))], 0
     rows: list[ShardRow] = []
     with open(shard.path, "rb") as fh:
         fh.seek(shard.start)

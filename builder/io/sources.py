@@ -43,9 +43,7 @@ class _SourceBase(BaseModel):
     domain: str = "general"
     id_prefix: str = ""
     limit: int | None = Field(default=None, ge=1)
-    explode_text: bool = Field(
-        default=False, description="a text field holding a list makes one document per item"
-    )
+    explode_text: bool = Field(default=False, description="a text field holding a list makes one document per item")
     license: str | None = license_field()
 
 
@@ -84,11 +82,18 @@ class FilesSource(_SourceBase):
     type: Literal["files"]
     path: str = Field(description="a folder, or a glob such as `manuals/**/*.pdf`")
     fields: FieldMap = FieldMap(id="id", text="text", title="title")
-    max_file_mb: float = Field(default=50.0, gt=0, description=(
-        "a file larger than this many MB is not read (dropped as `too_large`)"))
-    near_duplicates: float | None = Field(default=0.8, gt=0, le=1, description=(
-        "documents whose word 5-gram Jaccard similarity (MinHash) reaches this are kept once, "
-        "the longest (dropped as `near_duplicate`); null keeps them all"))
+    max_file_mb: float = Field(
+        default=50.0, gt=0, description=("a file larger than this many MB is not read (dropped as `too_large`)")
+    )
+    near_duplicates: float | None = Field(
+        default=0.8,
+        gt=0,
+        le=1,
+        description=(
+            "documents whose word 5-gram Jaccard similarity (MinHash) reaches this are kept once, "
+            "the longest (dropped as `near_duplicate`); null keeps them all"
+        ),
+    )
     # Set by whoever runs the load (the build: <run-dir>/file_cache); not part of the recipe.
     _cache_dir: Path | None = PrivateAttr(default=None)
     # What the latest read of the folder found: files per kind, drops, location maps.
@@ -173,8 +178,12 @@ def _iter_hf(spec: HFSource) -> Iterator[Located]:
 
     try:
         ds = datasets.load_dataset(
-            spec.path, spec.name, split=spec.split, revision=spec.revision,
-            data_files=spec.data_files, streaming=spec.streaming,
+            spec.path,
+            spec.name,
+            split=spec.split,
+            revision=spec.revision,
+            data_files=spec.data_files,
+            streaming=spec.streaming,
         )
     except Exception as exc:  # noqa: BLE001 - hub, network and format errors alike
         raise SourceError(

@@ -33,13 +33,16 @@ def table_columns(path: Path, required: Iterable[str]) -> list[str]:
         names = list(pl.read_parquet_schema(path))
     except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TableError(f"{path} is not a readable parquet file (truncated or damaged: {detail}); "
-                         "restore it, or rebuild the folder") from None
+        raise TableError(
+            f"{path} is not a readable parquet file (truncated or damaged: {detail}); restore it, or rebuild the folder"
+        ) from None
     missing = [c for c in required if c not in names]
     if missing:
-        raise TableError(f"{path} lacks the column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
-                         f"(it has {', '.join(names[:8]) or 'none'}{', ...' if len(names) > 8 else ''}); "
-                         "it was renamed or written by another tool: rebuild the folder")
+        raise TableError(
+            f"{path} lacks the column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+            f"(it has {', '.join(names[:8]) or 'none'}{', ...' if len(names) > 8 else ''}); "
+            "it was renamed or written by another tool: rebuild the folder"
+        )
     return names
 
 

@@ -15,14 +15,19 @@ from builder.mteb_export.tables import RetrievalTables
 
 def text_statistics(texts: list[str]) -> dict[str, Any]:
     lengths = [len(t) for t in texts]
-    return {"total_text_length": sum(lengths), "min_text_length": min(lengths),
-            "average_text_length": sum(lengths) / len(lengths), "max_text_length": max(lengths),
-            "unique_texts": len(set(texts))}
+    return {
+        "total_text_length": sum(lengths),
+        "min_text_length": min(lengths),
+        "average_text_length": sum(lengths) / len(lengths),
+        "max_text_length": max(lengths),
+        "unique_texts": len(set(texts)),
+    }
 
 
 def relevant_docs_statistics(tables: RetrievalTables) -> dict[str, Any]:
-    per_query = (tables.qrels.group_by("query_id", maintain_order=True)
-                 .agg((pl.col("score") != 0).sum().alias("n"), pl.col("doc_id")))
+    per_query = tables.qrels.group_by("query_id", maintain_order=True).agg(
+        (pl.col("score") != 0).sum().alias("n"), pl.col("doc_id")
+    )
     counts = per_query["n"].to_list()
     qrel_docs = set(tables.qrels["doc_id"].to_list())
     return {
@@ -41,8 +46,12 @@ def top_ranked_statistics(ranked: dict[str, list[str]] | None, n_queries: int) -
     if not ranked or not n_queries:
         return None
     sizes = [len(docs) for docs in ranked.values()]
-    return {"num_top_ranked": sum(sizes), "min_top_ranked_per_query": min(sizes),
-            "average_top_ranked_per_query": sum(sizes) / n_queries, "max_top_ranked_per_query": max(sizes)}
+    return {
+        "num_top_ranked": sum(sizes),
+        "min_top_ranked_per_query": min(sizes),
+        "average_top_ranked_per_query": sum(sizes) / n_queries,
+        "max_top_ranked_per_query": max(sizes),
+    }
 
 
 def split_statistics(tables: RetrievalTables, ranked: dict[str, list[str]] | None = None) -> dict[str, Any]:
@@ -68,14 +77,18 @@ def split_statistics(tables: RetrievalTables, ranked: dict[str, list[str]] | Non
 
 def _pooled(parts: list[Part]) -> tuple[RetrievalTables, dict[str, list[str]] | None]:
     """Every part's tables in one, each id prefixed `<split>_<subset>_`."""
+
     def tag(part: Part, column: str) -> pl.Expr:
         return (pl.lit(f"{part.split}_{part.subset}_") + pl.col(column)).alias(column)
 
     corpus = pl.concat([p.tables.corpus.with_columns(tag(p, "doc_id")) for p in parts])
     queries = pl.concat([p.tables.queries.with_columns(tag(p, "query_id")) for p in parts])
     qrels = pl.concat([p.tables.qrels.with_columns(tag(p, "query_id"), tag(p, "doc_id")) for p in parts])
-    ranked = {f"{p.split}_{p.subset}_{q}": [f"{p.split}_{p.subset}_{d}" for d in docs]
-              for p in parts for q, docs in (p.top_ranked or {}).items()}
+    ranked = {
+        f"{p.split}_{p.subset}_{q}": [f"{p.split}_{p.subset}_{d}" for d in docs]
+        for p in parts
+        for q, docs in (p.top_ranked or {}).items()
+    }
     return RetrievalTables(corpus, queries, qrels), ranked or None
 
 
@@ -86,6 +99,8 @@ def descriptive_statistics(shape: TaskShape) -> dict[str, Any]:
         if shape.single:
             out[split] = split_statistics(parts[0].tables, parts[0].top_ranked)
             continue
-        out[split] = {**split_statistics(*_pooled(parts)), "hf_subset_descriptive_stats": {
-            p.subset: split_statistics(p.tables, p.top_ranked) for p in parts}}
+        out[split] = {
+            **split_statistics(*_pooled(parts)),
+            "hf_subset_descriptive_stats": {p.subset: split_statistics(p.tables, p.top_ranked) for p in parts},
+        }
     return out

@@ -49,8 +49,9 @@ def mteb_rejections(fields: dict[str, Any]) -> list[str]:
     try:
         TaskMetadata(**fields)
     except ValidationError as exc:
-        return [f"metadata: MTEB rejects {'.'.join(map(str, e['loc']))}={e['input']!r}: {e['msg']}"
-                for e in exc.errors()]
+        return [
+            f"metadata: MTEB rejects {'.'.join(map(str, e['loc']))}={e['input']!r}: {e['msg']}" for e in exc.errors()
+        ]
     return []
 
 
@@ -70,8 +71,12 @@ def export_mteb(folder: Path, flags: ExportFlags, name: str | None = None, to: P
         raise ExportError(failures)
     needed = missing_flags(facts, flags)
     if needed:
-        raise ExportError([f"the folder cannot tell {', '.join(needed)}: give {'them' if len(needed) > 1 else 'it'} "
-                           "on the command line (see build-bench export-mteb --help)"])
+        raise ExportError(
+            [
+                f"the folder cannot tell {', '.join(needed)}: give {'them' if len(needed) > 1 else 'it'} "
+                "on the command line (see build-bench export-mteb --help)"
+            ]
+        )
     task_name = name or default_name(facts.recipe, shape.type)
     if not task_name.isidentifier():
         raise ExportError([f"--name {task_name!r}: must be a Python class name, like MyBenchRetrieval"])

@@ -11,7 +11,6 @@ from typing import Any
 
 import yaml
 
-
 _FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.S)
 _RECIPE = re.compile(r"^## Recipe\n.*?```yaml\n(.*?)```", re.S | re.M)
 _BIBTEX = re.compile(r"```bibtex\n(.*?)```", re.S)

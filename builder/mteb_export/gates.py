@@ -25,8 +25,11 @@ def name_rows(ids: Iterable[str]) -> str:
 
 def table_failures(tables: RetrievalTables) -> list[str]:
     failures: list[str] = []
-    for name, frame, key in (("corpus", tables.corpus, "doc_id"), ("queries", tables.queries, "query_id"),
-                             ("qrels", tables.qrels, "query_id")):
+    for name, frame, key in (
+        ("corpus", tables.corpus, "doc_id"),
+        ("queries", tables.queries, "query_id"),
+        ("qrels", tables.qrels, "query_id"),
+    ):
         if frame.height == 0:
             failures.append(f"{name}: the test split is empty")
             continue
@@ -38,14 +41,18 @@ def table_failures(tables: RetrievalTables) -> list[str]:
         repeated = frame.filter(pl.col("text").is_duplicated())
         extra = frame.height - frame["text"].n_unique()
         if extra / frame.height >= MAX_DUPLICATE_SHARE:
-            failures.append(f"{name}: {extra} duplicate texts ({extra / frame.height:.1%}, MTEB allows under 1 %): "
-                            f"{name_rows(repeated.sort('text')[key].to_list())}")
+            failures.append(
+                f"{name}: {extra} duplicate texts ({extra / frame.height:.1%}, MTEB allows under 1 %): "
+                f"{name_rows(repeated.sort('text')[key].to_list())}"
+            )
     corpus_ids = set(tables.corpus["doc_id"].to_list())
     query_ids = set(tables.queries["query_id"].to_list())
     orphans = tables.qrels.filter(~pl.col("doc_id").is_in(list(corpus_ids)))
     if orphans.height:
-        failures.append(f"qrels: {orphans.height} qrels name documents not in the corpus: "
-                        f"{name_rows(f'{q}->{d}' for q, d in orphans.select('query_id', 'doc_id').iter_rows())}")
+        failures.append(
+            f"qrels: {orphans.height} qrels name documents not in the corpus: "
+            f"{name_rows(f'{q}->{d}' for q, d in orphans.select('query_id', 'doc_id').iter_rows())}"
+        )
     unknown = tables.qrels.filter(~pl.col("query_id").is_in(list(query_ids)))["query_id"].unique(maintain_order=True)
     if unknown.len():
         failures.append(f"qrels: {unknown.len()} qrel query ids not in the queries: {name_rows(unknown.to_list())}")
@@ -81,14 +88,19 @@ def config_failures(shape: TaskShape, configs: frozenset[str], position_groups: 
     """The Hub configs the task module loads, which the folder's card must list."""
     wanted = []
     for part in shape.parts:
-        wanted += ["corpus", "queries", "default"] if part.config is None else [
-            f"{part.config}-{table}" for table in ("corpus", "queries", "qrels")]
+        wanted += (
+            ["corpus", "queries", "default"]
+            if part.config is None
+            else [f"{part.config}-{table}" for table in ("corpus", "queries", "qrels")]
+        )
     wanted += ["pairs"] * (shape.type == "Reranking") + ["positions"] * position_groups
     missing = [name for name in dict.fromkeys(wanted) if name not in configs]
     if not missing:
         return []
-    return [f"card: no Hub config {name_rows(missing)} in README.md, which the task loads "
-            "(build-bench stats OUT writes the configs again)"]
+    return [
+        f"card: no Hub config {name_rows(missing)} in README.md, which the task loads "
+        "(build-bench stats OUT writes the configs again)"
+    ]
 
 
 def metadata_failures(fields: Mapping[str, Any]) -> list[str]:

@@ -11,10 +11,36 @@ from typing import get_args
 
 # MTEB 2.26's list, in its order (mteb.types.Licenses).
 KNOWN_LICENSES: tuple[str, ...] = (
-    "not specified", "mit", "cc-by-2.0", "cc-by-3.0", "cc-by-4.0", "cc-by-sa-3.0", "cc-by-sa-4.0",
-    "cc-by-nc-3.0", "cc-by-nc-4.0", "cc-by-nc-sa-3.0", "cc-by-nc-sa-4.0", "cc-by-nc-nd-4.0", "cc-by-nd-4.0",
-    "openrail", "openrail++", "odc-by", "afl-3.0", "apache-2.0", "cc-by-nd-2.1-jp", "cc0-1.0", "bsd-3-clause",
-    "gpl-3.0", "lgpl", "lgpl-3.0", "cdla-sharing-1.0", "mpl-2.0", "msr-la-nc", "multiple", "gemma", "eupl-1.2",
+    "not specified",
+    "mit",
+    "cc-by-2.0",
+    "cc-by-3.0",
+    "cc-by-4.0",
+    "cc-by-sa-3.0",
+    "cc-by-sa-4.0",
+    "cc-by-nc-3.0",
+    "cc-by-nc-4.0",
+    "cc-by-nc-sa-3.0",
+    "cc-by-nc-sa-4.0",
+    "cc-by-nc-nd-4.0",
+    "cc-by-nd-4.0",
+    "openrail",
+    "openrail++",
+    "odc-by",
+    "afl-3.0",
+    "apache-2.0",
+    "cc-by-nd-2.1-jp",
+    "cc0-1.0",
+    "bsd-3-clause",
+    "gpl-3.0",
+    "lgpl",
+    "lgpl-3.0",
+    "cdla-sharing-1.0",
+    "mpl-2.0",
+    "msr-la-nc",
+    "multiple",
+    "gemma",
+    "eupl-1.2",
     "openmdw-1.1",
 )
 
@@ -41,6 +67,8 @@ def mteb_license(value: str) -> str:
     spelled = value.strip().lower()
     if spelled in allowed:
         return spelled
-    raise ValueError(f"licence {value!r} is not one MTEB's TaskMetadata takes: give --license one of "
-                     f"{', '.join(allowed)}, or a URL to the licence text (for a Hub `other` licence, "
-                     "its license_link)")
+    raise ValueError(
+        f"licence {value!r} is not one MTEB's TaskMetadata takes: give --license one of "
+        f"{', '.join(allowed)}, or a URL to the licence text (for a Hub `other` licence, "
+        "its license_link)"
+    )

@@ -35,9 +35,16 @@ class ExportFlags:
 
 def missing_flags(facts: FolderFacts, flags: ExportFlags) -> list[str]:
     """The flags still needed, in the order `--help` lists them."""
-    wanted = {"--repo": flags.repo, "--revision": flags.revision, "--domain": flags.domains,
-              "--date": flags.date, "--subtype": flags.subtypes, "--sample-creation": flags.sample_creation,
-              "--license": flags.license or facts.license, "--reference": reference_url(flags)}
+    wanted = {
+        "--repo": flags.repo,
+        "--revision": flags.revision,
+        "--domain": flags.domains,
+        "--date": flags.date,
+        "--subtype": flags.subtypes,
+        "--sample-creation": flags.sample_creation,
+        "--license": flags.license or facts.license,
+        "--reference": reference_url(flags),
+    }
     return [flag for flag, value in wanted.items() if not value]
 
 
@@ -65,7 +72,8 @@ def task_fields(name: str, facts: FolderFacts, flags: ExportFlags, shape: TaskSh
     return {
         "name": name,
         "dataset": {"path": flags.repo, "revision": flags.revision},
-        "description": facts.description or f"Position-aware retrieval benchmark built by build-bench ({facts.recipe}).",
+        "description": facts.description
+        or f"Position-aware retrieval benchmark built by build-bench ({facts.recipe}).",
         "reference": reference_url(flags),
         "type": shape.type,
         "category": "t2t",

@@ -9,8 +9,6 @@ from builder.mteb_export.shape import languages
 LIMIT = 2000
 
 
-
-
 def pr_description(fields: dict[str, Any], stats: dict[str, Any], module_file: str) -> str:
     splits = [stats[split] for split in fields["eval_splits"]]
     subsets = list(fields["eval_langs"]) if isinstance(fields["eval_langs"], dict) else []
@@ -24,7 +22,8 @@ def pr_description(fields: dict[str, Any], stats: dict[str, Any], module_file: s
         f"- Task: {fields['type']}, main score {fields['main_score']}, "
         f"split{'s' if len(splits) > 1 else ''} {', '.join(fields['eval_splits'])}, "
         f"languages {', '.join(languages(fields['eval_langs']))}"
-        + (f", subsets {', '.join(subsets)}" if subsets else "") + "\n"
+        + (f", subsets {', '.join(subsets)}" if subsets else "")
+        + "\n"
         f"- Size: {sum(s['num_documents'] for s in splits)} documents, {sum(s['num_queries'] for s in splits)} "
         f"queries, {sum(s['relevant_docs_statistics']['num_relevant_docs'] for s in splits)} relevant pairs\n"
         f"- Labels: {fields['annotations_creators']}.{review}\n"

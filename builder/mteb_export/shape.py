@@ -62,7 +62,8 @@ class TaskShape:
     def own_loader(self) -> bool:
         """Whether MTEB's loader can read every part as is (config = subset, split `test`)."""
         return self.type == "Retrieval" and (
-            self.single or all(p.config == p.subset and p.split == SPLIT for p in self.parts))
+            self.single or all(p.config == p.subset and p.split == SPLIT for p in self.parts)
+        )
 
 
 def _candidates(pairs: pl.DataFrame) -> dict[str, list[str]]:
@@ -87,8 +88,15 @@ def _by_probe_setting(folder: Path) -> list[Part]:
         queries = tables.queries.filter(pl.col("query_id").is_in(qids))
         docs = set(qrels["doc_id"].to_list()) | {d for q in queries["query_id"].to_list() for d in ranked[q]}
         corpus = tables.corpus.filter(pl.col("doc_id").is_in(list(docs)))
-        parts.append(Part(setting, SPLIT, None, RetrievalTables(corpus, queries, qrels),
-                          {q: ranked[q] for q in queries["query_id"].to_list()}))
+        parts.append(
+            Part(
+                setting,
+                SPLIT,
+                None,
+                RetrievalTables(corpus, queries, qrels),
+                {q: ranked[q] for q in queries["query_id"].to_list()},
+            )
+        )
     return parts
 
 
@@ -111,9 +119,11 @@ def _by_language(folder: Path, langs: list[str]) -> list[Part]:
     for lang in langs:
         qids = queries.filter(pl.col("lang") == lang)["query_id"].implode()
         docs = corpus.filter(pl.col("lang") == lang)["doc_id"].implode()
-        part = RetrievalTables(tables.corpus.filter(pl.col("doc_id").is_in(docs)),
-                               tables.queries.filter(pl.col("query_id").is_in(qids)),
-                               tables.qrels.filter(pl.col("query_id").is_in(qids)))
+        part = RetrievalTables(
+            tables.corpus.filter(pl.col("doc_id").is_in(docs)),
+            tables.queries.filter(pl.col("query_id").is_in(qids)),
+            tables.qrels.filter(pl.col("query_id").is_in(qids)),
+        )
         parts.append(Part(lang, SPLIT, UNSAFE_IN_NAME.sub("_", lang).strip("._") or "und", part))
     return parts
 

@@ -102,12 +102,16 @@ def task_module(fields: dict[str, Any], shape: TaskShape, position_groups: bool)
     parts = ""
     if with_parts:
         rows = "".join(f"    ({p.subset!r}, {p.split!r}): {p.config!r},\n" for p in shape.parts)
-        parts = ("\n# (subset, split) -> the prefix of the dataset configs it loads from\n"
-                 f"PARTS = {{\n{rows}}}\n")
+        parts = f"\n# (subset, split) -> the prefix of the dataset configs it loads from\nPARTS = {{\n{rows}}}\n"
     body = "    metadata = TaskMetadata(\n" + "\n".join(metadata_lines(fields)) + "\n    )\n"
     if not own_loader:
         body += LOAD_PAIRS if reranking else LOAD_PARTS
     if position_groups:
         body += SCORES
-    return ('"""MTEB task for a position-aware retrieval benchmark built by build-bench."""\n\n'
-            + "".join(imports) + parts + f"\n\nclass {fields['name']}(AbsTaskRetrieval):\n" + body)
+    return (
+        '"""MTEB task for a position-aware retrieval benchmark built by build-bench."""\n\n'
+        + "".join(imports)
+        + parts
+        + f"\n\nclass {fields['name']}(AbsTaskRetrieval):\n"
+        + body
+    )

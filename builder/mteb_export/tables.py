@@ -19,8 +19,9 @@ class RetrievalTables:
 def read_tables(folder: Path) -> RetrievalTables:
     corpus = pl.read_parquet(folder / "corpus.parquet")
     title = pl.col("title").fill_null("") if "title" in corpus.columns else pl.lit("")
-    corpus = corpus.select("doc_id", pl.concat_str([title, pl.lit(" "), pl.col("text").fill_null("")])
-                           .str.strip_chars().alias("text"))
+    corpus = corpus.select(
+        "doc_id", pl.concat_str([title, pl.lit(" "), pl.col("text").fill_null("")]).str.strip_chars().alias("text")
+    )
     queries = pl.read_parquet(folder / "queries.parquet").select("query_id", pl.col("text").fill_null(""))
     qrels = pl.read_parquet(folder / "qrels.parquet").select("query_id", "doc_id", "score")
     return RetrievalTables(corpus, queries, qrels)

@@ -9,8 +9,8 @@ from typing import Any
 
 import polars as pl
 
-from builder.bench import Bench
 from builder.atomic import replace_dir, temp_dir_beside
+from builder.bench import Bench
 from builder.publish.paths import safe_component
 
 
@@ -34,9 +34,9 @@ def _write_beir_files(bench: Bench, folder: Path) -> None:
     bench.corpus.select(pl.col("doc_id").alias("_id"), "title", "text").write_ndjson(folder / "corpus.jsonl")
     bench.queries.rename({"query_id": "_id"}).write_ndjson(folder / "queries.jsonl")
     (folder / "qrels").mkdir(exist_ok=True)
-    bench.qrels.select(
-        pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"), "score"
-    ).write_csv(folder / "qrels" / "test.tsv", separator="\t")
+    bench.qrels.select(pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"), "score").write_csv(
+        folder / "qrels" / "test.tsv", separator="\t"
+    )
 
 
 def _write_settings(bench: Bench, folder: Path) -> None:

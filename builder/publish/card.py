@@ -16,10 +16,10 @@ import yaml
 from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
-from builder.publish.training_card import training_context
 from builder.publish.citations import papers_for
 from builder.publish.languages import iso_639_1
 from builder.publish.masking import mask_recipe_text
+from builder.publish.training_card import training_context
 from builder.records.stage_record import StageRecord, stage_base_name
 from builder.resources import shipped_dir
 from builder.secrets import mask_mapping, mask_string
@@ -29,8 +29,14 @@ if TYPE_CHECKING:
     from builder.recipe.model import LoadedRecipe
 
 DEFAULT_TEMPLATE = "default.md.j2"
-_SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
-                    (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"))
+_SIZE_CATEGORIES = (
+    (1_000, "n<1K"),
+    (10_000, "1K<n<10K"),
+    (100_000, "10K<n<100K"),
+    (1_000_000, "100K<n<1M"),
+    (10_000_000, "1M<n<10M"),
+    (100_000_000, "10M<n<100M"),
+)
 
 
 def size_category(n: int) -> str:
@@ -51,14 +57,16 @@ def front_matter(stats: dict[str, Any], layout: HubLayout, name: str, license: d
         meta["language"] = codes
     if tags and tags != codes:
         meta["language_details"] = ", ".join(tags)
-    meta.update({
-        "task_categories": ["text-retrieval"],
-        "task_ids": ["document-retrieval"],
-        "size_categories": [size_category(max(counts["docs"], counts["queries"]))],
-        "tags": ["position-bias", "retrieval", "mteb", "build-bench"],
-        "configs": layout.configs,
-        "dataset_info": layout.dataset_info,
-    })
+    meta.update(
+        {
+            "task_categories": ["text-retrieval"],
+            "task_ids": ["document-retrieval"],
+            "size_categories": [size_category(max(counts["docs"], counts["queries"]))],
+            "tags": ["position-bias", "retrieval", "mteb", "build-bench"],
+            "configs": layout.configs,
+            "dataset_info": layout.dataset_info,
+        }
+    )
     return meta
 
 
@@ -81,8 +89,9 @@ def _sources(loaded: LoadedRecipe | None) -> list[str]:
 
 def effective_recipe(loaded: LoadedRecipe) -> str:
     """The recipe as it ran (environment expanded, --set applied), secrets masked, as YAML."""
-    return yaml.safe_dump(mask_mapping(loaded.data), sort_keys=False, allow_unicode=True, width=100,
-                          default_flow_style=None)
+    return yaml.safe_dump(
+        mask_mapping(loaded.data), sort_keys=False, allow_unicode=True, width=100, default_flow_style=None
+    )
 
 
 def _index(label: str) -> int:
@@ -104,17 +113,21 @@ def construction(run_stages: list[StageRecord], loaded: LoadedRecipe | None) -> 
         index = _index(label)
         cls = STAGES.get(name)
         summary = cls.summary() if cls else ("read and tokenise the sources" if index == 0 else "")
-        steps.append({
-            "label": label, "name": name, "summary": summary,
-            "params": json.dumps(params[index], ensure_ascii=False) if index in params else "",
-            "docs": f"{_count(st.docs_in)} → {_count(st.docs_out)}",
-            "queries": f"{_count(st.queries_in)} → {_count(st.queries_out)}",
-            "dropped": ", ".join(f"{r} {n}" for r, n in sorted(st.dropped.items(), key=lambda kv: -kv[1])),
-            "llm_calls": int((st.llm or {}).get("calls", 0)),
-            "kept_by_third": format_kept_by_third(st.kept_by_third),
-            **_padding(st.figures.get("grid")),
-            "resumed": st.resumed,
-        })
+        steps.append(
+            {
+                "label": label,
+                "name": name,
+                "summary": summary,
+                "params": json.dumps(params[index], ensure_ascii=False) if index in params else "",
+                "docs": f"{_count(st.docs_in)} → {_count(st.docs_out)}",
+                "queries": f"{_count(st.queries_in)} → {_count(st.queries_out)}",
+                "dropped": ", ".join(f"{r} {n}" for r, n in sorted(st.dropped.items(), key=lambda kv: -kv[1])),
+                "llm_calls": int((st.llm or {}).get("calls", 0)),
+                "kept_by_third": format_kept_by_third(st.kept_by_third),
+                **_padding(st.figures.get("grid")),
+                "resumed": st.resumed,
+            }
+        )
     return steps
 
 
@@ -124,9 +137,11 @@ def _padding(grid: dict[str, Any] | None) -> dict[str, str]:
     if not grid:
         return {"padding_judge": "", "padding_excluded": "", "grid_cells": ""}
     left_out = sorted(grid.get("padding_excluded", {}).items(), key=lambda kv: (-kv[1], kv[0]))
-    return {"padding_judge": str(grid.get("judge")),
-            "padding_excluded": ", ".join(f"{r} {n}" for r, n in left_out) or "none",
-            "grid_cells": _grid_cells(grid)}
+    return {
+        "padding_judge": str(grid.get("judge")),
+        "padding_excluded": ", ".join(f"{r} {n}" for r, n in left_out) or "none",
+        "grid_cells": _grid_cells(grid),
+    }
 
 
 def _grid_cells(grid: dict[str, Any]) -> str:
@@ -136,12 +151,16 @@ def _grid_cells(grid: dict[str, Any]) -> str:
     shares = ", ".join(f"{d} {v:.0%}" for d, v in share.items()) or "none"
     distractors = grid["distractors"]
     short = ", ".join(f"{r} {n}" for r, n in distractors["short"].items()) or "none"
-    chance = "; ".join(f"{n}: {c['documents']} documents, nDCG@10 {c['ndcg@10']:.3f}, "
-                       f"Recall@100 {c['recall@100']:.3f}" for n, c in grid["chance"].items())
+    chance = "; ".join(
+        f"{n}: {c['documents']} documents, nDCG@10 {c['ndcg@10']:.3f}, Recall@100 {c['recall@100']:.3f}"
+        for n, c in grid["chance"].items()
+    )
     depth = grid.get("largest_depth_gap")
-    return (f"padding from {pool['from']} ({pool['documents']} documents; padding tokens by domain: {shares}); "
-            f"{distractors['asked']} distractors asked per cell (short: {short}); chance per length: "
-            f"{chance or 'no cells'}; largest depth error {'-' if depth is None else f'{depth:.3f}'}")
+    return (
+        f"padding from {pool['from']} ({pool['documents']} documents; padding tokens by domain: {shares}); "
+        f"{distractors['asked']} distractors asked per cell (short: {short}); chance per length: "
+        f"{chance or 'no cells'}; largest depth error {'-' if depth is None else f'{depth:.3f}'}"
+    )
 
 
 def _count(n: int | None) -> str:
@@ -151,13 +170,20 @@ def _count(n: int | None) -> str:
 def _prompts(run_stages: list[StageRecord]) -> list[dict[str, str]]:
     return [
         {"stage": st.stage, "name": name, "sha256": sha}
-        for st in run_stages for name, sha in sorted((st.prompts or {}).items())
+        for st in run_stages
+        for name, sha in sorted((st.prompts or {}).items())
     ]
 
 
-def card_context(stats: dict[str, Any], run_stages: list[StageRecord], layout: HubLayout,
-                 plots: dict[str, Any], loaded: LoadedRecipe | None, license: dict[str, Any],
-                 evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
+def card_context(
+    stats: dict[str, Any],
+    run_stages: list[StageRecord],
+    layout: HubLayout,
+    plots: dict[str, Any],
+    loaded: LoadedRecipe | None,
+    license: dict[str, Any],
+    evaluation: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """What the card template shows; `evaluation` is `build-bench eval`'s report made ready
     for it (`eval_context.evaluation_context`), None before any eval."""
     name = loaded.recipe.name if loaded else str(stats.get("recipe") or "benchmark")
@@ -167,8 +193,9 @@ def card_context(stats: dict[str, Any], run_stages: list[StageRecord], layout: H
     params = _stage_params(loaded)
     used = [(stage_base_name(s.stage), params.get(_index(s.stage), {})) for s in run_stages]
     return {
-        "front_matter": yaml.safe_dump(front_matter(stats, layout, name, license),
-                                       sort_keys=False, allow_unicode=True, width=100).rstrip(),
+        "front_matter": yaml.safe_dump(
+            front_matter(stats, layout, name, license), sort_keys=False, allow_unicode=True, width=100
+        ).rstrip(),
         "name": name,
         "mock_llm": stats.get("mock_llm") is True,
         "description": loaded.recipe.description if loaded else "",
@@ -178,16 +205,21 @@ def card_context(stats: dict[str, Any], run_stages: list[StageRecord], layout: H
         "stats": stats,
         "steps": construction(run_stages, loaded),
         "prompts": _prompts(run_stages),
-        "contrast_layouts": {st.stage: st.figures["contrast_layout"] for st in run_stages
-                             if "contrast_layout" in st.figures},
+        "contrast_layouts": {
+            st.stage: st.figures["contrast_layout"] for st in run_stages if "contrast_layout" in st.figures
+        },
         "inputs": stats.get("inputs"),
         "llm_answers": stats.get("llm_answers"),
         "recipe_effective": effective_recipe(loaded) if loaded else None,
         "recipe_text": mask_recipe_text(loaded.text) if loaded else None,
         "plots": plots,
         "configs": [c["config_name"] for c in layout.configs],
-        "base_configs": [c["config_name"] for c in layout.configs if "data_files" in c
-                         and not str(c["config_name"]).startswith(("beir_", "cross_", "setting_", "posir_", "pairs"))],
+        "base_configs": [
+            c["config_name"]
+            for c in layout.configs
+            if "data_files" in c
+            and not str(c["config_name"]).startswith(("beir_", "cross_", "setting_", "posir_", "pairs"))
+        ],
         "posir": any(str(c["config_name"]).startswith("posir_") for c in layout.configs),
         "papers": papers_for(used),
         "license": {"license_name": None, "license_link": None, **license},
@@ -206,8 +238,14 @@ def card_environment(template_dir: Path | None = None) -> SandboxedEnvironment:
     shipped ones (so a custom card can import the shipped evaluation parts)."""
     shipped = shipped_dir("data_cards")
     folders = [str(p) for p in (template_dir, shipped) if p is not None]
-    env = SandboxedEnvironment(loader=FileSystemLoader(folders), undefined=StrictUndefined, trim_blocks=True,
-                               lstrip_blocks=True, autoescape=False, keep_trailing_newline=True)
+    env = SandboxedEnvironment(
+        loader=FileSystemLoader(folders),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+        keep_trailing_newline=True,
+    )
     env.filters["cell"] = _cell
     return env
 

@@ -31,16 +31,18 @@ def previous_tag(tags: list[str], new: str | None) -> str | None:
 def _figures(stats: dict[str, Any]) -> dict[str, Any]:
     """The figures worth comparing, flattened to `section: name -> number`."""
     counts = stats.get("counts") or {}
-    out: dict[str, Any] = {f"count: {k}": counts.get(k) for k in
-                           ("docs", "queries", "qrels", "drops", "languages", "domains")}
+    out: dict[str, Any] = {
+        f"count: {k}": counts.get(k) for k in ("docs", "queries", "qrels", "drops", "languages", "domains")
+    }
     lengths = stats.get("doc_lengths") or {}
     out.update({f"doc tokens: {k}": lengths.get(k) for k in ("mean", "median")})
     positions = stats.get("positions") or {}
     out["position: mean relative"] = positions.get("mean_rel_pos")
     out.update({f"position tag: {k}": v for k, v in (positions.get("tags") or {}).items()})
     out.update({f"position bin: {k:02d}": v for k, v in enumerate(positions.get("bins") or [])})
-    out.update({f"length bucket: {k}": v for k, v in (stats.get("length_buckets") or {}).items()
-                if not isinstance(v, dict)})
+    out.update(
+        {f"length bucket: {k}": v for k, v in (stats.get("length_buckets") or {}).items() if not isinstance(v, dict)}
+    )
     qtypes = (stats.get("query_types") or {}).get("by_interrogative") or {}
     out.update({f"query type: {k}": v for k, v in qtypes.items()})
     reasons: Counter[str] = Counter()
@@ -58,8 +60,14 @@ def _change(old: Any, new: Any) -> str:
     return "new" if old is None else ("gone" if new is None else "changed")
 
 
-def entry(new_stats: dict[str, Any], old_stats: dict[str, Any] | None, version: str,
-          previous: str | None, date: str, changes: list[str] | None = None) -> str:
+def entry(
+    new_stats: dict[str, Any],
+    old_stats: dict[str, Any] | None,
+    version: str,
+    previous: str | None,
+    date: str,
+    changes: list[str] | None = None,
+) -> str:
     """One markdown entry; `changes` (what changed in the data and the inputs) come first,
     then the statistics: counts always, other figures only where they moved."""
     new = _figures(new_stats)
@@ -67,18 +75,28 @@ def entry(new_stats: dict[str, Any], old_stats: dict[str, Any] | None, version: 
     if old_stats is None:
         counts = new_stats.get("counts") or {}
         note = f" (no statistics found for {previous})" if previous else ""
-        lines.append(f"First release{note}: {counts.get('docs', 0)} documents, "
-                     f"{counts.get('queries', 0)} queries, {counts.get('qrels', 0)} qrels.")
+        lines.append(
+            f"First release{note}: {counts.get('docs', 0)} documents, "
+            f"{counts.get('queries', 0)} queries, {counts.get('qrels', 0)} qrels."
+        )
         return "\n".join(lines) + "\n"
     old = _figures(old_stats)
-    lines += [f"Compared with {previous}:", "", *(changes or []), "Statistics:", "",
-              f"| figure | {previous} | {version} | change |",
-              "| --- | ---: | ---: | --- |"]
+    lines += [
+        f"Compared with {previous}:",
+        "",
+        *(changes or []),
+        "Statistics:",
+        "",
+        f"| figure | {previous} | {version} | change |",
+        "| --- | ---: | ---: | --- |",
+    ]
     for key in [*new, *(k for k in old if k not in new)]:
         before, after = old.get(key), new.get(key)
         if before == after and not key.startswith("count: "):
             continue
-        lines.append(f"| {key} | {_fmt(before)} | {_fmt(after)} | {_change(before, after) if before != after else '='} |")
+        lines.append(
+            f"| {key} | {_fmt(before)} | {_fmt(after)} | {_change(before, after) if before != after else '='} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -90,5 +108,5 @@ def changelog(new_entry: str, previous_text: str | None) -> str:
     """The new entry on top of the earlier entries."""
     earlier = (previous_text or "").strip()
     if earlier.startswith(HEADER.strip()):
-        earlier = earlier[len(HEADER.strip()):].strip()
+        earlier = earlier[len(HEADER.strip()) :].strip()
     return HEADER + "\n" + new_entry + ("\n" + earlier + "\n" if earlier else "")

@@ -41,26 +41,36 @@ class Paper:
 
 PAPERS: dict[str, Paper] = {
     "posir": Paper(
-        "zeng2026posir", "PosIR: Position-Aware Heterogeneous Information Retrieval Benchmark",
+        "zeng2026posir",
+        "PosIR: Position-Aware Heterogeneous Information Retrieval Benchmark",
         ("Zeng, Ziyang", "Zhang, Dun", "Yan, Yu", "Sun, Xu", "Zhou, Yudong", "Yang, Yuqing"),
-        "arXiv preprint arXiv:2601.08363", 2026, url="https://arxiv.org/abs/2601.08363",
+        "arXiv preprint arXiv:2601.08363",
+        2026,
+        url="https://arxiv.org/abs/2601.08363",
     ),
     "posq": Paper(
-        "zeng2025position", "An Empirical Study of Position Bias in Modern Information Retrieval",
+        "zeng2025position",
+        "An Empirical Study of Position Bias in Modern Information Retrieval",
         ("Zeng, Z.", "Zhang, D.", "Li, J.", "Zou, P.", "Zhou, Y.", "Yang, Y."),
-        "Findings of the Association for Computational Linguistics: EMNLP 2025", 2025,
+        "Findings of the Association for Computational Linguistics: EMNLP 2025",
+        2025,
         note="SQuAD-PosQ and FineWeb-PosQ; pages 5069--5081",
     ),
     "farrelevant": Paper(
-        "farrelevant", "Positional Bias in Long-Document Ranking: Impact, Assessment, and Mitigation",
-        ("Anonymous",), "Under review (anonymous ACL submission)", 2025,
+        "farrelevant",
+        "Positional Bias in Long-Document Ranking: Impact, Assessment, and Mitigation",
+        ("Anonymous",),
+        "Under review (anonymous ACL submission)",
+        2025,
         note="MS MARCO FarRelevant; authors withheld in the reviewed version",
     ),
     "colder": Paper(
         "fayyaz2025collapse",
         "Collapse of Dense Retrievers: Short, Early, and Literal Biases Outranking Factual Evidence",
         ("Fayyaz, Mohsen", "Modarressi, Ali", "Schuetze, Hinrich", "Peng, Nanyun"),
-        "arXiv preprint arXiv:2503.05037", 2025, url="https://arxiv.org/abs/2503.05037",
+        "arXiv preprint arXiv:2503.05037",
+        2025,
+        url="https://arxiv.org/abs/2503.05037",
     ),
 }
 

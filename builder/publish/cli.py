@@ -9,16 +9,14 @@ Heavy imports stay inside the functions so `build-bench --help` stays instant.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from builder.consoles import console_for
 
-FolderArg = Annotated[
-    Path, typer.Argument(help="A folder written by a build (corpus.parquet, queries.parquet, ...).")
-]
+FolderArg = Annotated[Path, typer.Argument(help="A folder written by a build (corpus.parquet, queries.parquet, ...).")]
 
 
 def _check_folder(folder: Path, err: Console) -> None:
@@ -57,10 +55,11 @@ def push_command(
     folder: FolderArg,
     repo: Annotated[str, typer.Option("--repo", help="Dataset repository on the Hub, org/name.")],
     private: Annotated[bool, typer.Option("--private", help="Create the repository as private.")] = False,
-    tag: Annotated[Optional[str], typer.Option("--tag", help="Release tag, vX.Y.Z.")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="Release tag, vX.Y.Z.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the file plan; upload nothing.")] = False,
-    allow_mock: Annotated[bool, typer.Option(
-        "--allow-mock", help="Push even a folder built with the mock LLM (--mock-llm).")] = False,
+    allow_mock: Annotated[
+        bool, typer.Option("--allow-mock", help="Push even a folder built with the mock LLM (--mock-llm).")
+    ] = False,
 ) -> None:
     """Publish a built folder to the Hugging Face Hub: one commit, then a release tag.
 
@@ -69,8 +68,8 @@ def push_command(
     from pydantic import ValidationError
     from rich.markup import escape
 
-    from builder.recipe.sections import PushConfig
     from builder.publish.hub import PushError, mock_refusal, push
+    from builder.recipe.sections import PushConfig
 
     err = console_for(stderr=True)
     _check_folder(folder, err)
@@ -85,8 +84,15 @@ def push_command(
             err.print(f"[red]--{e['loc'][0]} {e['input']!r}: expected {_expected(str(e['loc'][0]))}[/]")
         raise typer.Exit(2) from None
     try:
-        push(folder, config.repo, private=config.private, tag=config.tag, dry_run=dry_run, console=err,
-             allow_mock=allow_mock)
+        push(
+            folder,
+            config.repo,
+            private=config.private,
+            tag=config.tag,
+            dry_run=dry_run,
+            console=err,
+            allow_mock=allow_mock,
+        )
     except PushError as exc:
         err.print(f"[red]push failed:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None

@@ -26,8 +26,9 @@ PREFIX = "confound: "
 CONTROL_FIGURES = ("confounds_balanced", "lexical_overlap")
 
 
-def position_confounds(queries: pl.DataFrame, corpus: pl.DataFrame, tags: pl.Series,
-                       min_group: int = MIN_GROUP) -> dict[str, Any] | None:
+def position_confounds(
+    queries: pl.DataFrame, corpus: pl.DataFrame, tags: pl.Series, min_group: int = MIN_GROUP
+) -> dict[str, Any] | None:
     """The confounds of the thirds `tags` (one label per row of `queries`); None where no
     query has an evidence span."""
     texts = dict(corpus.select("doc_id", "text").iter_rows())
@@ -36,9 +37,14 @@ def position_confounds(queries: pl.DataFrame, corpus: pl.DataFrame, tags: pl.Ser
         return None
     labels = features.join(queries.select("query_id", tags.alias("_tag")), on="query_id", how="left")["_tag"]
     found = describe(features, labels, min_group, GROUPING)
-    return {"grouping": GROUPING, "min_group": min_group, "groups": _rounded(found["groups"]),
-            "compared_groups": found["compared_groups"], "smd": _rounded(found["smd"]),
-            "warnings": [PREFIX + line for line in found["warnings"]]}
+    return {
+        "grouping": GROUPING,
+        "min_group": min_group,
+        "groups": _rounded(found["groups"]),
+        "compared_groups": found["compared_groups"],
+        "smd": _rounded(found["smd"]),
+        "warnings": [PREFIX + line for line in found["warnings"]],
+    }
 
 
 def _rounded(value: Any) -> Any:

@@ -42,8 +42,9 @@ class Version:
     drops: pl.DataFrame | None = None  # drops.parquet, the drop log, where the folder has it
 
 
-def _read(paths: list[Path], wanted: tuple[str, ...], rename: dict[str, str], required: tuple[str, ...]
-          ) -> pl.DataFrame:
+def _read(
+    paths: list[Path], wanted: tuple[str, ...], rename: dict[str, str], required: tuple[str, ...]
+) -> pl.DataFrame:
     """The wanted columns (after renaming) of every file, missing ones as nulls; a file
     lacking a `required` column (named as in the file) is a TableError."""
     frames = []
@@ -64,13 +65,19 @@ def _span_key(spans: Any) -> str:
 def _with_keys(queries: pl.DataFrame, qrels: pl.DataFrame) -> pl.DataFrame:
     """Queries with a comparable `span` string and `label` (their qrels, sorted)."""
     labels = qrels.group_by("query_id").agg(
-        pl.concat_str(pl.col("doc_id"), pl.lit("="), pl.col("score").cast(pl.Utf8)).sort().str.join(",").alias("label"))
+        pl.concat_str(pl.col("doc_id"), pl.lit("="), pl.col("score").cast(pl.Utf8)).sort().str.join(",").alias("label")
+    )
     spans = [_span_key(s) for s in queries["spans"].to_list()] if queries.height else []
-    return queries.with_columns(pl.Series("span", spans, dtype=pl.Utf8)).join(
-        labels, on="query_id", how="left", maintain_order="left").with_columns(
-        pl.col("label").fill_null("-"), pl.col("position_tag").cast(pl.Utf8).fill_null("-"),
-        pl.col("position_bin").cast(pl.Utf8).fill_null("-"),
-        pl.col("lang").cast(pl.Utf8).fill_null("-"))
+    return (
+        queries.with_columns(pl.Series("span", spans, dtype=pl.Utf8))
+        .join(labels, on="query_id", how="left", maintain_order="left")
+        .with_columns(
+            pl.col("label").fill_null("-"),
+            pl.col("position_tag").cast(pl.Utf8).fill_null("-"),
+            pl.col("position_bin").cast(pl.Utf8).fill_null("-"),
+            pl.col("lang").cast(pl.Utf8).fill_null("-"),
+        )
+    )
 
 
 def read_version(folder: Path, where: str | None = None) -> Version:
@@ -83,20 +90,42 @@ def read_version(folder: Path, where: str | None = None) -> Version:
         qrels = _read([folder / "qrels.parquet"], ("query_id", "doc_id", "score"), {}, ("query_id", "doc_id", "score"))
     elif any((folder / "corpus").glob("*/*.parquet")):
         files = {t: sorted((folder / t).glob("*/*.parquet")) for t in _PARTS}
-        docs = _read(files["corpus"], _DOC_COLUMNS, {"_id": "doc_id"}, ("_id", "text")).drop("lang", "domain").join(
-            _read(files["documents"], _DOC_COLUMNS, {"corpus-id": "doc_id"}, ("corpus-id",)).drop("text"),
-            on="doc_id", how="left")
-        queries = _read(files["queries"], _QUERY_COLUMNS, {"_id": "query_id"}, ("_id", "text")).select(
-            "query_id", "text").join(_read(files["positions"], _QUERY_COLUMNS, {"query-id": "query_id"},
-                                           ("query-id",)).drop("text"), on="query_id", how="left")
-        qrels = _read(files["qrels"], ("query_id", "doc_id", "score"), {"query-id": "query_id", "corpus-id": "doc_id"},
-                      ("query-id", "corpus-id", "score"))
+        docs = (
+            _read(files["corpus"], _DOC_COLUMNS, {"_id": "doc_id"}, ("_id", "text"))
+            .drop("lang", "domain")
+            .join(
+                _read(files["documents"], _DOC_COLUMNS, {"corpus-id": "doc_id"}, ("corpus-id",)).drop("text"),
+                on="doc_id",
+                how="left",
+            )
+        )
+        queries = (
+            _read(files["queries"], _QUERY_COLUMNS, {"_id": "query_id"}, ("_id", "text"))
+            .select("query_id", "text")
+            .join(
+                _read(files["positions"], _QUERY_COLUMNS, {"query-id": "query_id"}, ("query-id",)).drop("text"),
+                on="query_id",
+                how="left",
+            )
+        )
+        qrels = _read(
+            files["qrels"],
+            ("query_id", "doc_id", "score"),
+            {"query-id": "query_id", "corpus-id": "doc_id"},
+            ("query-id", "corpus-id", "score"),
+        )
     else:
         raise SourceError(f"{where} is not a built benchmark folder (no corpus.parquet and no corpus/ partitions)")
     docs = docs.with_columns(pl.col("lang").cast(pl.Utf8).fill_null("-"))
     stats, evaluation = _json(folder / "stats.json"), _json(folder / "eval" / "eval.json")
-    return Version(where, docs, _with_keys(queries, qrels), (stats or {}).get("inputs"), evaluation,
-                   _drop_log(folder / "drops.parquet"))
+    return Version(
+        where,
+        docs,
+        _with_keys(queries, qrels),
+        (stats or {}).get("inputs"),
+        evaluation,
+        _drop_log(folder / "drops.parquet"),
+    )
 
 
 def _drop_log(path: Path) -> pl.DataFrame | None:
@@ -122,8 +151,9 @@ def fetch_version(ref: str) -> Version:
         if not folder.is_dir():
             raise SourceError(f"{ref}: no such folder")
         return read_version(folder)
-    return read_version(hub_snapshot(ref, [*(f"{t}/**" for t in _PARTS), "stats.json", "eval/eval.json",
-                                              "drops.parquet"]), ref)
+    return read_version(
+        hub_snapshot(ref, [*(f"{t}/**" for t in _PARTS), "stats.json", "eval/eval.json", "drops.parquet"]), ref
+    )
 
 
 def hub_snapshot(ref: str, patterns: list[str]) -> Path:
@@ -133,13 +163,19 @@ def hub_snapshot(ref: str, patterns: list[str]) -> Path:
     import huggingface_hub
     from huggingface_hub.errors import HfHubHTTPError
 
-    repo, _, revision = ref[len("hf://datasets/"):].strip("/").partition("@")
+    repo, _, revision = ref[len("hf://datasets/") :].strip("/").partition("@")
     if repo.count("/") != 1:
         raise SourceError(f"{ref}: expected hf://datasets/<org>/<name>@<revision>")
     try:
-        return Path(huggingface_hub.snapshot_download(
-            repo, repo_type="dataset", revision=revision or None, allow_patterns=patterns,
-            endpoint=os.environ.get("HF_ENDPOINT") or None))
+        return Path(
+            huggingface_hub.snapshot_download(
+                repo,
+                repo_type="dataset",
+                revision=revision or None,
+                allow_patterns=patterns,
+                endpoint=os.environ.get("HF_ENDPOINT") or None,
+            )
+        )
     except (HfHubHTTPError, OSError, ValueError) as exc:
         raise SourceError(f"could not fetch {ref}: {str(exc).splitlines()[0]}") from None
 
@@ -158,7 +194,9 @@ def _side_by_side(old: pl.DataFrame, new: pl.DataFrame, key: str, fields: tuple[
     old_ids, new_ids = set(old[key]), set(new[key])
     both = old.join(new, on=key, how="inner", suffix="_new")
     changed: dict[str, pl.DataFrame] = {f: both.filter(pl.col(f).ne_missing(pl.col(f"{f}_new"))) for f in fields}
-    any_change = pl.any_horizontal([pl.col(f).ne_missing(pl.col(f"{f}_new")) for f in fields]) if fields else pl.lit(False)
+    any_change = (
+        pl.any_horizontal([pl.col(f).ne_missing(pl.col(f"{f}_new")) for f in fields]) if fields else pl.lit(False)
+    )
     return {
         "added": new.filter(pl.col(key).is_in(list(new_ids - old_ids))),
         "removed": old.filter(pl.col(key).is_in(list(old_ids - new_ids))),
@@ -175,8 +213,9 @@ def _change_examples(frame: pl.DataFrame, key: str, field: str) -> list[dict[str
 
 def diff_versions(old: Version, new: Version) -> dict[str, Any]:
     """The whole comparison as plain data (what `--json` prints)."""
-    docs = _side_by_side(old.docs.select("doc_id", "text", "lang"), new.docs.select("doc_id", "text", "lang"),
-                         "doc_id", ("text",))
+    docs = _side_by_side(
+        old.docs.select("doc_id", "text", "lang"), new.docs.select("doc_id", "text", "lang"), "doc_id", ("text",)
+    )
     q_cols = ("query_id", "text", "span", "label", "position_bin", "lang", "position_tag")
     queries = _side_by_side(old.queries.select(q_cols), new.queries.select(q_cols), "query_id", QUERY_FIELDS)
     group = ("lang", "position_tag")
@@ -184,39 +223,59 @@ def diff_versions(old: Version, new: Version) -> dict[str, Any]:
     from builder.publish.release_notes import eval_figures
     from builder.publish.removals import removal_reasons
 
-    removed_why = removal_reasons(queries["removed"]["query_id"].to_list(), new.drops, set(old.docs["doc_id"]),
-                                  docs["added"].height)
+    removed_why = removal_reasons(
+        queries["removed"]["query_id"].to_list(), new.drops, set(old.docs["doc_id"]), docs["added"].height
+    )
     return {
-        "old": old.where, "new": new.where,
+        "old": old.where,
+        "new": new.where,
         "inputs": [{"input": k, "old": a, "new": b} for k, a, b in input_changes(old.inputs, new.inputs)],
         "evaluation": {"old": eval_figures(old.evaluation), "new": eval_figures(new.evaluation)},
         "documents": {
-            "old": old.docs.height, "new": new.docs.height, "unchanged": docs["unchanged"],
-            **{kind: {"count": docs[kind].height, "by_language": _grouped(docs[kind], ("lang",)),
-                      "examples": _examples(docs[kind]["doc_id"].to_list())}
-               for kind in ("added", "removed")},
-            "changed": {"count": docs["changed"].height, "by_language": _grouped(docs["changed"], ("lang_new",)),
-                        "examples": _examples(docs["changed"]["doc_id"].to_list())},
+            "old": old.docs.height,
+            "new": new.docs.height,
+            "unchanged": docs["unchanged"],
+            **{
+                kind: {
+                    "count": docs[kind].height,
+                    "by_language": _grouped(docs[kind], ("lang",)),
+                    "examples": _examples(docs[kind]["doc_id"].to_list()),
+                }
+                for kind in ("added", "removed")
+            },
+            "changed": {
+                "count": docs["changed"].height,
+                "by_language": _grouped(docs["changed"], ("lang_new",)),
+                "examples": _examples(docs["changed"]["doc_id"].to_list()),
+            },
         },
         "queries": {
-            "old": old.queries.height, "new": new.queries.height, "unchanged": queries["unchanged"],
-            "added": {"count": queries["added"].height,
-                      "by_language_and_position": _grouped(queries["added"], group),
-                      "examples": _query_examples(queries["added"])},
-            "removed": {"count": queries["removed"].height,
-                        "by_language_and_position": _grouped(queries["removed"], group),
-                        "examples": _query_examples(queries["removed"]), **removed_why},
+            "old": old.queries.height,
+            "new": new.queries.height,
+            "unchanged": queries["unchanged"],
+            "added": {
+                "count": queries["added"].height,
+                "by_language_and_position": _grouped(queries["added"], group),
+                "examples": _query_examples(queries["added"]),
+            },
+            "removed": {
+                "count": queries["removed"].height,
+                "by_language_and_position": _grouped(queries["removed"], group),
+                "examples": _query_examples(queries["removed"]),
+                **removed_why,
+            },
             "changed": {
                 "count": queries["changed"].height,
                 # a changed query counts in the group it is in now
                 "by_language_and_position": _grouped(queries["changed"], ("lang_new", "position_tag_new")),
-                "by_field": {f: {"count": frame.height, "examples": _change_examples(frame, "query_id", f)}
-                             for f, frame in queries["by_field"].items()},
+                "by_field": {
+                    f: {"count": frame.height, "examples": _change_examples(frame, "query_id", f)}
+                    for f, frame in queries["by_field"].items()
+                },
             },
         },
     }
 
 
 def _query_examples(frame: pl.DataFrame) -> list[dict[str, Any]]:
-    return [{"id": k, "text": t} for k, t in frame.sort("query_id").head(EXAMPLES).select(
-        "query_id", "text").rows()]
+    return [{"id": k, "text": t} for k, t in frame.sort("query_id").head(EXAMPLES).select("query_id", "text").rows()]

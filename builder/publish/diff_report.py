@@ -16,8 +16,13 @@ def _counts_table(result: dict[str, Any]) -> Table:
         table.add_column(name, justify="left" if not name else "right")
     for what in ("documents", "queries"):
         part = result[what]
-        table.add_row(what, str(part["old"]), str(part["new"]), *(str(part[k]["count"]) for k in
-                      ("added", "removed", "changed")), str(part["unchanged"]))
+        table.add_row(
+            what,
+            str(part["old"]),
+            str(part["new"]),
+            *(str(part[k]["count"]) for k in ("added", "removed", "changed")),
+            str(part["unchanged"]),
+        )
     return table
 
 
@@ -42,15 +47,17 @@ def _short(value: Any, width: int = 80) -> Any:
 
 def print_diff(console: Console, result: dict[str, Any]) -> None:
     console.print(_counts_table(result))
-    for table in (_groups_table("documents by language", result["documents"], "by_language"),
-                  _groups_table("queries by language / position group", result["queries"],
-                                "by_language_and_position")):
+    for table in (
+        _groups_table("documents by language", result["documents"], "by_language"),
+        _groups_table("queries by language / position group", result["queries"], "by_language_and_position"),
+    ):
         if table is not None:
             console.print(table)
     queries = result["queries"]
     fields = {f: v["count"] for f, v in queries["changed"]["by_field"].items()}
-    console.print("changed query fields: " + ", ".join(f"{f} {n}" for f, n in fields.items()),
-                  markup=False, highlight=False)
+    console.print(
+        "changed query fields: " + ", ".join(f"{f} {n}" for f, n in fields.items()), markup=False, highlight=False
+    )
     summary = removal_summary(queries["removed"])
     if summary:
         console.print(f"removed queries: {summary}", markup=False, highlight=False, soft_wrap=True)
@@ -58,8 +65,9 @@ def print_diff(console: Console, result: dict[str, Any]) -> None:
     lines = []
     for kind in ("added", "removed"):
         lines += [f"  {kind} document {d}" for d in result["documents"][kind]["examples"]]
-        lines += [f"  {kind} query {q['id']}: {_short(q['text'])}{_why(why.get(q['id']))}"
-                  for q in queries[kind]["examples"]]
+        lines += [
+            f"  {kind} query {q['id']}: {_short(q['text'])}{_why(why.get(q['id']))}" for q in queries[kind]["examples"]
+        ]
     lines += [f"  changed document {d}" for d in result["documents"]["changed"]["examples"]]
     for f, v in queries["changed"]["by_field"].items():
         lines += [f"  changed {f} of {e['id']}: {_short(e['old'])!r} → {_short(e['new'])!r}" for e in v["examples"]]

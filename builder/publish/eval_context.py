@@ -11,8 +11,16 @@ from builder.evaluation.comparison import markdown
 from builder.evaluation.confounds import tertile_label, tertile_psi_text
 from builder.evaluation.multiple import significance_mark
 from builder.evaluation.psi_null import psi_null_text
-from builder.evaluation.report import (GROUPING_NAMES, definitions_line, figure_text, interval_text, n_text, p_text,
-                                       psi_cell, signed_text)
+from builder.evaluation.report import (
+    GROUPING_NAMES,
+    definitions_line,
+    figure_text,
+    interval_text,
+    n_text,
+    p_text,
+    psi_cell,
+    signed_text,
+)
 
 EVAL_REPORT = Path("eval") / "eval.json"
 _NDCG, _RECALL = "ndcg@10", "recall@100"
@@ -51,8 +59,9 @@ def eval_warnings(report: dict[str, Any]) -> list[str]:
     """What the card warns about the evaluation: circular QC, and PSIs resting on small groups."""
     groupings = report["dataset"]["groupings"]
     min_group = report["definitions"]["intervals"]["min_group"]
-    out: list[str] = [f"confound: {line}" for found in (report.get("confounds") or {}).values()
-                      for line in found["warnings"]]
+    out: list[str] = [
+        f"confound: {line}" for found in (report.get("confounds") or {}).values() for line in found["warnings"]
+    ]
     for label, run in report["retrievers"].items():
         out += [f"`{label}`: {note}" for note in run.get("circular_qc", [])]
         for name, grouping in _psi_sources(run, groupings):
@@ -60,13 +69,18 @@ def eval_warnings(report: dict[str, Any]) -> list[str]:
             if psi.get("small"):
                 ends = dict.fromkeys((psi["min_group"], psi["max_group"]))  # the same group when all score alike
                 groups = " and ".join(f"{g} ({_queries(_group_n(grouping, g))})" for g in ends)
-                out.append(f"`{label}`: PSI by {name} ({figure_text(psi)}) rests on its lowest and highest "
-                           f"group, {groups}, fewer than the {min_group} a group needs not to be small")
-        small_buckets = [b for b, entry in (run.get("length_buckets") or {}).items()
-                         if (entry.get("psi_bins") or {}).get("small")]
+                out.append(
+                    f"`{label}`: PSI by {name} ({figure_text(psi)}) rests on its lowest and highest "
+                    f"group, {groups}, fewer than the {min_group} a group needs not to be small"
+                )
+        small_buckets = [
+            b for b, entry in (run.get("length_buckets") or {}).items() if (entry.get("psi_bins") or {}).get("small")
+        ]
         if small_buckets:
-            out.append(f"`{label}`: the PSI over position bins within length bucket(s) {', '.join(small_buckets)} "
-                       f"rests on bins of fewer than {min_group} queries")
+            out.append(
+                f"`{label}`: the PSI over position bins within length bucket(s) {', '.join(small_buckets)} "
+                f"rests on bins of fewer than {min_group} queries"
+            )
     return out
 
 
@@ -74,38 +88,85 @@ def _rows(run: dict[str, Any], groupings: list[str], min_group: int) -> list[dic
     """The retriever's table: overall, each position group, each PSI, the PSI within each
     overlap tertile, each length bucket."""
     overall = run["overall"]
-    rows = [{"grouping": "overall", "group": "all", "n": overall["n"], "ndcg": figure_text(overall[_NDCG]),
-             "recall": figure_text(overall[_RECALL])}]
+    rows = [
+        {
+            "grouping": "overall",
+            "group": "all",
+            "n": overall["n"],
+            "ndcg": figure_text(overall[_NDCG]),
+            "recall": figure_text(overall[_RECALL]),
+        }
+    ]
     for name, grouping in _psi_sources(run, groupings):
-        rows += [{"grouping": name, "group": g["group"], "n": n_text(g), "ndcg": figure_text(g[_NDCG]),
-                  "recall": figure_text(g[_RECALL])} for g in grouping["groups"] if g["n"]]
+        rows += [
+            {
+                "grouping": name,
+                "group": g["group"],
+                "n": n_text(g),
+                "ndcg": figure_text(g[_NDCG]),
+                "recall": figure_text(g[_RECALL]),
+            }
+            for g in grouping["groups"]
+            if g["n"]
+        ]
         psi = grouping["psi"]
-        rows.append({"grouping": name, "group": "PSI (nDCG@10)", "n": psi["n"],
-                     "ndcg": psi_null_text(psi["null"]) if psi.get("null") else figure_text(psi), "recall": "-"})
+        rows.append(
+            {
+                "grouping": name,
+                "group": "PSI (nDCG@10)",
+                "n": psi["n"],
+                "ndcg": psi_null_text(psi["null"]) if psi.get("null") else figure_text(psi),
+                "recall": "-",
+            }
+        )
     for grouping, strata in (run.get("psi_by_overlap") or {}).items():
-        rows += [{"grouping": f"{_grouping_name(grouping)} within {tertile_label(t)}", "group": "PSI (nDCG@10)",
-                  "n": t["n"], "ndcg": tertile_psi_text(t, min_group), "recall": "-"} for t in strata]
+        rows += [
+            {
+                "grouping": f"{_grouping_name(grouping)} within {tertile_label(t)}",
+                "group": "PSI (nDCG@10)",
+                "n": t["n"],
+                "ndcg": tertile_psi_text(t, min_group),
+                "recall": "-",
+            }
+            for t in strata
+        ]
     for bucket, entry in (run.get("length_buckets") or {}).items():
         if entry["n"]:
-            rows.append({"grouping": "length bucket", "group": bucket, "n": n_text(entry),
-                         "ndcg": figure_text(entry[_NDCG]), "recall": figure_text(entry[_RECALL])})
+            rows.append(
+                {
+                    "grouping": "length bucket",
+                    "group": bucket,
+                    "n": n_text(entry),
+                    "ndcg": figure_text(entry[_NDCG]),
+                    "recall": figure_text(entry[_RECALL]),
+                }
+            )
     return rows
 
 
 def _test_row(grouping: str, group: object, row: dict[str, Any]) -> dict[str, Any]:
     at_floor = row.get("at_floor", False)
-    return {"grouping": grouping, "group": group, "n": n_text(row), "difference": signed_text(row["mean_difference"]),
-            "interval": interval_text(row.get("difference_ci")),
-            "effect": "-" if row.get("effect_size") is None else f"{row['effect_size']:.2f}",
-            "p": p_text(row["p"], at_floor),
-            "p_holm": p_text(row.get("p_holm"), at_floor) + significance_mark(row.get("p_holm")),
-            "tests": row.get("family_size", "-")}
+    return {
+        "grouping": grouping,
+        "group": group,
+        "n": n_text(row),
+        "difference": signed_text(row["mean_difference"]),
+        "interval": interval_text(row.get("difference_ci")),
+        "effect": "-" if row.get("effect_size") is None else f"{row['effect_size']:.2f}",
+        "p": p_text(row["p"], at_floor),
+        "p_holm": p_text(row.get("p_holm"), at_floor) + significance_mark(row.get("p_holm")),
+        "tests": row.get("family_size", "-"),
+    }
 
 
 def _comparison(c: dict[str, Any]) -> dict[str, Any]:
     rows = [_test_row("overall", "all", c["overall"])]
-    rows += [_test_row(_grouping_name(grouping), row["group"], row)
-             for grouping, found in c["groupings"].items() for row in found if row["n"]]
+    rows += [
+        _test_row(_grouping_name(grouping), row["group"], row)
+        for grouping, found in c["groupings"].items()
+        for row in found
+        if row["n"]
+    ]
     return {"a": c["a"], "b": c["b"], "test": c["test"], "rows": rows}
 
 
@@ -113,11 +174,18 @@ def _probe(label: str, row: dict[str, Any]) -> dict[str, Any]:
     def num(value: float | None) -> str:
         return "-" if value is None else f"{value:.2f}"
 
-    return {"retriever": label, "probe": row["setting"], "difference": row["difference"], "n": row["n"],
-            "mean_difference": signed_text(row["mean_difference"]), "t": num(row["t"]), "p": p_text(row["p"]),
-            "p_holm": p_text(row.get("p_holm")) + significance_mark(row.get("p_holm")),
-            "tests": row.get("family_size", "-"),
-            "cohens_d": num(row["cohens_d"])}
+    return {
+        "retriever": label,
+        "probe": row["setting"],
+        "difference": row["difference"],
+        "n": row["n"],
+        "mean_difference": signed_text(row["mean_difference"]),
+        "t": num(row["t"]),
+        "p": p_text(row["p"]),
+        "p_holm": p_text(row.get("p_holm")) + significance_mark(row.get("p_holm")),
+        "tests": row.get("family_size", "-"),
+        "cohens_d": num(row["cohens_d"]),
+    }
 
 
 def evaluation_context(report: dict[str, Any]) -> dict[str, Any]:
@@ -133,14 +201,20 @@ def evaluation_context(report: dict[str, Any]) -> dict[str, Any]:
         "min_group": intervals["min_group"],
         "definitions": definitions_line(report),
         "psi_columns": psi_names,
-        "retrievers": [{"label": label, "n": run["overall"]["n"], "ndcg": figure_text(run["overall"][_NDCG]),
-                        "recall": figure_text(run["overall"][_RECALL]),
-                        "psi": [psi_cell(g["psi"]) for _, g in _psi_sources(run, groupings)],
-                        "judged": "-" if (run.get("run") or {}).get("judged@10") is None
-                        else f"{run['run']['judged@10']:.3f}",
-                        "missing": (run.get("run") or {}).get("queries_missing", "-"),
-                        "notes": run.get("circular_qc", []), "rows": _rows(run, groupings, intervals["min_group"])}
-                       for label, run in runs.items()],
+        "retrievers": [
+            {
+                "label": label,
+                "n": run["overall"]["n"],
+                "ndcg": figure_text(run["overall"][_NDCG]),
+                "recall": figure_text(run["overall"][_RECALL]),
+                "psi": [psi_cell(g["psi"]) for _, g in _psi_sources(run, groupings)],
+                "judged": "-" if (run.get("run") or {}).get("judged@10") is None else f"{run['run']['judged@10']:.3f}",
+                "missing": (run.get("run") or {}).get("queries_missing", "-"),
+                "notes": run.get("circular_qc", []),
+                "rows": _rows(run, groupings, intervals["min_group"]),
+            }
+            for label, run in runs.items()
+        ],
         "comparisons": [_comparison(c) for c in report.get("comparisons", [])],
         "probes": [_probe(label, row) for label, run in runs.items() for row in run.get("probes") or []],
         "comparison_table": markdown(report["comparison_table"]) if report.get("comparison_table") else None,

@@ -17,13 +17,21 @@ from builder.publish.outputs import CARD_FILE
 def card_section(report: dict, picture: str) -> str:
     """The card's marked part: the nDCG@10 table per retriever and the heatmap."""
     depths, lengths = report["dataset"]["depths"], report["dataset"]["lengths"]
-    lines = ["<!-- build-bench:grid-evaluation -->", "## Evaluation on the depth x length grid", "",
-             "nDCG@10 per cell, with its 95% bootstrap interval; each cell is its own retrieval task "
-             "(`settings/<cell>/`).", ""]
+    lines = [
+        "<!-- build-bench:grid-evaluation -->",
+        "## Evaluation on the depth x length grid",
+        "",
+        "nDCG@10 per cell, with its 95% bootstrap interval; each cell is its own retrieval task (`settings/<cell>/`).",
+        "",
+    ]
     unit = report["dataset"].get("length_unit", "tokens")
     for label, section in report["retrievers"].items():
-        lines += [f"**{label}**", "", "| depth | " + " | ".join(f"{n} {unit}" for n in lengths) + " |",
-                  "|---|" + "---|" * len(lengths)]
+        lines += [
+            f"**{label}**",
+            "",
+            "| depth | " + " | ".join(f"{n} {unit}" for n in lengths) + " |",
+            "|---|" + "---|" * len(lengths),
+        ]
         lines += ["| " + " | ".join(row) + " |" for row in table_rows(section, lengths, depths, NDCG)]
         lines += ["", f"PSI over depth per length ({unit}; {report['definitions']['psi_null']}):", ""]
         lines += [f"- {line}" for line in psi_lines(section)] + [""]
@@ -36,10 +44,14 @@ def update_grid_card(folder: Path, report: dict, picture: str) -> Path | None:
     if not card_is_ours(folder):
         return None
     path = Path(folder) / CARD_FILE
-    text = re.sub(r"<!-- build-bench:grid-evaluation -->\n.*?<!-- /build-bench:grid-evaluation -->\n", "",
-                  path.read_text(encoding="utf-8"), flags=re.DOTALL)
+    text = re.sub(
+        r"<!-- build-bench:grid-evaluation -->\n.*?<!-- /build-bench:grid-evaluation -->\n",
+        "",
+        path.read_text(encoding="utf-8"),
+        flags=re.DOTALL,
+    )
     at = re.search(r"^## Construction$", text, re.MULTILINE)
     section = card_section(report, picture)
-    text = text[:at.start()] + section + "\n" + text[at.start():] if at else text.rstrip("\n") + "\n\n" + section
+    text = text[: at.start()] + section + "\n" + text[at.start() :] if at else text.rstrip("\n") + "\n\n" + section
     write_text_atomic(path, text)
     return path

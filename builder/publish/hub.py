@@ -19,8 +19,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from builder.publish.hub_plan import PushError, PushPlan, RemoteState, make_plan, remote_state
-from builder.recipe.licenses import UNKNOWN
 from builder.publish.outputs import CARD_FILE, built_with_mock, publish_folder, read_run_stats
+from builder.recipe.licenses import UNKNOWN
 
 __all__ = ["PushError", "PushResult", "mock_refusal", "push"]
 
@@ -44,11 +44,15 @@ def _api() -> Any:
 def _ready(folder: Path, console: Console) -> None:
     """A folder built before publishing existed gets its card, stats and configs now."""
     if not (folder / "corpus.parquet").exists():
-        raise PushError(f"{folder} is not a built benchmark folder (no corpus.parquet); "
-                        "build it first with `build-bench RECIPE --out DIR`")
+        raise PushError(
+            f"{folder} is not a built benchmark folder (no corpus.parquet); "
+            "build it first with `build-bench RECIPE --out DIR`"
+        )
     if not (folder / CARD_FILE).exists() or not any(folder.glob("corpus/*/*.parquet")):
-        console.print(f"[yellow]{folder} has no data card or parquet configs yet: writing them "
-                      "(without the recipe, which a folder does not keep)[/]")
+        console.print(
+            f"[yellow]{folder} has no data card or parquet configs yet: writing them "
+            "(without the recipe, which a folder does not keep)[/]"
+        )
         publish_folder(folder)
 
 
@@ -65,9 +69,11 @@ def _license_problem(folder: Path) -> str | None:
     found = meta.get("license") if isinstance(meta, dict) else None
     if found and found != UNKNOWN:
         return None
-    return (f"{folder / CARD_FILE} declares no licence (license: {found or 'missing'}); set card.license "
-            "in the recipe (a Hub licence id such as cc-by-sa-4.0) and build again, or edit the license: "
-            "line of the card's front matter")
+    return (
+        f"{folder / CARD_FILE} declares no licence (license: {found or 'missing'}); set card.license "
+        "in the recipe (a Hub licence id such as cc-by-sa-4.0) and build again, or edit the license: "
+        "line of the card's front matter"
+    )
 
 
 def _lookup(api: Any, repo_id: str, tag: str | None, dry_run: bool) -> RemoteState:
@@ -75,8 +81,10 @@ def _lookup(api: Any, repo_id: str, tag: str | None, dry_run: bool) -> RemoteSta
         return remote_state(api, repo_id, tag)
     except Exception as exc:  # noqa: BLE001 - network, auth and server errors alike
         if not dry_run:
-            raise PushError(f"could not read {repo_id} on the Hub ({exc}); nothing was uploaded. "
-                            "Check the network and your token, then run the same command again.") from exc
+            raise PushError(
+                f"could not read {repo_id} on the Hub ({exc}); nothing was uploaded. "
+                "Check the network and your token, then run the same command again."
+            ) from exc
         return RemoteState(problem=str(exc))
 
 
@@ -97,8 +105,10 @@ def mock_refusal(folder: Path) -> str | None:
     """Why `folder` must not be pushed as it is (it was built with the mock LLM), or None."""
     if not built_with_mock(read_run_stats(Path(folder))):
         return None
-    return (f"{folder} was built with the mock LLM (--mock-llm): its questions, passages and grades "
-            "are not a real model's. Rebuild it without --mock-llm, or push it anyway with --allow-mock.")
+    return (
+        f"{folder} was built with the mock LLM (--mock-llm): its questions, passages and grades "
+        "are not a real model's. Rebuild it without --mock-llm, or push it anyway with --allow-mock."
+    )
 
 
 def budget_refusal(folder: Path) -> str | None:
@@ -106,13 +116,22 @@ def budget_refusal(folder: Path) -> str | None:
     budget = read_run_stats(Path(folder)).get("budget") or {}
     if not budget.get("stopped_at_stage"):
         return None
-    return (f"{folder} is incomplete: its build stopped at its budget in {budget['stopped_at_stage']} "
-            f"({budget.get('not_sent', '?')} LLM requests not sent). Rebuild it with a higher budget "
-            "(answers already received are not asked again), then push.")
+    return (
+        f"{folder} is incomplete: its build stopped at its budget in {budget['stopped_at_stage']} "
+        f"({budget.get('not_sent', '?')} LLM requests not sent). Rebuild it with a higher budget "
+        "(answers already received are not asked again), then push."
+    )
 
 
-def push(folder: Path, repo_id: str, private: bool = False, tag: str | None = None,
-         dry_run: bool = False, console: Console | None = None, allow_mock: bool = False) -> PushResult:
+def push(
+    folder: Path,
+    repo_id: str,
+    private: bool = False,
+    tag: str | None = None,
+    dry_run: bool = False,
+    console: Console | None = None,
+    allow_mock: bool = False,
+) -> PushResult:
     """Upload `folder` to `repo_id` in one commit and tag it; `dry_run` only prints the plan.
     A folder built with the mock LLM is refused unless `allow_mock`."""
     console = console or Console(stderr=True)
@@ -131,8 +150,10 @@ def push(folder: Path, repo_id: str, private: bool = False, tag: str | None = No
         _require_token()
     remote = _lookup(api, repo_id, tag, dry_run)
     if tag and tag in remote.tags:
-        raise PushError(f"{repo_id} already has a tag {tag}; a release tag names one version, "
-                        "so choose a new one (for example the next patch version)")
+        raise PushError(
+            f"{repo_id} already has a tag {tag}; a release tag names one version, "
+            "so choose a new one (for example the next patch version)"
+        )
     plan = make_plan(folder, repo_id, tag, remote)
     _show(console, plan, private)
     paths = [p for p, _ in plan.uploads]
@@ -151,8 +172,10 @@ def _require_token() -> None:
     from huggingface_hub import get_token
 
     if not get_token():
-        raise PushError("no Hugging Face token found: run `hf auth login` or set HF_TOKEN "
-                        "(it is read from there and never written anywhere)")
+        raise PushError(
+            "no Hugging Face token found: run `hf auth login` or set HF_TOKEN "
+            "(it is read from there and never written anywhere)"
+        )
 
 
 def _create_repo(api: Any, repo_id: str, private: bool, exists: bool) -> None:
@@ -161,9 +184,11 @@ def _create_repo(api: Any, repo_id: str, private: bool, exists: bool) -> None:
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
     except Exception as exc:  # noqa: BLE001 - any failure here means nothing was uploaded
-        raise PushError(f"could not create the dataset repository {repo_id} ({exc}); nothing was "
-                        "uploaded. Check that your token may create repositories in that "
-                        "namespace, then run the same command again.") from exc
+        raise PushError(
+            f"could not create the dataset repository {repo_id} ({exc}); nothing was "
+            "uploaded. Check that your token may create repositories in that "
+            "namespace, then run the same command again."
+        ) from exc
 
 
 def _commit(api: Any, plan: PushPlan) -> Any:
@@ -173,8 +198,13 @@ def _commit(api: Any, plan: PushPlan) -> Any:
     operations += [CommitOperationDelete(path_in_repo=p) for p in plan.deletes]
     message = f"Release {plan.tag}" if plan.tag else "Update benchmark"
     try:
-        return api.create_commit(plan.repo_id, operations, commit_message=message, repo_type="dataset",
-                                 commit_description="Built and pushed with build-bench.")
+        return api.create_commit(
+            plan.repo_id,
+            operations,
+            commit_message=message,
+            repo_type="dataset",
+            commit_description="Built and pushed with build-bench.",
+        )
     except Exception as exc:  # noqa: BLE001 - the commit is all-or-nothing whatever the cause
         untagged = f" and the tag {plan.tag} was not created" if plan.tag else ""
         raise PushError(

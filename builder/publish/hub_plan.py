@@ -27,8 +27,7 @@ EVAL_FILE = "eval/eval.json"
 _TABLES = ["corpus/**", "documents/**", "queries/**", "positions/**", "qrels/**"]
 # Remote files under these folders (and under every folder the release has) that the new
 # release lacks are deleted in the same commit.
-MANAGED_DIRS = ("plots/", "corpus/", "queries/", "qrels/", "positions/", "documents/", "posir/", "cross/",
-                "settings/")
+MANAGED_DIRS = ("plots/", "corpus/", "queries/", "qrels/", "positions/", "documents/", "posir/", "cross/", "settings/")
 CHANGELOG_FILE = "CHANGELOG.md"
 
 
@@ -73,7 +72,8 @@ def local_files(folder: Path) -> list[tuple[str, Path]]:
     for path in folder.rglob("*"):
         rel = path.relative_to(folder)
         if rel.as_posix() != EVAL_FILE and (
-                not path.is_file() or rel.parts[0] in LOCAL_ONLY or any(p.startswith(".") for p in rel.parts)):
+            not path.is_file() or rel.parts[0] in LOCAL_ONLY or any(p.startswith(".") for p in rel.parts)
+        ):
             continue
         found.append((rel.as_posix(), path))
     return sorted(found)
@@ -126,13 +126,13 @@ def _changes(folder: Path, version: str, stats: dict[str, Any], remote: RemoteSt
     diff = None
     if remote.previous_tables is not None:
         try:
-            diff = diff_versions(read_version(remote.previous_tables, remote.previous),
-                                 read_version(folder, version))
+            diff = diff_versions(read_version(remote.previous_tables, remote.previous), read_version(folder, version))
         except SourceError:
             diff = None
     new_eval = json.loads((folder / EVAL_FILE).read_text(encoding="utf-8")) if (folder / EVAL_FILE).is_file() else None
-    return release_sections(diff, (remote.previous_stats or {}).get("inputs"), stats.get("inputs"),
-                            remote.previous_eval, new_eval)
+    return release_sections(
+        diff, (remote.previous_stats or {}).get("inputs"), stats.get("inputs"), remote.previous_eval, new_eval
+    )
 
 
 def _card(folder: Path, repo_id: str, remote: RemoteState) -> bytes:
@@ -142,8 +142,10 @@ def _card(folder: Path, repo_id: str, remote: RemoteState) -> bytes:
     text = (folder / "README.md").read_text(encoding="utf-8")
     if remote.previous:
         hub = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
-        text = (text.rstrip("\n") + f"\n\n## Previous release\n\n[{remote.previous}]({hub}/datasets/{repo_id}/tree/"
-                f"{remote.previous}): what changed since is in `CHANGELOG.md`.\n")
+        text = (
+            text.rstrip("\n") + f"\n\n## Previous release\n\n[{remote.previous}]({hub}/datasets/{repo_id}/tree/"
+            f"{remote.previous}): what changed since is in `CHANGELOG.md`.\n"
+        )
     return text.encode("utf-8")
 
 
@@ -152,10 +154,13 @@ def make_plan(folder: Path, repo_id: str, tag: str | None, remote: RemoteState) 
     stats = json.loads((folder / "stats.json").read_text(encoding="utf-8"))
     version = tag or "unreleased"
     changes = _changes(folder, version, stats, remote) if remote.previous_stats is not None else None
-    text = changelog(entry(stats, remote.previous_stats, version, remote.previous, date.today().isoformat(), changes),
-                     remote.previous_changelog)
-    uploads: list[tuple[str, Path | bytes]] = [(p, _card(folder, repo_id, remote) if p == "README.md" else src)
-                                                for p, src in files]
+    text = changelog(
+        entry(stats, remote.previous_stats, version, remote.previous, date.today().isoformat(), changes),
+        remote.previous_changelog,
+    )
+    uploads: list[tuple[str, Path | bytes]] = [
+        (p, _card(folder, repo_id, remote) if p == "README.md" else src) for p, src in files
+    ]
     uploads.append((CHANGELOG_FILE, text.encode("utf-8")))
     uploads.sort(key=lambda u: u[0])
     wanted = {path for path, _ in uploads}

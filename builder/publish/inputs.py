@@ -55,14 +55,16 @@ def _source(spec: Any, base_dir: Path, limit: int | None = None) -> dict[str, An
         out.update(path=spec.path, revision=spec.revision or "unpinned (the default branch when built)")
     else:
         path = resolve_path(spec.path, base_dir)
-        out.update(path=mask_string(spec.path),
-                   sha256=file_sha256(path) if path.is_file() else "not found at publishing time")
+        out.update(
+            path=mask_string(spec.path), sha256=file_sha256(path) if path.is_file() else "not found at publishing time"
+        )
         return {**out, **_read_rows(spec, path, limit)}
     return {**out, **_read_rows(spec, None, limit)}
 
 
-def pinned_inputs(loaded: LoadedRecipe, stages: list[StageRecord], limit: int | None = None,
-                  mock_llm: bool = False) -> dict[str, Any]:
+def pinned_inputs(
+    loaded: LoadedRecipe, stages: list[StageRecord], limit: int | None = None, mock_llm: bool = False
+) -> dict[str, Any]:
     """`limit` is the run's `--limit` (rows read per source), None when it read them all;
     `mock_llm` names the mock as every model (it answered for all of them)."""
     from importlib.metadata import version
@@ -101,8 +103,10 @@ def input_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
     """(key, old value, new value) for every pinned input that differs, recipe keys dotted."""
     if not old or not new:
         return []
-    before, after = _flat({k: v for k, v in old.items() if k != "build_bench"}), _flat(
-        {k: v for k, v in new.items() if k != "build_bench"})
+    before, after = (
+        _flat({k: v for k, v in old.items() if k != "build_bench"}),
+        _flat({k: v for k, v in new.items() if k != "build_bench"}),
+    )
     keys = [*before, *(k for k in after if k not in before)]
     changes = [(k, before.get(k), after.get(k)) for k in keys if before.get(k) != after.get(k)]
     if old.get("build_bench") != new.get("build_bench"):

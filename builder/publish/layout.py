@@ -54,28 +54,34 @@ def _hub_tables(bench: Bench) -> dict[str, pl.DataFrame]:
     """Every table in MTEB column names, each with `_lang`/`_domain` partition keys."""
     keys = bench.corpus.select(
         "doc_id",
-        _safe("lang", "und").alias("_lang"), _safe("domain", "general").alias("_domain"),
+        _safe("lang", "und").alias("_lang"),
+        _safe("domain", "general").alias("_domain"),
     )
     corpus = bench.corpus.join(keys, on="doc_id", how="left", maintain_order="left")
-    queries = bench.queries.join(keys.select("doc_id", "_domain"), on="doc_id", how="left",
-                                 maintain_order="left").with_columns(
-        _safe("lang", "und").alias("_lang"), pl.col("_domain").fill_null("general"),
+    queries = bench.queries.join(
+        keys.select("doc_id", "_domain"), on="doc_id", how="left", maintain_order="left"
+    ).with_columns(
+        _safe("lang", "und").alias("_lang"),
+        pl.col("_domain").fill_null("general"),
     )
-    qrels = bench.qrels.join(queries.select("query_id", "_lang", "_domain"), on="query_id",
-                             how="left", maintain_order="left").with_columns(
-        pl.col("_lang").fill_null("und"), pl.col("_domain").fill_null("general"))
+    qrels = bench.qrels.join(
+        queries.select("query_id", "_lang", "_domain"), on="query_id", how="left", maintain_order="left"
+    ).with_columns(pl.col("_lang").fill_null("und"), pl.col("_domain").fill_null("general"))
     keys_only = ("_lang", "_domain")
     query_extra = [c for c in queries.columns if c not in ("query_id", "text", *keys_only)]
     doc_extra = [c for c in corpus.columns if c not in ("doc_id", "title", "text", *keys_only)]
     return {
         "corpus": corpus.select(pl.col("doc_id").alias("_id"), "title", "text", *keys_only),
         "queries": queries.select(pl.col("query_id").alias("_id"), "text", *keys_only),
-        "qrels": qrels.select(pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"),
-                              "score", *keys_only),
+        "qrels": qrels.select(
+            pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"), "score", *keys_only
+        ),
         "positions": queries.select(pl.col("query_id").alias("query-id"), *query_extra, *keys_only)
-        if query_extra else queries.clear().select(keys_only),
+        if query_extra
+        else queries.clear().select(keys_only),
         "documents": corpus.select(pl.col("doc_id").alias("corpus-id"), *doc_extra, *keys_only)
-        if doc_extra else corpus.clear().select(keys_only),
+        if doc_extra
+        else corpus.clear().select(keys_only),
     }
 
 
@@ -133,10 +139,12 @@ def _describe(folder: Path, parts: list[tuple[str, str, str, str, int, int]]) ->
         if sum(p[4] for p in rows) == 0:
             continue
         paths = [p[3] for p in rows]
-        layout.configs.append({
-            "config_name": name,
-            "data_files": [{"split": SPLIT, "path": paths[0] if len(paths) == 1 else paths}],
-        })
+        layout.configs.append(
+            {
+                "config_name": name,
+                "data_files": [{"split": SPLIT, "path": paths[0] if len(paths) == 1 else paths}],
+            }
+        )
         layout.dataset_info.append(_info(folder, name, rows))
     return layout
 

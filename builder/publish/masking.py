@@ -26,7 +26,9 @@ def _replacements(node: yaml.Node) -> set[tuple[int, int, str]]:
     elif isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             if isinstance(key, yaml.ScalarNode) and is_secret_key(key.value):
-                if isinstance(value, yaml.ScalarNode) and (is_env_reference(value.value) or value.tag.endswith(":null")):
+                if isinstance(value, yaml.ScalarNode) and (
+                    is_env_reference(value.value) or value.tag.endswith(":null")
+                ):
                     continue
                 out.add((value.start_mark.index, value.end_mark.index, f"'{MASK}'"))
             else:

@@ -15,8 +15,8 @@ from typing import Any
 
 import polars as pl
 
-from builder.bench import Bench
 from builder.atomic import replace_dir, temp_dir_beside
+from builder.bench import Bench
 from builder.publish.beir import write_beir, write_parquet
 from builder.publish.languages import posir_name
 from builder.publish.paths import safe_component
@@ -25,15 +25,32 @@ from builder.recipe.sections import MultilingualOutput
 _INTERNAL = ("source_doc_id", "source_query_id", "piece_starts")
 _TRANSLATED_ID = r"@[a-z]{3}-[A-Z][a-z]{3}$"
 # What a build writes at the top of its folder; a language folder must not take these names.
-TOP_LEVEL = frozenset({
-    "corpus", "queries", "qrels", "plots", "posir", "cross", "settings", "corpus.jsonl",
-    "queries.jsonl", "corpus.parquet", "queries.parquet", "qrels.parquet", "drops.parquet",
-    "pairs.parquet", "stats.json", "README.md", ".build-bench",
-})
+TOP_LEVEL = frozenset(
+    {
+        "corpus",
+        "queries",
+        "qrels",
+        "plots",
+        "posir",
+        "cross",
+        "settings",
+        "corpus.jsonl",
+        "queries.jsonl",
+        "corpus.parquet",
+        "queries.parquet",
+        "qrels.parquet",
+        "drops.parquet",
+        "pairs.parquet",
+        "stats.json",
+        "README.md",
+        ".build-bench",
+    }
+)
 
 
-def write_multilingual(bench: Bench, out_dir: Path, options: MultilingualOutput,
-                       stats: dict[str, Any] | None = None) -> list[Path]:
+def write_multilingual(
+    bench: Bench, out_dir: Path, options: MultilingualOutput, stats: dict[str, Any] | None = None
+) -> list[Path]:
     """Write the folders `options` asks for under `out_dir`; returns the folders written."""
     out_dir = Path(out_dir)
     views = language_views(bench)
@@ -66,20 +83,26 @@ def language_views(bench: Bench) -> dict[str, Bench]:
     queries = queries.join(doc_lang, on="doc_id", how="left")
     doc_ids = corpus.select("doc_id", _shared(corpus, "doc_id", "source_doc_id").alias("_shared"))
     query_ids = queries.select("query_id", _shared(queries, "query_id", "source_query_id").alias("_shared"))
-    qrels = (bench.qrels.join(query_ids, on="query_id").rename({"_shared": "_q"})
-             .join(doc_ids, on="doc_id").rename({"_shared": "_d"}))
+    qrels = (
+        bench.qrels.join(query_ids, on="query_id")
+        .rename({"_shared": "_q"})
+        .join(doc_ids, on="doc_id")
+        .rename({"_shared": "_d"})
+    )
     views = {}
     translated = set(_source_language_of(bench))
     for lang in corpus["lang"].unique(maintain_order=True).to_list():
         c = corpus.filter(pl.col("lang") == lang)
         q = queries.filter(pl.col("_doc_lang") == lang)
-        r = qrels.filter(pl.col("doc_id").is_in(c["doc_id"].implode())
-                         & pl.col("query_id").is_in(q["query_id"].implode()))
+        r = qrels.filter(
+            pl.col("doc_id").is_in(c["doc_id"].implode()) & pl.col("query_id").is_in(q["query_id"].implode())
+        )
         views[lang] = Bench.of(
             corpus=c.with_columns(_shared(c, "doc_id", "source_doc_id").alias("doc_id")).drop(_present(c)),
-            queries=q.with_columns(_shared(q, "query_id", "source_query_id").alias("query_id"),
-                                   pl.col("doc_id").replace_strict(doc_ids["doc_id"], doc_ids["_shared"]))
-            .drop("_doc_lang", *_present(q)),
+            queries=q.with_columns(
+                _shared(q, "query_id", "source_query_id").alias("query_id"),
+                pl.col("doc_id").replace_strict(doc_ids["doc_id"], doc_ids["_shared"]),
+            ).drop("_doc_lang", *_present(q)),
             qrels=r.select(pl.col("_q").alias("query_id"), pl.col("_d").alias("doc_id"), "score"),
             drops=_drops_of(bench.drops, lang, translated),
         )
@@ -105,8 +128,12 @@ def _source_language_of(bench: Bench) -> dict[str, str]:
     if "source_doc_id" not in corpus.columns:
         return {}
     src = corpus.select(pl.col("doc_id").alias("source_doc_id"), pl.col("lang").alias("_src_lang"))
-    pairs = (corpus.filter(pl.col("doc_id") != pl.col("source_doc_id")).join(src, on="source_doc_id")
-             .select("lang", "_src_lang").unique(maintain_order=True))
+    pairs = (
+        corpus.filter(pl.col("doc_id") != pl.col("source_doc_id"))
+        .join(src, on="source_doc_id")
+        .select("lang", "_src_lang")
+        .unique(maintain_order=True)
+    )
     return dict(pairs.iter_rows())
 
 
@@ -141,8 +168,10 @@ def _write_posir_part(folder: Path, corpus: pl.DataFrame, queries: pl.DataFrame,
     (folder / "qrels").mkdir(parents=True)
     write_parquet(corpus.select(pl.col("doc_id").alias("_id"), "title", "text"), folder / "corpus.parquet")
     write_parquet(queries.rename({"query_id": "_id"}).with_columns(_posir_span(queries)), folder / "queries.parquet")
-    write_parquet(qrels.select(pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"), "score"),
-                  folder / "qrels" / "test.parquet")
+    write_parquet(
+        qrels.select(pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"), "score"),
+        folder / "qrels" / "test.parquet",
+    )
 
 
 def _posir_span(queries: pl.DataFrame) -> list[pl.Expr]:

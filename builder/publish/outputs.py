@@ -43,10 +43,16 @@ def stats_document(bench: Bench, run_stats: RunStats, recipe_name: str | None) -
     limit = run_stats.get("limit") if isinstance(run_stats, Mapping) else None
     # The run's budget, when it had one: a build it stopped is marked incomplete.
     budget = run_stats.get("budget") if isinstance(run_stats, Mapping) else None
-    return {"recipe": recipe_name, **mock, **({"limit": limit} if limit is not None else {}),
-            **({"budget": budget} if budget else {}),
-            **compute_stats(bench, run_stats), "stages": records,
-            **({"inputs": inputs} if inputs else {}), **({"llm_answers": answers} if answers else {})}
+    return {
+        "recipe": recipe_name,
+        **mock,
+        **({"limit": limit} if limit is not None else {}),
+        **({"budget": budget} if budget else {}),
+        **compute_stats(bench, run_stats),
+        "stages": records,
+        **({"inputs": inputs} if inputs else {}),
+        **({"llm_answers": answers} if answers else {}),
+    }
 
 
 def built_with_mock(run_stats: RunStats) -> bool:
@@ -54,8 +60,9 @@ def built_with_mock(run_stats: RunStats) -> bool:
     return isinstance(run_stats, Mapping) and run_stats.get("mock_llm") is True
 
 
-def write_stats(bench: Bench, out_dir: Path, run_stats: RunStats, recipe_name: str | None
-                ) -> tuple[dict[str, Any], dict[str, Any]]:
+def write_stats(
+    bench: Bench, out_dir: Path, run_stats: RunStats, recipe_name: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """stats.json and the plots; returns (stats, plot report)."""
     from builder.publish.plots import write_plots
 
@@ -64,14 +71,13 @@ def write_stats(bench: Bench, out_dir: Path, run_stats: RunStats, recipe_name: s
     return stats, write_plots(stats, Path(out_dir))
 
 
-def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats,
-                    loaded_recipe: LoadedRecipe | None) -> Published:
+def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats, loaded_recipe: LoadedRecipe | None) -> Published:
     """Write stats.json, plots/, the MTEB parquet configs and README.md into `out_dir`."""
     from builder.publish.card import card_context, render_card
     from builder.publish.eval_context import folder_evaluation
     from builder.publish.layout import write_hub_layout
-    from builder.recipe.licenses import card_license
     from builder.publish.subsets import subset_configs
+    from builder.recipe.licenses import card_license
 
     out_dir = Path(out_dir)
     name = loaded_recipe.recipe.name if loaded_recipe else _recipe_name(run_stats)
@@ -79,9 +85,12 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats,
         from builder.publish.inputs import pinned_inputs
 
         kept = dict(run_stats) if isinstance(run_stats, Mapping) else {}  # e.g. the mock_llm mark
-        run_stats = {**kept, "recipe": name, "stages": [r.to_json() for r in stage_list(run_stats)],
-                     "inputs": pinned_inputs(loaded_recipe, stage_list(run_stats), kept.get("limit"),
-                                             built_with_mock(kept))}
+        run_stats = {
+            **kept,
+            "recipe": name,
+            "stages": [r.to_json() for r in stage_list(run_stats)],
+            "inputs": pinned_inputs(loaded_recipe, stage_list(run_stats), kept.get("limit"), built_with_mock(kept)),
+        }
     stats, plots = write_stats(bench, out_dir, run_stats, name)
     layout = write_hub_layout(bench, out_dir)
     layout.configs += subset_configs(out_dir)
@@ -106,8 +115,15 @@ def read_run_stats(folder: Path) -> dict[str, Any]:
     answers = {"llm_answers": data["llm_answers"]} if data.get("llm_answers") else {}
     limit = {"limit": data["limit"]} if data.get("limit") is not None else {}
     budget = {"budget": data["budget"]} if data.get("budget") else {}
-    return {"recipe": data.get("recipe"), **mock, **limit, **budget, "stages": data.get("stages", []),
-            "inputs": data.get("inputs"), **answers}
+    return {
+        "recipe": data.get("recipe"),
+        **mock,
+        **limit,
+        **budget,
+        "stages": data.get("stages", []),
+        "inputs": data.get("inputs"),
+        **answers,
+    }
 
 
 def refresh_stats(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:

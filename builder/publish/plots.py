@@ -77,8 +77,12 @@ def _length(stats: dict[str, Any], target: Path) -> str | None:
     size = lengths["bucket_size"]
     fig = _figure()
     ax = fig.add_subplot()
-    ax.bar([k * size + size / 2 for k in range(len(buckets))], [b["docs"] for b in buckets],
-           width=size * 0.9, color="#55A868")
+    ax.bar(
+        [k * size + size / 2 for k in range(len(buckets))],
+        [b["docs"] for b in buckets],
+        width=size * 0.9,
+        color="#55A868",
+    )
     unit = f"tokens ({lengths['tokenizer']})" if lengths.get("tokenizer") else "tokens"
     ax.set_xlabel(f"document length, {unit}")
     ax.set_ylabel("documents")

@@ -13,16 +13,38 @@ import re
 QUERY_TYPES = ("what", "how", "why", "which", "when", "where", "who", "claim", "other")
 
 _ENGLISH = {
-    "what": "what", "whats": "what", "what's": "what",
-    "how": "how", "why": "why", "which": "which", "when": "when", "where": "where",
-    "who": "who", "whom": "who", "whose": "who", "who's": "who",
+    "what": "what",
+    "whats": "what",
+    "what's": "what",
+    "how": "how",
+    "why": "why",
+    "which": "which",
+    "when": "when",
+    "where": "where",
+    "who": "who",
+    "whom": "who",
+    "whose": "who",
+    "who's": "who",
 }
 # Ordered longest-first so the more specific word wins where one contains another.
 _CHINESE = (
-    ("什么时候", "when"), ("为什么", "why"), ("为何", "why"), ("何时", "when"),
-    ("几时", "when"), ("哪里", "where"), ("哪儿", "where"), ("何处", "where"),
-    ("在哪", "where"), ("怎么样", "how"), ("怎么", "how"), ("怎样", "how"),
-    ("如何", "how"), ("什么", "what"), ("啥", "what"), ("哪", "which"), ("谁", "who"),
+    ("什么时候", "when"),
+    ("为什么", "why"),
+    ("为何", "why"),
+    ("何时", "when"),
+    ("几时", "when"),
+    ("哪里", "where"),
+    ("哪儿", "where"),
+    ("何处", "where"),
+    ("在哪", "where"),
+    ("怎么样", "how"),
+    ("怎么", "how"),
+    ("怎样", "how"),
+    ("如何", "how"),
+    ("什么", "what"),
+    ("啥", "what"),
+    ("哪", "which"),
+    ("谁", "who"),
 )
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _FIRST_WORD = re.compile(r"[A-Za-z']+")

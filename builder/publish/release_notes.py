@@ -16,11 +16,18 @@ _MAX_ROWS = 40
 def data_lines(result: dict[str, Any] | None) -> list[str]:
     if result is None:
         return ["Data: the previous release's tables could not be read, so no per-row comparison."]
-    lines = ["Data:", "", "| | before | after | added | removed | changed |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "Data:",
+        "",
+        "| | before | after | added | removed | changed |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for what in ("documents", "queries"):
         part = result[what]
-        lines.append(f"| {what} | {part['old']} | {part['new']} | {part['added']['count']} | "
-                     f"{part['removed']['count']} | {part['changed']['count']} |")
+        lines.append(
+            f"| {what} | {part['old']} | {part['new']} | {part['added']['count']} | "
+            f"{part['removed']['count']} | {part['changed']['count']} |"
+        )
     removals = changelog_line(result["queries"]["removed"])
     if removals:
         lines += ["", removals]
@@ -32,7 +39,9 @@ def data_lines(result: dict[str, Any] | None) -> list[str]:
     if groups:
         lines += ["", "| queries by language/position | added | removed | changed |", "| --- | ---: | ---: | ---: |"]
         for g in sorted(groups):
-            cells = [str(result["queries"][k]["by_language_and_position"].get(g, 0)) for k in ("added", "removed", "changed")]
+            cells = [
+                str(result["queries"][k]["by_language_and_position"].get(g, 0)) for k in ("added", "removed", "changed")
+            ]
             lines.append(f"| {g} | " + " | ".join(cells) + " |")
     return lines
 
@@ -45,13 +54,23 @@ def _value(value: Any) -> str:
 
 def input_lines(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
     if not old or not new:
-        return ["Inputs: " + ("the previous release does not pin its inputs, so they cannot be compared."
-                              if new else "this release does not pin its inputs.")]
+        return [
+            "Inputs: "
+            + (
+                "the previous release does not pin its inputs, so they cannot be compared."
+                if new
+                else "this release does not pin its inputs."
+            )
+        ]
     changes = input_changes(old, new)
     if not changes:
         return ["Inputs: the same recipe, prompts, models and sources."]
-    lines = ["Inputs that changed (recipe keys dotted, prompts by hash):", "", "| input | before | after |",
-             "| --- | --- | --- |"]
+    lines = [
+        "Inputs that changed (recipe keys dotted, prompts by hash):",
+        "",
+        "| input | before | after |",
+        "| --- | --- | --- |",
+    ]
     lines += [f"| {key} | {_value(a)} | {_value(b)} |" for key, a, b in changes[:_MAX_ROWS]]
     if len(changes) > _MAX_ROWS:
         lines.append(f"| … and {len(changes) - _MAX_ROWS} more | | |")
@@ -73,8 +92,12 @@ def eval_lines(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[s
     shared = [r for r in after if r in before]
     if not shared:
         return []
-    lines = ["Reference retrievers (`build-bench eval` on each release):", "", "| retriever | figure | before | after |",
-             "| --- | --- | ---: | ---: |"]
+    lines = [
+        "Reference retrievers (`build-bench eval` on each release):",
+        "",
+        "| retriever | figure | before | after |",
+        "| --- | --- | ---: | ---: |",
+    ]
     for name in shared:
         for figure, value in after[name].items():
             lines.append(f"| {name} | {figure} | {_num(before[name].get(figure))} | {_num(value)} |")
@@ -85,9 +108,13 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def release_sections(diff: dict[str, Any] | None, old_inputs: dict[str, Any] | None,
-                     new_inputs: dict[str, Any] | None, old_eval: dict[str, Any] | None,
-                     new_eval: dict[str, Any] | None) -> list[str]:
+def release_sections(
+    diff: dict[str, Any] | None,
+    old_inputs: dict[str, Any] | None,
+    new_inputs: dict[str, Any] | None,
+    old_eval: dict[str, Any] | None,
+    new_eval: dict[str, Any] | None,
+) -> list[str]:
     """Markdown lines for the changelog entry, each part followed by a blank line."""
     out: list[str] = []
     for part in (data_lines(diff), input_lines(old_inputs, new_inputs), eval_lines(old_eval, new_eval)):

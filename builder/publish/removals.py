@@ -21,16 +21,18 @@ NO_LOG = "no drop log in the new version"
 _DISPLACED = ("not_sampled", "doc_removed:not_sampled")
 
 
-def removal_reasons(removed_ids: list[str], drops: pl.DataFrame | None, old_docs: set[str],
-                    docs_added: int) -> dict[str, Any]:
+def removal_reasons(
+    removed_ids: list[str], drops: pl.DataFrame | None, old_docs: set[str], docs_added: int
+) -> dict[str, Any]:
     """Counts by cause and reason, and per removed query (by id) its stage, reason and the
     new documents that caused it (empty when none did)."""
     found: dict[str, tuple[str | None, str, list[str]]] = {}
     if drops is not None:
         rivals = drops["rivals"].to_list() if "rivals" in drops.columns else [None] * drops.height
         # The first drop of a query is the one that took it out.
-        for stage, kind, qid, reason, named in zip(*(drops[c].to_list() for c in ("stage", "kind", "id", "reason")),
-                                                   rivals):
+        for stage, kind, qid, reason, named in zip(
+            *(drops[c].to_list() for c in ("stage", "kind", "id", "reason")), rivals
+        ):
             if kind == "query" and qid not in found:
                 found[qid] = (stage, reason, list(named or []))
     why = []
@@ -38,8 +40,15 @@ def removal_reasons(removed_ids: list[str], drops: pl.DataFrame | None, old_docs
         stage, reason, named = found.get(qid, (None, NOT_MADE if drops is not None else NO_LOG, []))
         new = [d for d in named if d not in old_docs]
         caused = bool(new) or (reason in _DISPLACED and docs_added > 0)
-        why.append({"id": qid, "stage": stage, "reason": reason, "cause": NEW_CAUSE if caused else "other",
-                    "new_documents": new})
+        why.append(
+            {
+                "id": qid,
+                "stage": stage,
+                "reason": reason,
+                "cause": NEW_CAUSE if caused else "other",
+                "new_documents": new,
+            }
+        )
     out: dict[str, Any] = {}
     for cause in (NEW_CAUSE, "other"):
         rows = [w for w in why if w["cause"] == cause]
@@ -72,6 +81,10 @@ def changelog_line(removed: dict[str, Any], most: int = 10) -> str | None:
         shown = ", ".join(ids[:most]) + (f" and {len(ids) - most} more" if len(ids) > most else "")
         caused.append(f"{reason} {n}: {shown}")
     other = ", ".join(f"{r} {n}" for r, n in removed["other"]["by_reason"].items())
-    return (f"Removed queries of the previous release: {removed[NEW_CAUSE]['count']} because of the new documents"
-            + (f" ({'; '.join(caused)})" if caused else "")
-            + f", {removed['other']['count']} for other reasons" + (f" ({other})" if other else "") + ".")
+    return (
+        f"Removed queries of the previous release: {removed[NEW_CAUSE]['count']} because of the new documents"
+        + (f" ({'; '.join(caused)})" if caused else "")
+        + f", {removed['other']['count']} for other reasons"
+        + (f" ({other})" if other else "")
+        + "."
+    )

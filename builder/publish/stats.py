@@ -14,13 +14,13 @@ from typing import Any
 import polars as pl
 
 from builder.bench import Bench
+from builder.io.files.locate import file_position_stats
 from builder.publish.confounds import MIN_GROUP, confound_controls, position_confounds
 from builder.publish.qtypes import QUERY_TYPES, query_type
 from builder.records.group_ledger import SPENT_FIELDS, group_ledger, round_spent
 from builder.records.qc_scorers import recorded_qc_scorers
 from builder.records.run_warnings import position_group_warnings, run_warnings
 from builder.records.stage_record import StageRecord
-from builder.io.files.locate import file_position_stats
 from builder.textutil.positions import length_bucket, position_bin, rel_pos, third_of
 
 N_BINS = 20
@@ -52,8 +52,12 @@ def compute_stats(bench: Bench, run_stats: RunStats = None, confound_min_group: 
     summary = _position_summary(positions)
     confounds = position_confounds(bench.queries, bench.corpus, positions["position_tag"], confound_min_group)
     return {
-        "counts": {**bench.counts(), "drops": bench.drops.height,
-                   "languages": _n_unique(bench.corpus, "lang"), "domains": _n_unique(bench.corpus, "domain")},
+        "counts": {
+            **bench.counts(),
+            "drops": bench.drops.height,
+            "languages": _n_unique(bench.corpus, "lang"),
+            "domains": _n_unique(bench.corpus, "domain"),
+        },
         "doc_lengths": _doc_lengths(bench.corpus, stages),
         "positions": summary,
         "length_buckets": _length_buckets(positions),
@@ -67,7 +71,8 @@ def compute_stats(bench: Bench, run_stats: RunStats = None, confound_min_group: 
         "confounds": confounds,
         # Only builds that control a confound carry the key, so others' stats.json stay as they were.
         **({"confound_controls": controls} if (controls := confound_controls(stages)) else {}),
-        "warnings": run_warnings(stages) + position_group_warnings(summary["tags"])
+        "warnings": run_warnings(stages)
+        + position_group_warnings(summary["tags"])
         + (confounds["warnings"] if confounds else []),
         "qc_scorers": recorded_qc_scorers(stages),
         "notes": notes,
@@ -91,9 +96,13 @@ def _doc_lengths(corpus: pl.DataFrame, stages: list[StageRecord]) -> dict[str, A
         for k in range(max(counts) + 1)
     ]
     return {
-        "bucket_size": LENGTH_BUCKET, "buckets": buckets, "tokenizer": tokenizer,
-        "min": int(lengths.min()), "max": int(lengths.max()),
-        "mean": round(float(lengths.mean()), 1), "median": float(lengths.median()),
+        "bucket_size": LENGTH_BUCKET,
+        "buckets": buckets,
+        "tokenizer": tokenizer,
+        "min": int(lengths.min()),
+        "max": int(lengths.max()),
+        "mean": round(float(lengths.mean()), 1),
+        "median": float(lengths.median()),
     }
 
 
@@ -104,10 +113,16 @@ def _query_positions(bench: Bench, notes: list[str]) -> pl.DataFrame:
     q = q.join(docs, on="doc_id", how="left")
     rel = _rel_positions(q, notes)
     rel = [r if r is not None and 0.0 <= r <= 1.0 else None for r in rel]
-    bins = q["position_bin"].cast(pl.Int64).to_list() if "position_bin" in q.columns else [
-        None if r is None else position_bin(r, N_BINS) for r in rel]
-    tags = q["position_tag"].cast(pl.Utf8).to_list() if "position_tag" in q.columns else [
-        None if r is None else third_of(r) for r in rel]
+    bins = (
+        q["position_bin"].cast(pl.Int64).to_list()
+        if "position_bin" in q.columns
+        else [None if r is None else position_bin(r, N_BINS) for r in rel]
+    )
+    tags = (
+        q["position_tag"].cast(pl.Utf8).to_list()
+        if "position_tag" in q.columns
+        else [None if r is None else third_of(r) for r in rel]
+    )
     if "length_bucket" in q.columns:
         buckets = q["length_bucket"].cast(pl.Utf8).to_list()
     else:
@@ -116,8 +131,7 @@ def _query_positions(bench: Bench, notes: list[str]) -> pl.DataFrame:
             notes.append("length buckets derived from document token counts (PosIR edges 512/1024/1536)")
     return pl.DataFrame(
         {"rel_pos": rel, "position_bin": bins, "position_tag": tags, "length_bucket": buckets},
-        schema={"rel_pos": pl.Float64, "position_bin": pl.Int64, "position_tag": pl.Utf8,
-                "length_bucket": pl.Utf8},
+        schema={"rel_pos": pl.Float64, "position_bin": pl.Int64, "position_tag": pl.Utf8, "length_bucket": pl.Utf8},
     )
 
 
@@ -190,12 +204,16 @@ def _per_group(bench: Bench, col: str) -> list[dict[str, Any]]:
     for group in sorted(set(corpus[col].to_list()) | set(queries["_g"].to_list())):
         docs = corpus.filter(pl.col(col) == group)
         qs = queries.filter(pl.col("_g") == group)
-        rows.append({
-            col: group, "docs": docs.height, "queries": qs.height,
-            "qrels": qrels.filter(pl.col("_g") == group).height,
-            "mean_doc_tokens": _mean(docs["n_tokens"]),
-            "mean_query_chars": _mean(qs["text"].str.len_chars()),
-        })
+        rows.append(
+            {
+                col: group,
+                "docs": docs.height,
+                "queries": qs.height,
+                "qrels": qrels.filter(pl.col("_g") == group).height,
+                "mean_doc_tokens": _mean(docs["n_tokens"]),
+                "mean_query_chars": _mean(qs["text"].str.len_chars()),
+            }
+        )
     return rows
 
 
@@ -208,7 +226,10 @@ def _stage_table(stages: list[StageRecord]) -> list[dict[str, Any]]:
     return [
         {
             "stage": s.stage,
-            "docs_in": s.docs_in, "docs_out": s.docs_out, "queries_in": s.queries_in, "queries_out": s.queries_out,
+            "docs_in": s.docs_in,
+            "docs_out": s.docs_out,
+            "queries_in": s.queries_in,
+            "queries_out": s.queries_out,
             "dropped": s.n_dropped,
             "yield": _yield(s),
             "seconds": s.seconds,
@@ -222,7 +243,8 @@ def _drop_table(drops: pl.DataFrame) -> list[dict[str, Any]]:
     if drops.is_empty():
         return []
     table = (
-        drops.group_by("stage", "kind", "reason").len("count")
+        drops.group_by("stage", "kind", "reason")
+        .len("count")
         .sort(["stage", "count", "reason"], descending=[False, True, False])
     )
     return table.to_dicts()
@@ -253,7 +275,11 @@ def _llm_usage(stages: list[StageRecord], kept: int, kept_by_group: Mapping[str,
         return {"stages": rows, "total": total}
     priced = rows and all(r["usd"] is not None for r in rows)
     total["usd"] = round(sum(r["usd"] for r in rows), 6) if priced else None
-    per_kept = {f: round_spent(f, total[f] / kept) if kept and total[f] is not None else None
-                for f in SPENT_FIELDS}
-    return {"stages": rows, "total": total, "kept_queries": kept, "per_kept_query": per_kept,
-            "by_group": group_ledger(rows, asked, kept_by_group)}
+    per_kept = {f: round_spent(f, total[f] / kept) if kept and total[f] is not None else None for f in SPENT_FIELDS}
+    return {
+        "stages": rows,
+        "total": total,
+        "kept_queries": kept,
+        "per_kept_query": per_kept,
+        "by_group": group_ledger(rows, asked, kept_by_group),
+    }

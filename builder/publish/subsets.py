@@ -58,7 +58,11 @@ def _beir_folders(folder: Path) -> list[tuple[str, Path]]:
     for corpus in sorted(folder.rglob("corpus.jsonl")):
         sub = corpus.parent
         rel = sub.relative_to(folder)
-        if sub != folder and not any(p.startswith(".") for p in rel.parts) and rel.parts[0] not in ("posir", *SPLIT_FOLDERS):
+        if (
+            sub != folder
+            and not any(p.startswith(".") for p in rel.parts)
+            and rel.parts[0] not in ("posir", *SPLIT_FOLDERS)
+        ):
             found.append((_prefix(rel), sub))
     return found
 
@@ -74,7 +78,9 @@ def subset_configs(folder: Path) -> list[dict[str, Any]]:
         for table in _BEIR:
             path = sub / f"{table}.parquet"
             if _nonempty(path):
-                configs.append(_config(UNSAFE_IN_NAME.sub("_", f"{prefix}-{table}"), path.relative_to(folder).as_posix()))
+                configs.append(
+                    _config(UNSAFE_IN_NAME.sub("_", f"{prefix}-{table}"), path.relative_to(folder).as_posix())
+                )
     posir = folder / "posir"
     for part in sorted(posir.glob("*/*")) if posir.is_dir() else []:
         prefix = UNSAFE_IN_NAME.sub("_", f"posir_{part.parent.name}_{part.name}")

@@ -41,8 +41,11 @@ def _doc_lengths(console: Console, lengths: dict[str, Any]) -> None:
     if not lengths["buckets"]:
         console.print("[dim]document lengths: the corpus is empty[/]")
         return
-    table = _table(f"document length, {lengths['bucket_size']}-token buckets "
-                   f"({lengths.get('tokenizer') or 'unknown tokenizer'})", "tokens", "documents")
+    table = _table(
+        f"document length, {lengths['bucket_size']}-token buckets ({lengths.get('tokenizer') or 'unknown tokenizer'})",
+        "tokens",
+        "documents",
+    )
     for bucket in lengths["buckets"]:
         table.add_row(bucket["range"], str(bucket["docs"]))
     console.print(table)
@@ -62,8 +65,14 @@ def _groups(console: Console, stats: dict[str, Any]) -> None:
     for key, title in (("languages", "lang"), ("domains", "domain")):
         table = _table(key, title, "docs", "queries", "qrels", "mean doc tokens", "mean query chars")
         for row in stats[key]:
-            table.add_row(str(row[title]), str(row["docs"]), str(row["queries"]), str(row["qrels"]),
-                          _num(row["mean_doc_tokens"]), _num(row["mean_query_chars"]))
+            table.add_row(
+                str(row[title]),
+                str(row["docs"]),
+                str(row["queries"]),
+                str(row["qrels"]),
+                _num(row["mean_doc_tokens"]),
+                _num(row["mean_query_chars"]),
+            )
         console.print(table)
 
 
@@ -94,8 +103,11 @@ def _llm(console: Console, usage: dict[str, Any]) -> None:
         table.add_row("per kept query", *(_cell(per_kept.get(f)) for f in fields), style="italic")
     for group, row in (usage.get("by_group") or {}).items():
         if row["per_kept_query"] is not None:
-            table.add_row(f"per kept {group} query ({row['kept']})",
-                          *(_cell(row["per_kept_query"].get(f)) for f in fields), style="italic")
+            table.add_row(
+                f"per kept {group} query ({row['kept']})",
+                *(_cell(row["per_kept_query"].get(f)) for f in fields),
+                style="italic",
+            )
     console.print(table)
 
 

@@ -68,17 +68,25 @@ def _write_pairs(bench: Bench, sub: Path) -> None:
     for name in names:
         chosen = rows.filter(pl.col("train_sets").list.contains(name))
         k = max((len(n) for n in chosen["negatives"]), default=0)
-        negatives = [pl.col("negatives").list.get(i).struct.field("passage").alias(f"negative_{i + 1}")
-                     for i in range(k)]
+        negatives = [
+            pl.col("negatives").list.get(i).struct.field("passage").alias(f"negative_{i + 1}") for i in range(k)
+        ]
         (sub / "pairs").mkdir(exist_ok=True)
         (sub / "pair_ids").mkdir(exist_ok=True)
         file = f"{safe_component(name)}.parquet"
-        write_parquet(chosen.select(pl.col("text").alias("anchor"), pl.col("positive_passage").alias("positive"),
-                                    *negatives), sub / "pairs" / file)
-        write_parquet(chosen.select(
-            pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"),
-            pl.col("negatives").list.eval(pl.element().struct.field("doc_id")).alias("negative-corpus-ids"),
-            *[c for c in ("position_tag", "length_bucket") if c in chosen.columns]), sub / "pair_ids" / file)
+        write_parquet(
+            chosen.select(pl.col("text").alias("anchor"), pl.col("positive_passage").alias("positive"), *negatives),
+            sub / "pairs" / file,
+        )
+        write_parquet(
+            chosen.select(
+                pl.col("query_id").alias("query-id"),
+                pl.col("doc_id").alias("corpus-id"),
+                pl.col("negatives").list.eval(pl.element().struct.field("doc_id")).alias("negative-corpus-ids"),
+                *[c for c in ("position_tag", "length_bucket") if c in chosen.columns],
+            ),
+            sub / "pair_ids" / file,
+        )
 
 
 def training_configs(folder: Path) -> list[dict[str, Any]]:

@@ -19,10 +19,21 @@ def training_context(run_stages: list[StageRecord]) -> dict[str, Any] | None:
         return None
     pairs = next((st for st in run_stages if stage_base_name(st.stage) == "training_pairs"), None)
     figures = pairs.figures if pairs is not None else {}
-    sets = [{"name": name, "size": s["size"], "target": _shares(s["target"]),
-             "achieved": _shares(s["achieved"]["thirds"]),
-             "lengths": _shares(s["achieved"].get("length_buckets", {})) or "-"}
-            for name, s in figures.get("sets", {}).items()]
-    return {"sizes": split.figures.get("split_sizes", {}), "leakage": split.figures.get("leakage", {}),
-            "near_duplicate_pairs": split.figures.get("near_duplicate_pairs"),
-            "negatives": figures.get("negatives", {}), "left_out": figures.get("left_out", {}), "sets": sets}
+    sets = [
+        {
+            "name": name,
+            "size": s["size"],
+            "target": _shares(s["target"]),
+            "achieved": _shares(s["achieved"]["thirds"]),
+            "lengths": _shares(s["achieved"].get("length_buckets", {})) or "-",
+        }
+        for name, s in figures.get("sets", {}).items()
+    ]
+    return {
+        "sizes": split.figures.get("split_sizes", {}),
+        "leakage": split.figures.get("leakage", {}),
+        "near_duplicate_pairs": split.figures.get("near_duplicate_pairs"),
+        "negatives": figures.get("negatives", {}),
+        "left_out": figures.get("left_out", {}),
+        "sets": sets,
+    }

@@ -31,8 +31,11 @@ def cross_check(recipe: Any, text: str, base_dir: Path) -> list[Problem]:
     budget = getattr(recipe, "budget", None)
     if budget is not None and budget.usd is not None:
         for name in sorted(n for n, m in recipe.models.items() if m.price is None):
-            add(("budget", "usd"), f"model {name!r} has no price, so its money cannot be counted: "
-                f"set models.{name}.price (USD per million tokens)")
+            add(
+                ("budget", "usd"),
+                f"model {name!r} has no price, so its money cannot be counted: "
+                f"set models.{name}.price (USD per million tokens)",
+            )
     unlicensed = license_problem(recipe)
     if unlicensed:
         add(("push",), unlicensed)
@@ -41,8 +44,11 @@ def cross_check(recipe: Any, text: str, base_dir: Path) -> list[Problem]:
         for field, kind, name in refs_of(stage.params):
             if issubclass(kind, ModelRef) and name not in recipe.models:
                 declared = sorted(recipe.models)
-                add((*here, field), f"model {name!r} is not declared under models: "
-                    f"(declared: {', '.join(declared) or 'none'}){did_you_mean(name, declared)}")
+                add(
+                    (*here, field),
+                    f"model {name!r} is not declared under models: "
+                    f"(declared: {', '.join(declared) or 'none'}){did_you_mean(name, declared)}",
+                )
             elif issubclass(kind, RerankerRef):
                 for message in reranker_problems(recipe, [name], need=kind.need, allowed=kind.allowed):
                     add((*here, field), message)
@@ -56,8 +62,11 @@ def cross_check(recipe: Any, text: str, base_dir: Path) -> list[Problem]:
                 continue
             unknown = sorted(prompt.variables - provided)
             if unknown:
-                add(loc, f"prompt {name!r} uses variables this stage does not "
-                    f"provide: {', '.join(unknown)} (it provides: {', '.join(sorted(provided))})")
+                add(
+                    loc,
+                    f"prompt {name!r} uses variables this stage does not "
+                    f"provide: {', '.join(unknown)} (it provides: {', '.join(sorted(provided))})",
+                )
         for field, message in stage.problems(recipe):
             add((*here, field), message)
     stages = recipe.stage_objects()
@@ -66,8 +75,9 @@ def cross_check(recipe: Any, text: str, base_dir: Path) -> list[Problem]:
     return problems
 
 
-def reranker_problems(recipe: Any, names: Iterable[str], *, need: str = "reranker",
-                      allowed: tuple[str, ...] = BACKENDS) -> list[str]:
+def reranker_problems(
+    recipe: Any, names: Iterable[str], *, need: str = "reranker", allowed: tuple[str, ...] = BACKENDS
+) -> list[str]:
     """Messages for names that are undeclared, of a backend not `allowed`, unrunnable here,
     or (llm_judge) pointing at an undeclared model."""
     configs = reranker_configs(recipe)
@@ -77,8 +87,10 @@ def reranker_problems(recipe: Any, names: Iterable[str], *, need: str = "reranke
         config = configs.get(name)
         if config is None:
             known = sorted(configs)
-            out.append(f"{need} {name!r} is not declared under rerankers: "
-                       f"(declared: {', '.join(known)}){did_you_mean(name, known)}")
+            out.append(
+                f"{need} {name!r} is not declared under rerankers: "
+                f"(declared: {', '.join(known)}){did_you_mean(name, known)}"
+            )
             continue
         if config.backend not in allowed:
             out.append(f"{need} {name!r} is a {config.backend} entry; this needs one of: {', '.join(allowed)}")

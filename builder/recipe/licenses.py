@@ -36,5 +36,7 @@ def license_problem(recipe: Any) -> str | None:
     """Why this recipe cannot be pushed for want of a licence, or None."""
     if getattr(recipe, "push", None) is None or card_license(recipe)["license"] != UNKNOWN:
         return None
-    return ("a build that is pushed needs a licence: set card.license (a Hub licence id such as "
-            "cc-by-sa-4.0) or license: on every source")
+    return (
+        "a build that is pushed needs a licence: set card.license (a Hub licence id such as "
+        "cc-by-sa-4.0) or license: on every source"
+    )

@@ -10,8 +10,7 @@ import types
 from pathlib import Path
 from typing import Annotated, Any, Union, get_args
 
-from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model,
-                      field_validator)
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, create_model, field_validator
 from pydantic_core import ErrorDetails
 
 from builder.backends.llm.config import ModelConfig, OpenAIModelConfig, VLLMModelConfig
@@ -19,15 +18,22 @@ from builder.backends.rerankers.config import BACKENDS as RERANKER_BACKENDS
 from builder.backends.rerankers.config import RERANKER_TYPES, RerankerConfig
 from builder.backends.tokenizers import TokenizerConfig
 from builder.executors.config import ExecutorConfig
-from builder.io.sources import FilesSource, HFSource, resolve_auto_sources, JsonlSource, ParquetSource, PythonDocsSource, SourceSpec
+from builder.io.sources import (
+    FilesSource,
+    HFSource,
+    JsonlSource,
+    ParquetSource,
+    PythonDocsSource,
+    SourceSpec,
+    resolve_auto_sources,
+)
 from builder.recipe.checks import cross_check
 from builder.recipe.sections import CardConfig, MultilingualOutput, PushConfig
-from builder.recipe.values import number_problems, url_problems
-from builder.secrets import remember_recipe_secrets
-from builder.recipe.yaml_text import BadYaml, Problem, RecipeError, apply_overrides, expand_env, line_of, read_yaml
-from builder.stages import STAGES, Stage
 from builder.recipe.suggest import did_you_mean
-
+from builder.recipe.values import number_problems, url_problems
+from builder.recipe.yaml_text import BadYaml, Problem, RecipeError, apply_overrides, expand_env, line_of, read_yaml
+from builder.secrets import remember_recipe_secrets
+from builder.stages import STAGES, Stage
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 _SOURCE_TYPES = (JsonlSource, ParquetSource, HFSource, PythonDocsSource, FilesSource)
@@ -60,21 +66,27 @@ class RecipeBase(BaseModel):
     card: CardConfig = CardConfig()
     executor: ExecutorConfig = ExecutorConfig()
     budget: Budget | None = None
-    warn_removed_above: float = Field(default=0.3, gt=0, le=1, description=(
-        "a stage that removes more than this share of its documents or queries gets a warning"))
+    warn_removed_above: float = Field(
+        default=0.3,
+        gt=0,
+        le=1,
+        description=("a stage that removes more than this share of its documents or queries gets a warning"),
+    )
 
     @field_validator("name")
     @classmethod
     def _safe_name(cls, name: str) -> str:
         # The name becomes a folder under runs/ and out/, so it must not climb out of them.
         if not _NAME.match(name) or ".." in name:
-            raise ValueError("must start with a letter, digit or '_', use only letters, digits, "
-                             "'_', '-' and '.', and contain no '..' (it names folders)")
+            raise ValueError(
+                "must start with a letter, digit or '_', use only letters, digits, "
+                "'_', '-' and '.', and contain no '..' (it names folders)"
+            )
         return name
 
     def stage_objects(self) -> list[Stage]:
         out = []
-        for item in getattr(self, "stages"):
+        for item in self.stages:
             (name,) = type(item).model_fields
             out.append(STAGES[name](getattr(item, name)))
         return out
@@ -245,8 +257,12 @@ def _known_keys(parent: tuple[Any, ...]) -> list[str]:
         return sorted({*OpenAIModelConfig.model_fields, *VLLMModelConfig.model_fields})
     if len(parent) == 2 and parent[0] == "sources":
         return sorted({f for s in _SOURCE_TYPES for f in s.model_fields})
-    top: dict[str, type[BaseModel]] = {"tokenizer": TokenizerConfig, "output": OutputConfig, "push": PushConfig,
-                                       "card": CardConfig}
+    top: dict[str, type[BaseModel]] = {
+        "tokenizer": TokenizerConfig,
+        "output": OutputConfig,
+        "push": PushConfig,
+        "card": CardConfig,
+    }
     if len(parent) == 1 and parent[0] in top:
         return list(top[parent[0]].model_fields)
     return []

@@ -21,12 +21,12 @@ def order_problems(recipe: Any, text: str) -> list[tuple[int, str]]:
             later = next((j for j in range(i + 1, len(stages)) if word in stages[j].provided()), None)
             if later is not None:
                 line = line_of(text, ("stages", later, stages[later].name))
-                fix = (f"{stages[later].name} (stage {later + 1}, line {line}) provides them: "
-                       "move it before this stage")
+                fix = f"{stages[later].name} (stage {later + 1}, line {line}) provides them: move it before this stage"
             else:
                 able = sorted(name for name, cls in STAGES.items() if word in cls.provides)
-                fix = (f"no stage of this recipe provides them: add one of {', '.join(able)} before it"
-                       + (", or list sources:" if word == DOCUMENTS else ""))
+                fix = f"no stage of this recipe provides them: add one of {', '.join(able)} before it" + (
+                    ", or list sources:" if word == DOCUMENTS else ""
+                )
             out.append((i, f"needs {word} ({VOCABULARY[word]}), which no earlier stage provides; {fix}"))
         have |= stage.provided()
     return out

@@ -97,8 +97,10 @@ def model_problem(name: str, what: str, *, network: bool) -> str | None:
         return None
     if offline():
         how = tokenizer_download(name) if what == "tokenizer" else f"hf download {name}"
-        return (f"{what}: {name} is not in the Hugging Face cache and offline mode is on; download it "
-                f"where there is network ({how}), or name a local folder")
+        return (
+            f"{what}: {name} is not in the Hugging Face cache and offline mode is on; download it "
+            f"where there is network ({how}), or name a local folder"
+        )
     return _ask_hub(name, what) if network else None
 
 
@@ -115,7 +117,8 @@ def needs_network(loaded: Any) -> list[str]:
             models.append(f"{what} {name}")
     inputs = [f"input {ref}" for _, ref in _inputs(loaded.recipe) if is_remote(ref) and not is_cached(ref)]
     return ([f"{', '.join(models)} (not in the Hugging Face cache)"] if models else []) + (
-        [f"{', '.join(inputs)} (not downloaded yet)"] if inputs else [])
+        [f"{', '.join(inputs)} (not downloaded yet)"] if inputs else []
+    )
 
 
 def _package_problem(name: str, what: str) -> str | None:
@@ -155,9 +158,13 @@ def _ask_hub(repo: str, what: str) -> str | None:
     except RepositoryNotFoundError:
         return f"{what}: no model {repo} on the Hugging Face Hub (or it is private and you are not logged in)"
     except (HfHubHTTPError, OSError, ValueError) as exc:
-        return (f"{what}: cannot reach the Hugging Face Hub to fetch {repo} ({str(exc).splitlines()[0]}); "
-                "connect, or name a local folder, or set HF_HUB_OFFLINE=1 if it is cached")
+        return (
+            f"{what}: cannot reach the Hugging Face Hub to fetch {repo} ({str(exc).splitlines()[0]}); "
+            "connect, or name a local folder, or set HF_HUB_OFFLINE=1 if it is cached"
+        )
     except Exception as exc:  # httpx errors do not share a base with the ones above
-        return (f"{what}: cannot reach the Hugging Face Hub to fetch {repo} ({type(exc).__name__}: "
-                f"{str(exc).splitlines()[0] if str(exc) else ''}); connect, or name a local folder")
+        return (
+            f"{what}: cannot reach the Hugging Face Hub to fetch {repo} ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}); connect, or name a local folder"
+        )
     return None

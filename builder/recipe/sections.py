@@ -18,8 +18,9 @@ TAG_PATTERN = r"^v\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$"
 class MultilingualOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     per_language: bool = Field(default=False, description="a BEIR folder per language: <out>/<lang>/")
-    posir_layout: bool = Field(default=False,
-                               description="<out>/posir/<lang>/<domain>/{corpus,queries,qrels/test}.parquet")
+    posir_layout: bool = Field(
+        default=False, description="<out>/posir/<lang>/<domain>/{corpus,queries,qrels/test}.parquet"
+    )
     cross_lingual: bool = Field(default=False, description="<out>/cross/<X>-<source>/: queries in X, source corpus")
 
 
@@ -44,7 +45,8 @@ class CardConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     license: str | list[str] | None = Field(
-        None, description=f"{LICENSE_HELP}; default: the license: of the sources, when every one declares it")
+        None, description=f"{LICENSE_HELP}; default: the license: of the sources, when every one declares it"
+    )
     license_name: str | None = Field(None, description="with license: other, an id for the licence (e.g. psf-2.0)")
     license_link: str | None = Field(None, description="with license: other, a URL to the licence text")
 

@@ -1,4 +1,4 @@
-""""Did you mean …" hints for names a recipe gets wrong."""
+""" "Did you mean …" hints for names a recipe gets wrong."""
 
 from __future__ import annotations
 

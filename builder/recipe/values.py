@@ -33,9 +33,11 @@ def number_problems(value: Any, loc: tuple[Any, ...] = ()) -> list[tuple[tuple[A
 
 # The client sends the API key as `Authorization: Bearer`; the HTTP library refuses a URL
 # whose user:password@ would need that header too, so every call would fail unexplained.
-_USERINFO = ("must not carry a user name or password (user:password@): requests send the API key as a "
-             "bearer token, so put the secret in the environment variable that api_key_env names "
-             "(default OPENAI_API_KEY) and drop it from the URL")
+_USERINFO = (
+    "must not carry a user name or password (user:password@): requests send the API key as a "
+    "bearer token, so put the secret in the environment variable that api_key_env names "
+    "(default OPENAI_API_KEY) and drop it from the URL"
+)
 
 
 def url_problems(recipe: Any) -> list[tuple[tuple[Any, ...], str]]:
@@ -44,8 +46,11 @@ def url_problems(recipe: Any) -> list[tuple[tuple[Any, ...], str]]:
     out = []
     for name, model in recipe.models.items():
         urls: list[tuple[tuple[Any, ...], str | None]] = [
-            (("models", name, "base_url"), getattr(model, "base_url", None))]
-        urls += [(("models", name, "base_urls", i), url) for i, url in enumerate(getattr(model, "base_urls", None) or [])]
+            (("models", name, "base_url"), getattr(model, "base_url", None))
+        ]
+        urls += [
+            (("models", name, "base_urls", i), url) for i, url in enumerate(getattr(model, "base_urls", None) or [])
+        ]
         for loc, url in urls:
             if url is not None and not is_http_url(url):
                 out.append((loc, "must be an http:// or https:// URL with a host (e.g. http://127.0.0.1:8000/v1)"))

@@ -109,11 +109,9 @@ def _check_depth(text: str) -> None:
 
 def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
     if isinstance(exc, yaml.reader.ReaderError):
-        return Problem((), f"not valid YAML: character {exc.character!r} is not allowed",
-                       _line_at(text, exc.position))
+        return Problem((), f"not valid YAML: character {exc.character!r} is not allowed", _line_at(text, exc.position))
     mark = getattr(exc, "problem_mark", None)
-    return Problem((), f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
-                   mark.line + 1 if mark else None)
+    return Problem((), f"not valid YAML: {getattr(exc, 'problem', None) or exc}", mark.line + 1 if mark else None)
 
 
 def _check_graph(root: yaml.Node) -> list[Problem]:
@@ -138,9 +136,17 @@ def _check_graph(root: yaml.Node) -> list[Problem]:
                 total += 1 + size(value, where, key.start_mark.line + 1, inside)
         if total > MAX_VALUES:
             # The first node found too big is the smallest such: the anchored value to blame.
-            raise BadYaml([Problem((), f"more than {MAX_VALUES} values once aliases are expanded "
-                                       "(the value starting on this line is the one that grows past that; "
-                                       "use fewer aliases)", node.start_mark.line + 1)])
+            raise BadYaml(
+                [
+                    Problem(
+                        (),
+                        f"more than {MAX_VALUES} values once aliases are expanded "
+                        "(the value starting on this line is the one that grows past that; "
+                        "use fewer aliases)",
+                        node.start_mark.line + 1,
+                    )
+                ]
+            )
         sizes[id(node)] = total
         return total
 
@@ -157,8 +163,13 @@ def _duplicate_keys(node: yaml.MappingNode, loc: tuple[Any, ...]) -> list[Proble
             continue
         first = seen.setdefault((key.tag, key.value), key)
         if first is not key:
-            problems.append(Problem((*loc, key.value), f"duplicate key {key.value!r} "
-                                    f"(first on line {first.start_mark.line + 1})", key.start_mark.line + 1))
+            problems.append(
+                Problem(
+                    (*loc, key.value),
+                    f"duplicate key {key.value!r} (first on line {first.start_mark.line + 1})",
+                    key.start_mark.line + 1,
+                )
+            )
     return problems
 
 
@@ -207,17 +218,25 @@ def expand_env(data: Any, text: str, loc: tuple[Any, ...] = ()) -> list[Problem]
         here = (*loc, key)
         if isinstance(value, str) and "${" in value:
             if "${" in _ENV.sub("", value):
-                problems.append(Problem(here, "'${' does not start a valid ${NAME} or ${NAME:-default} "
-                                              "reference (a name is letters, digits and '_', "
-                                              "not starting with a digit, closed by '}')",
-                                        line_of(text, here)))
+                problems.append(
+                    Problem(
+                        here,
+                        "'${' does not start a valid ${NAME} or ${NAME:-default} "
+                        "reference (a name is letters, digits and '_', "
+                        "not starting with a digit, closed by '}')",
+                        line_of(text, here),
+                    )
+                )
                 continue
-            missing = [m.group(1) for m in _ENV.finditer(value)
-                       if m.group(2) is None and m.group(1) not in os.environ]
+            missing = [m.group(1) for m in _ENV.finditer(value) if m.group(2) is None and m.group(1) not in os.environ]
             if missing:
-                problems.append(Problem(here, f"environment variable {missing[0]} is not set "
-                                              f"(set it, or write ${{{missing[0]}:-default}})",
-                                        line_of(text, here)))
+                problems.append(
+                    Problem(
+                        here,
+                        f"environment variable {missing[0]} is not set (set it, or write ${{{missing[0]}:-default}})",
+                        line_of(text, here),
+                    )
+                )
                 continue
             data[key] = _ENV.sub(lambda m: os.environ.get(m.group(1), m.group(2) or ""), value)
         elif isinstance(value, dict | list):

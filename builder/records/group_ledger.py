@@ -42,8 +42,11 @@ def _group_column(q: pl.DataFrame) -> pl.Expr:
 def asked_by_group(before: Bench, after: Bench) -> dict[str, int]:
     """Queries a stage handled per group: those it was given and those it made and kept,
     each in the group it has after the stage if it survived, else before."""
-    frames = [b.queries.select("query_id", _group_column(b.queries).alias("group"))
-              for b in (after, before) if b.queries.height]
+    frames = [
+        b.queries.select("query_id", _group_column(b.queries).alias("group"))
+        for b in (after, before)
+        if b.queries.height
+    ]
     if not frames:
         return dict.fromkeys(GROUPS, 0)
     rows = pl.concat(frames).unique("query_id", keep="first", maintain_order=True)
@@ -55,8 +58,9 @@ def round_spent(field: str, value: float | None) -> float | None:
     return None if value is None else round(value, 6 if field == "usd" else 2)
 
 
-def group_ledger(rows: Sequence[Mapping[str, Any]], asked: Sequence[Mapping[str, int] | None],
-                 kept: Mapping[str, int]) -> dict[str, Any]:
+def group_ledger(
+    rows: Sequence[Mapping[str, Any]], asked: Sequence[Mapping[str, int] | None], kept: Mapping[str, int]
+) -> dict[str, Any]:
     """Per group: queries kept, the LLM usage attributed to it and that per kept query.
     `rows` are the stages' usage rows (SPENT_FIELDS; usd None when unpriced), `asked`
     each stage's `asked_by_group`, `kept` the final queries per group."""
@@ -74,7 +78,11 @@ def group_ledger(rows: Sequence[Mapping[str, Any]], asked: Sequence[Mapping[str,
     out: dict[str, Any] = {}
     for g in GROUPS:
         n = kept.get(g, 0)
-        out[g] = {"kept": n, "spent": {f: round_spent(f, v) for f, v in spent[g].items()},
-                  "per_kept_query": {f: round_spent(f, None if v is None else v / n) for f, v in spent[g].items()}
-                  if n else None}
+        out[g] = {
+            "kept": n,
+            "spent": {f: round_spent(f, v) for f, v in spent[g].items()},
+            "per_kept_query": {f: round_spent(f, None if v is None else v / n) for f, v in spent[g].items()}
+            if n
+            else None,
+        }
     return out

@@ -23,8 +23,7 @@ def _files(folder: Path) -> dict[str, list[int]]:
 def write_marker(folder: Path, recipe_name: str, fingerprint: str) -> None:
     """Mark `folder` as build-bench's, with the fingerprint of what it holds and its files
     as written, so a rerun can tell the folder is current and leave it alone."""
-    marker = {"written_by": "build-bench", "recipe": recipe_name, "fingerprint": fingerprint,
-              "files": _files(folder)}
+    marker = {"written_by": "build-bench", "recipe": recipe_name, "fingerprint": fingerprint, "files": _files(folder)}
     (folder / MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
 
 
@@ -32,7 +31,10 @@ def output_is_current(folder: Path, fingerprint: str) -> bool:
     """True when `folder` was written for `fingerprint` and no file in it changed since."""
     try:
         marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-        return (isinstance(marker, dict) and marker.get("fingerprint") == fingerprint
-                and marker.get("files") == _files(folder))
+        return (
+            isinstance(marker, dict)
+            and marker.get("fingerprint") == fingerprint
+            and marker.get("files") == _files(folder)
+        )
     except (OSError, ValueError):
         return False

@@ -44,8 +44,11 @@ def _removal_check(label: str) -> tuple[bool, frozenset[str]]:
 def _top_reason(dropped: dict[str, int], kind: str, chosen: frozenset[str]) -> tuple[str, int] | None:
     """The most frequent reason among the removals of `kind` (a document's own reasons
     leave out the queries that went with it)."""
-    counts = {r: n for r, n in dropped.items() if r.removeprefix(_CASCADE) not in chosen
-              and (kind == "queries" or not r.startswith(_CASCADE))}
+    counts = {
+        r: n
+        for r, n in dropped.items()
+        if r.removeprefix(_CASCADE) not in chosen and (kind == "queries" or not r.startswith(_CASCADE))
+    }
     if not counts:
         return None
     reason = max(counts, key=lambda r: (counts[r], r))
@@ -56,14 +59,18 @@ def _removals(record: StageRecord, chosen: frozenset[str]) -> list[str]:
     limit = float(record.figures.get(THRESHOLD_FIGURE, LARGE_REMOVAL))
     out = []
     for kind, got, added, dropped in (
-            ("documents", record.docs_in, record.docs_added, record.docs_dropped),
-            ("queries", record.queries_in, record.queries_added, record.queries_dropped)):
+        ("documents", record.docs_in, record.docs_added, record.docs_dropped),
+        ("queries", record.queries_in, record.queries_added, record.queries_dropped),
+    ):
         total = (got or 0) + (added or 0)
         if chosen and dropped:
             # Only removals with a reason the stage did not choose (a query that went with a
             # document left out by choice is by choice too); no reason recorded, no warning.
-            own = sum(n for r, n in record.dropped.items() if r.removeprefix(_CASCADE) not in chosen
-                      and (kind == "queries" or not r.startswith(_CASCADE)))
+            own = sum(
+                n
+                for r, n in record.dropped.items()
+                if r.removeprefix(_CASCADE) not in chosen and (kind == "queries" or not r.startswith(_CASCADE))
+            )
             dropped = min(dropped, own)
         if not (dropped and total and dropped / total > limit):
             continue
@@ -80,8 +87,10 @@ def stage_warnings(record: StageRecord) -> list[str]:
     out = [f"{record.stage}: {text}" for text in record.warnings]
     gap = skew(record.kept_by_third)
     if gap is not None and gap > SKEW_POINTS:
-        out.append(f"{record.stage} kept position thirds unevenly ({gap:.0f} points apart): "
-                   "check the scorers' max_length and beyond_window")
+        out.append(
+            f"{record.stage} kept position thirds unevenly ({gap:.0f} points apart): "
+            "check the scorers' max_length and beyond_window"
+        )
     checked, chosen = _removal_check(record.stage)
     if checked:
         out += _removals(record, chosen)
@@ -98,7 +107,10 @@ def position_group_warnings(tags: Mapping[str, int]) -> list[str]:
     total = sum(tags.values())
     if not total:
         return []
-    return [f"the benchmark is lopsided: {n} of its {total} queries ({n / total:.0%}) locate their evidence in "
-            f"the {tag} third (under {THIN_GROUP:.0%}); position-group figures on it say little, so check the "
-            "generation stage's thirds and the filters that removed queries"
-            for tag, n in tags.items() if n / total < THIN_GROUP]
+    return [
+        f"the benchmark is lopsided: {n} of its {total} queries ({n / total:.0%}) locate their evidence in "
+        f"the {tag} third (under {THIN_GROUP:.0%}); position-group figures on it say little, so check the "
+        "generation stage's thirds and the filters that removed queries"
+        for tag, n in tags.items()
+        if n / total < THIN_GROUP
+    ]

@@ -14,8 +14,22 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 # Serialised in this order; `figures` spreads between `prompts` and `llm_transport_failures`.
-_HEAD = ("stage", "docs_in", "docs_out", "docs_added", "docs_dropped", "queries_in", "queries_out",
-         "queries_added", "queries_dropped", "dropped", "seconds", "tokenizer", "llm", "prompts")
+_HEAD = (
+    "stage",
+    "docs_in",
+    "docs_out",
+    "docs_added",
+    "docs_dropped",
+    "queries_in",
+    "queries_out",
+    "queries_added",
+    "queries_dropped",
+    "dropped",
+    "seconds",
+    "tokenizer",
+    "llm",
+    "prompts",
+)
 _TAIL = ("llm_transport_failures",)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,16 +12,34 @@ from builder.consoles import console_for
 
 def review_command(
     folder: Annotated[Path, typer.Argument(metavar="OUT", help="A folder written by a build.")],
-    reviewer: Annotated[Optional[str], typer.Option(
-        "--reviewer", help="Your name (letters, digits, . _ -): judgments go to OUT/review/judgments-NAME.jsonl.")] = None,
+    reviewer: Annotated[
+        str | None,
+        typer.Option(
+            "--reviewer", help="Your name (letters, digits, . _ -): judgments go to OUT/review/judgments-NAME.jsonl."
+        ),
+    ] = None,
     port: Annotated[int, typer.Option("--port", help="Port on 127.0.0.1 (0: any free one).")] = 8765,
-    width: Annotated[float, typer.Option(
-        "--width", min=0.02, max=1.0, help="Target width of each group's 95 % precision interval; sets the sample size.")] = 0.3,
+    width: Annotated[
+        float,
+        typer.Option(
+            "--width",
+            min=0.02,
+            max=1.0,
+            help="Target width of each group's 95 % precision interval; sets the sample size.",
+        ),
+    ] = 0.3,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sample (drawn once, then kept in OUT/review/).")] = 0,
-    report: Annotated[bool, typer.Option(
-        "--report", help="Instead of serving: precision per group, reviewer agreement, into stats.json and the card.")] = False,
-    threshold: Annotated[float, typer.Option(
-        "--threshold", min=0.0, max=1.0, help="With --report: flag groups whose precision is below this.")] = 0.8,
+    report: Annotated[
+        bool,
+        typer.Option(
+            "--report",
+            help="Instead of serving: precision per group, reviewer agreement, into stats.json and the card.",
+        ),
+    ] = False,
+    threshold: Annotated[
+        float,
+        typer.Option("--threshold", min=0.0, max=1.0, help="With --report: flag groups whose precision is below this."),
+    ] = 0.8,
 ) -> None:
     """Check a sample of the labels by hand in a local page, or (--report) sum the judgments up."""
     from rich.markup import escape
@@ -38,13 +56,18 @@ def review_command(
 
         summary = review_report(folder, items, threshold)
         if not summary["n_judgments"]:
-            err.print(f"[red]review:[/] no judgments in {escape(str(folder / 'review'))}; run build-bench review "
-                      f"{escape(str(folder))} --reviewer NAME first", highlight=False)
+            err.print(
+                f"[red]review:[/] no judgments in {escape(str(folder / 'review'))}; run build-bench review "
+                f"{escape(str(folder))} --reviewer NAME first",
+                highlight=False,
+            )
             raise typer.Exit(2)
         write_report(folder, summary)
         for group, row in summary["precision_by_group"].items():
-            out.print(f"{group}: precision {row['precision']:.2f} [{row['ci95'][0]:.2f}, {row['ci95'][1]:.2f}] "
-                      f"n={row['n']}", highlight=False)
+            out.print(
+                f"{group}: precision {row['precision']:.2f} [{row['ci95'][0]:.2f}, {row['ci95'][1]:.2f}] n={row['n']}",
+                highlight=False,
+            )
         for pair, row in summary["cohens_kappa"].items():
             out.print(f"Cohen's kappa {pair}: {row['kappa']} (n={row['n']})", highlight=False)
         if summary["fleiss_kappa"]["n"]:
@@ -55,14 +78,18 @@ def review_command(
         out.print(f"wrote {folder / 'stats.json'} and {folder / 'README.md'}")
         return
     if reviewer is None or not valid_reviewer(reviewer):
-        err.print("[red]review:[/] give your name with --reviewer NAME (letters, digits, . _ -; up to 40)",
-                  highlight=False)
+        err.print(
+            "[red]review:[/] give your name with --reviewer NAME (letters, digits, . _ -; up to 40)", highlight=False
+        )
         raise typer.Exit(2)
     from builder.review.server import make_server
 
     server = make_server(folder, reviewer, items, port)
-    out.print(f"reviewing {len(items)} items as {escape(reviewer)}: open http://127.0.0.1:{server.server_address[1]}/ "
-              "(Ctrl+C to stop; every answer is already saved)", highlight=False)
+    out.print(
+        f"reviewing {len(items)} items as {escape(reviewer)}: open http://127.0.0.1:{server.server_address[1]}/ "
+        "(Ctrl+C to stop; every answer is already saved)",
+        highlight=False,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:

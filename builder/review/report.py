@@ -54,15 +54,20 @@ def review_report(folder: Path, items: list[dict[str, Any]], threshold: float) -
     for group, verdicts in sorted(groups.items()):
         k, n = sum(verdicts), len(verdicts)
         ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
-        precision[group] = {"n": n, "correct": k, "precision": round(k / n, 4),
-                            "ci95": [round(ci.low, 4), round(ci.high, 4)]}
+        precision[group] = {
+            "n": n,
+            "correct": k,
+            "precision": round(k / n, 4),
+            "ci95": [round(ci.low, 4), round(ci.high, 4)],
+        }
     names = sorted(reviewers)
     pairs = {}
     for a, b in combinations(names, 2):
         shared = sorted(set(reviewers[a]) & set(reviewers[b]))
         if shared:
-            kappa = cohens_kappa([reviewers[a][q]["span_answers"] for q in shared],
-                                 [reviewers[b][q]["span_answers"] for q in shared])
+            kappa = cohens_kappa(
+                [reviewers[a][q]["span_answers"] for q in shared], [reviewers[b][q]["span_answers"] for q in shared]
+            )
             pairs[f"{a}~{b}"] = {"n": len(shared), "kappa": None if kappa is None else round(kappa, 4)}
     everyone = sorted(set.intersection(*(set(j) for j in reviewers.values()))) if len(names) > 1 else []
     fleiss = fleiss_kappa([[reviewers[r][q]["span_answers"] for r in names] for q in everyone]) if everyone else None
@@ -80,23 +85,33 @@ def review_report(folder: Path, items: list[dict[str, Any]], threshold: float) -
 
 
 def card_section(report: dict[str, Any]) -> str:
-    rows = "\n".join(f"| {g} | {r['n']} | {r['precision']:.2f} | {r['ci95'][0]:.2f}–{r['ci95'][1]:.2f} |"
-                     for g, r in report["precision_by_group"].items())
-    kappas = "; ".join(f"Cohen's κ {pair} {row['kappa']} (n={row['n']})" for pair, row in report["cohens_kappa"].items())
+    rows = "\n".join(
+        f"| {g} | {r['n']} | {r['precision']:.2f} | {r['ci95'][0]:.2f}–{r['ci95'][1]:.2f} |"
+        for g, r in report["precision_by_group"].items()
+    )
+    kappas = "; ".join(
+        f"Cohen's κ {pair} {row['kappa']} (n={row['n']})" for pair, row in report["cohens_kappa"].items()
+    )
     fleiss = report["fleiss_kappa"]
     with_llm = "; ".join(f"{name} {row['kappa']} (n={row['n']})" for name, row in report.get("llm_kappa", {}).items())
     below = ", ".join(report["below_threshold"]) or "none"
-    return (f"{START}\n## Human review\n\n"
-            f"{len(report['reviewers'])} reviewers ({', '.join(report['reviewers'])}) judged "
-            f"{report['n_judgments']} labels of a sample of {report['n_items']} queries drawn per position group "
-            "with `build-bench review`. A label is right when most of its reviewers said its span answers "
-            "the query; intervals are 95 % Wilson.\n\n"
-            "| group | items | precision | 95 % interval |\n|---|---|---|---|\n" + rows + "\n\n"
-            f"Agreement on the span question: {kappas or 'no items judged by two reviewers'}"
-            + (f"; Fleiss' κ {fleiss['kappa']} (n={fleiss['n']})" if fleiss["n"] else "") + ".\n"
-            + (f"Agreement with the LLM judge's grades (3-4 yes, 2 partly, 0-1 no): Cohen's κ {with_llm}.\n"
-               if with_llm else "")
-            + f"Groups below precision {report['threshold']}: {below}.\n{END}\n")
+    return (
+        f"{START}\n## Human review\n\n"
+        f"{len(report['reviewers'])} reviewers ({', '.join(report['reviewers'])}) judged "
+        f"{report['n_judgments']} labels of a sample of {report['n_items']} queries drawn per position group "
+        "with `build-bench review`. A label is right when most of its reviewers said its span answers "
+        "the query; intervals are 95 % Wilson.\n\n"
+        "| group | items | precision | 95 % interval |\n|---|---|---|---|\n" + rows + "\n\n"
+        f"Agreement on the span question: {kappas or 'no items judged by two reviewers'}"
+        + (f"; Fleiss' κ {fleiss['kappa']} (n={fleiss['n']})" if fleiss["n"] else "")
+        + ".\n"
+        + (
+            f"Agreement with the LLM judge's grades (3-4 yes, 2 partly, 0-1 no): Cohen's κ {with_llm}.\n"
+            if with_llm
+            else ""
+        )
+        + f"Groups below precision {report['threshold']}: {below}.\n{END}\n"
+    )
 
 
 def write_report(folder: Path, report: dict[str, Any]) -> None:

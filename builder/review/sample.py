@@ -18,7 +18,7 @@ Z95 = 1.959964
 def group_size(population: int, width: float) -> int:
     """Items for a 95 % interval of `width` around a proportion, in the worst case (p = 0.5),
     with the finite-population correction: a small group is reviewed whole."""
-    n0 = Z95 ** 2 * 0.25 / (width / 2) ** 2
+    n0 = Z95**2 * 0.25 / (width / 2) ** 2
     return min(population, math.ceil(n0 / (1 + (n0 - 1) / population)))
 
 
@@ -32,9 +32,16 @@ def draw_sample(folder: Path, width: float, seed: int) -> list[dict[str, Any]]:
     spans = pl.col("spans") if "spans" in queries.columns else pl.lit(None)
     # The LLM judge's 0-4 grade (llm_relevance), for the report's reviewer-LLM agreement.
     grade = pl.col("llm_grade") if "llm_grade" in queries.columns else pl.lit(None, dtype=pl.Int64)
-    rows = (queries.select("query_id", "text", "doc_id", tag.alias("group"), lang.alias("lang"), spans.alias("spans"),
-                           grade.alias("llm_grade"), *_located(queries))
-            .join(corpus, on="doc_id", how="inner"))
+    rows = queries.select(
+        "query_id",
+        "text",
+        "doc_id",
+        tag.alias("group"),
+        lang.alias("lang"),
+        spans.alias("spans"),
+        grade.alias("llm_grade"),
+        *_located(queries),
+    ).join(corpus, on="doc_id", how="inner")
     items: list[dict[str, Any]] = []
     for (group, language), members in sorted(rows.group_by("group", "lang"), key=lambda g: g[0]):
         n = group_size(members.height, width)

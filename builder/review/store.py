@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ANSWERS = {"span_answers": ("yes", "partly", "no"), "understandable": ("yes", "no"),
-           "better_elsewhere": ("yes", "no")}
+ANSWERS = {"span_answers": ("yes", "partly", "no"), "understandable": ("yes", "no"), "better_elsewhere": ("yes", "no")}
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 _lock = threading.Lock()
 
@@ -34,8 +33,12 @@ def save_judgment(folder: Path, reviewer: str, judgment: dict[str, Any], known_i
     for question, allowed in ANSWERS.items():
         if judgment.get(question) not in allowed:
             raise JudgmentError(f"{question} must be one of {', '.join(allowed)}")
-    line = {"query_id": judgment["query_id"], "reviewer": reviewer, **{q: judgment[q] for q in ANSWERS},
-            "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    line = {
+        "query_id": judgment["query_id"],
+        "reviewer": reviewer,
+        **{q: judgment[q] for q in ANSWERS},
+        "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
     path = judgments_file(folder, reviewer)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _lock, path.open("a", encoding="utf-8") as f:
@@ -55,5 +58,7 @@ def latest_judgments(path: Path) -> dict[str, dict[str, Any]]:
 
 def all_reviewers(folder: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """reviewer -> query id -> their latest judgment."""
-    return {p.stem.removeprefix("judgments-"): latest_judgments(p)
-            for p in sorted((folder / "review").glob("judgments-*.jsonl"))}
+    return {
+        p.stem.removeprefix("judgments-"): latest_judgments(p)
+        for p in sorted((folder / "review").glob("judgments-*.jsonl"))
+    }

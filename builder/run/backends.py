@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 class Backends:
     """Builds each backend on first use, so a run that needs no LLM opens no cache."""
 
-    def __init__(self, recipe: Any, prompts: PromptLibrary, cache_path: Path, reask_failed: bool = False,
-                 mock_llm: bool = False) -> None:
+    def __init__(
+        self, recipe: Any, prompts: PromptLibrary, cache_path: Path, reask_failed: bool = False, mock_llm: bool = False
+    ) -> None:
         self.recipe = recipe
         self.prompts = prompts
         self.cache_path = cache_path
@@ -109,8 +110,9 @@ class Backends:
         if name not in self._llms and self.mock_llm:
             from builder.backends.llm.mock_backend import MockLLMBackend
 
-            self._llms[name] = MockLLMBackend(name, self.recipe.models[name], self.recipe.seed, self._open_cache(),
-                                              self.gate)
+            self._llms[name] = MockLLMBackend(
+                name, self.recipe.models[name], self.recipe.seed, self._open_cache(), self.gate
+            )
         if name not in self._llms:
             if self._warming is not None:
                 self._warming.join()
@@ -139,8 +141,9 @@ class Backends:
     def schema_refusals(self) -> dict[str, str]:
         """Model name -> why its server refused a JSON schema, for the models that fell
         back to asking for JSON by the prompt alone."""
-        return {name: reason for name, backend in self._llms.items()
-                if (reason := getattr(backend, "schema_refused", None))}
+        return {
+            name: reason for name, backend in self._llms.items() if (reason := getattr(backend, "schema_refused", None))
+        }
 
     def usage_by_model(self) -> dict[str, LLMUsage]:
         """A snapshot of each started model's counters (they keep counting after)."""
@@ -148,17 +151,23 @@ class Backends:
 
     def new_schema_refusals(self, before: dict[str, str]) -> list[str]:
         """A warning for each model that fell back since `before` (a `schema_refusals()`)."""
-        return [f"model {name!r} refused structured output ({reason}): from then on its JSON answers "
-                "were asked for by the prompt alone"
-                for name, reason in self.schema_refusals().items() if name not in before]
+        return [
+            f"model {name!r} refused structured output ({reason}): from then on its JSON answers "
+            "were asked for by the prompt alone"
+            for name, reason in self.schema_refusals().items()
+            if name not in before
+        ]
 
     def timeouts(self) -> tuple[int, str]:
         """Requests that ran out of their model's timeout_s so far, and a line saying so."""
         # Only backends that count timeouts (OpenAIBackend) pass the filter; the protocol lacks them.
         late: list[tuple[str, Any]] = [(name, b) for name, b in self._llms.items() if getattr(b, "timed_out", 0)]
         count = sum(b.timed_out for _, b in late)
-        return count, "; ".join(f"{b.timed_out} {name!r} attempts timed out (timeout_s={b.config.timeout_s:g} s, "
-                                f"the last waited {b.last_wait_s:.1f} s)" for name, b in late)
+        return count, "; ".join(
+            f"{b.timed_out} {name!r} attempts timed out (timeout_s={b.config.timeout_s:g} s, "
+            f"the last waited {b.last_wait_s:.1f} s)"
+            for name, b in late
+        )
 
     def usage(self) -> LLMUsage:
         total = LLMUsage()

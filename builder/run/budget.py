@@ -45,8 +45,10 @@ def make_gate(budget: Any) -> SpendGate:
 
 def _spent_text(gate: SpendGate) -> str:
     spent = {"calls": gate.spent.calls, "tokens": gate.spent.tokens, "usd": gate.spent.usd}
-    return ", ".join(f"{k} {spent[k]:,.4g} of {v:,.4g}" if k == "usd" else f"{k} {spent[k]:,} of {v:,}"
-                     for k, v in gate.limit.items())
+    return ", ".join(
+        f"{k} {spent[k]:,.4g} of {v:,.4g}" if k == "usd" else f"{k} {spent[k]:,} of {v:,}"
+        for k, v in gate.limit.items()
+    )
 
 
 def lost_notice(label: str, lost: int, gate: SpendGate | None, last_error: str | None) -> str | None:
@@ -56,11 +58,15 @@ def lost_notice(label: str, lost: int, gate: SpendGate | None, last_error: str |
     if gate is not None and (last_error or "").startswith(BUDGET_SPENT):
         if gate.stopped_at != label:
             return None
-        return (f"{label}: budget spent ({_spent_text(gate)}): {gate.refused} requests not sent; the stages keep "
-                "what they got and the output is marked incomplete; run again with a higher budget to resume "
-                "(answers already received are not asked again)")
-    return (f"{label}: {lost} LLM requests failed to get through (last: {last_error}); the stage is not "
-            "checkpointed, run again to retry them")
+        return (
+            f"{label}: budget spent ({_spent_text(gate)}): {gate.refused} requests not sent; the stages keep "
+            "what they got and the output is marked incomplete; run again with a higher budget to resume "
+            "(answers already received are not asked again)"
+        )
+    return (
+        f"{label}: {lost} LLM requests failed to get through (last: {last_error}); the stage is not "
+        "checkpointed, run again to retry them"
+    )
 
 
 def budget_summary(gate: SpendGate | None) -> dict[str, Any]:
@@ -69,5 +75,11 @@ def budget_summary(gate: SpendGate | None) -> dict[str, Any]:
     if gate is None or not gate.limit:
         return {}
     spent = {"calls": gate.spent.calls, "tokens": gate.spent.tokens, "usd": round(gate.spent.usd, 6)}
-    return {"budget": {"limit": dict(gate.limit), "spent": spent, "stopped_at_stage": gate.stopped_at,
-                       "not_sent": gate.refused}}
+    return {
+        "budget": {
+            "limit": dict(gate.limit),
+            "spent": spent,
+            "stopped_at_stage": gate.stopped_at,
+            "not_sent": gate.refused,
+        }
+    }

@@ -6,7 +6,7 @@ Ready to register on the typer app: `app.command("cache")(cache_command)`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -14,7 +14,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from builder.backends.llm.cache_admin import (
-    ANY_FAILURE, FAILURE_KINDS, CacheAdminError, Count, Selection, cache_path, clear, count,
+    ANY_FAILURE,
+    FAILURE_KINDS,
+    CacheAdminError,
+    Count,
+    Selection,
+    cache_path,
+    clear,
+    count,
 )
 from builder.consoles import console_for
 from builder.run.locks import LockBusy, holding_run_folders
@@ -23,15 +30,22 @@ _UNRECORDED = "(not recorded)"  # answers cached before the cache kept model and
 
 
 def cache_command(
-    run_dir: Annotated[Path, typer.Argument(help="Run folder holding the cache (the build's --run-dir).")
-                       ] = Path("runs"),
-    model: Annotated[Optional[str], typer.Option("--model", help="Clear the answers of this model.")] = None,
-    stage: Annotated[Optional[str], typer.Option(
-        "--stage", help="Clear the answers asked by this stage (a name, or a label such as 02_generate_queries).")
-                     ] = None,
-    failed: Annotated[Optional[str], typer.Option(
-        "--failed", help=f"Clear the answers a stage rejected: {', '.join(FAILURE_KINDS)} or {ANY_FAILURE}.")
-                      ] = None,
+    run_dir: Annotated[Path, typer.Argument(help="Run folder holding the cache (the build's --run-dir).")] = Path(
+        "runs"
+    ),
+    model: Annotated[str | None, typer.Option("--model", help="Clear the answers of this model.")] = None,
+    stage: Annotated[
+        str | None,
+        typer.Option(
+            "--stage", help="Clear the answers asked by this stage (a name, or a label such as 02_generate_queries)."
+        ),
+    ] = None,
+    failed: Annotated[
+        str | None,
+        typer.Option(
+            "--failed", help=f"Clear the answers a stage rejected: {', '.join(FAILURE_KINDS)} or {ANY_FAILURE}."
+        ),
+    ] = None,
     everything: Annotated[bool, typer.Option("--all", help="Clear every answer.")] = False,
 ) -> None:
     """Show what the LLM answer cache holds per model, stage and failure, or clear part of it.
@@ -64,8 +78,13 @@ def _print_counts(console: Console, counts: list[Count], title: str, total: str)
     for column in ("model", "stage", "answers", "failed", "servers"):
         table.add_column(column, justify="right" if column == "answers" else "left")
     for c in counts:
-        cells = (c.model or _UNRECORDED, c.stage or _UNRECORDED, str(c.answers), c.failure or "-",
-                 c.servers or ("-" if c.model else _UNRECORDED))  # "-": an in-process engine
+        cells = (
+            c.model or _UNRECORDED,
+            c.stage or _UNRECORDED,
+            str(c.answers),
+            c.failure or "-",
+            c.servers or ("-" if c.model else _UNRECORDED),
+        )  # "-": an in-process engine
         table.add_row(*map(escape, cells))
     console.print(table)
     console.print(f"{sum(c.answers for c in counts)} {total}", highlight=False)

@@ -66,8 +66,13 @@ def _digest(files: dict[str, str], tables: list[str]) -> str:
     return hashlib.sha256(json.dumps({t: files[t] for t in tables}, sort_keys=True).encode()).hexdigest()
 
 
-def save_checkpoint(stage_dir: Path, bench: Bench, stats: StageRecord, fingerprint: str | None,
-                    llm_keys: set[str] | frozenset[str] = frozenset()) -> str:
+def save_checkpoint(
+    stage_dir: Path,
+    bench: Bench,
+    stats: StageRecord,
+    fingerprint: str | None,
+    llm_keys: set[str] | frozenset[str] = frozenset(),
+) -> str:
     """Write the checkpoint whole (one folder swap); `fingerprint` None keeps the data for
     inspection but marks the stage unfinished, so no rerun reuses it. `llm_keys` are
     stamped like the tables, so a damaged list is caught too. Returns the digest."""

@@ -76,16 +76,32 @@ def disk_full(exc: BaseException, folders: dict[str, Path]) -> DiskFull | None:
     too_big = any(_is_too_big(e) for e in _chain(exc))
     if not too_big and not any(_is_full(e) for e in _chain(exc)):
         return None
-    names = [Path(name) for e in _chain(exc) if isinstance(e, OSError)
-             for name in (e.filename, e.filename2) if isinstance(name, str | Path)]
-    blamed = next((option for option, folder in folders.items() for name in names
-                   if folder.resolve() in Path(name).resolve().parents), None)
+    names = [
+        Path(name)
+        for e in _chain(exc)
+        if isinstance(e, OSError)
+        for name in (e.filename, e.filename2)
+        if isinstance(name, str | Path)
+    ]
+    blamed = next(
+        (
+            option
+            for option, folder in folders.items()
+            for name in names
+            if folder.resolve() in Path(name).resolve().parents
+        ),
+        None,
+    )
     free = {option: _free(folder) for option, folder in folders.items()}
     option = blamed or min(free, key=free.__getitem__)
     if too_big:
         where = f"{option} {folders[option]}" if blamed else " or ".join(f"{o} {f}" for o, f in folders.items())
-        return DiskFull(f"a file under {where} outgrew {_size_limit()} (ulimit -f): raise the limit, "
-                        "then run the same command again (finished stages are kept)")
-    return DiskFull(f"no space left for {option} {folders[option]}: {_size(free[option])} free on its file system "
-                    "and the build needs more; free some space or point "
-                    f"{option} at a disk with room, then run the same command again (finished stages are kept)")
+        return DiskFull(
+            f"a file under {where} outgrew {_size_limit()} (ulimit -f): raise the limit, "
+            "then run the same command again (finished stages are kept)"
+        )
+    return DiskFull(
+        f"no space left for {option} {folders[option]}: {_size(free[option])} free on its file system "
+        "and the build needs more; free some space or point "
+        f"{option} at a disk with room, then run the same command again (finished stages are kept)"
+    )

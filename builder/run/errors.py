@@ -18,14 +18,23 @@ from builder.publish.hub import PushError
 from builder.recipe.yaml_text import RecipeError
 from builder.run.disk_full import DiskFull
 from builder.run.grow import UnverifiedAnswers
+from builder.run.invariants import InvariantError
 from builder.run.locks import LockBusy
 from builder.run.outcome import EmptyResult
 from builder.run.outdir import OutDirError
-from builder.run.invariants import InvariantError
 from builder.run.stopping import stop_line
 
-_EXPECTED = (SourceError, TokenizerLoadError, BackendUnavailable, PromptError, PushError, OSError,
-             EmptyResult, ExecutorUnavailable, DiskFull)
+_EXPECTED = (
+    SourceError,
+    TokenizerLoadError,
+    BackendUnavailable,
+    PromptError,
+    PushError,
+    OSError,
+    EmptyResult,
+    ExecutorUnavailable,
+    DiskFull,
+)
 # Refused before any work: the command line points at something it must not touch or trust.
 _REFUSED = (OutDirError, LockBusy, UnverifiedAnswers, RecipeError)
 

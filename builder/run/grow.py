@@ -65,8 +65,10 @@ def check_out_dir_apart(ref: str, out_dir: Path) -> None:
         return
     old, new = Path(ref).resolve(), Path(out_dir).resolve()
     if new == old or old in new.parents or new in old.parents:
-        raise OutDirError(f"--from {ref}: the output folder {out_dir} would overwrite the release this build "
-                          f"grows from; name a new one, e.g. --out {_next_version(Path(ref))}")
+        raise OutDirError(
+            f"--from {ref}: the output folder {out_dir} would overwrite the release this build "
+            f"grows from; name a new one, e.g. --out {_next_version(Path(ref))}"
+        )
 
 
 def _next_version(folder: Path) -> Path:
@@ -92,32 +94,45 @@ def seed_from(ref: str, backends: Backends, console: Console, reask_unverified: 
     if made_by_mock and not backends.mock_llm:
         raise UnverifiedAnswers(mock_refusal(ref))
     if not made_by_mock and backends.mock_llm:
-        console.print(f"[yellow]--from {ref}: a real release; the mock LLM answers every request itself, "
-                      "so its answers are not read[/]", highlight=False)
+        console.print(
+            f"[yellow]--from {ref}: a real release; the mock LLM answers every request itself, "
+            "so its answers are not read[/]",
+            highlight=False,
+        )
         return
     if not (folder / ANSWERS_FILE).is_file():
-        console.print(f"[yellow]--from {ref}: it ships no LLM answers ({ANSWERS_FILE}), so any LLM request "
-                      "goes to the model[/]", highlight=False)
+        console.print(
+            f"[yellow]--from {ref}: it ships no LLM answers ({ANSWERS_FILE}), so any LLM request goes to the model[/]",
+            highlight=False,
+        )
         return
     try:
         answers = verified_answers(folder)
     except AnswersFileError as error:
         if not reask_unverified:
-            raise UnverifiedAnswers(f"--from {ref}: {error}; nothing was read. Pass {REASK_FLAG} to leave "
-                                    "these answers out and ask the model again") from None
-        console.print(f"[yellow]--from {ref}: {error}; the file is ignored ({REASK_FLAG}), so every LLM "
-                      "request goes to the model[/]", highlight=False)
+            raise UnverifiedAnswers(
+                f"--from {ref}: {error}; nothing was read. Pass {REASK_FLAG} to leave "
+                "these answers out and ask the model again"
+            ) from None
+        console.print(
+            f"[yellow]--from {ref}: {error}; the file is ignored ({REASK_FLAG}), so every LLM "
+            "request goes to the model[/]",
+            highlight=False,
+        )
         return
     added = backends.seed_answers(answers, ref)
     made = ", made by the mock LLM" if made_by_mock else ""
-    console.print(f"--from {ref}: {answers.height} answers (sha256 checked{made}), {added} new to this cache",
-                  highlight=False)
+    console.print(
+        f"--from {ref}: {answers.height} answers (sha256 checked{made}), {added} new to this cache", highlight=False
+    )
 
 
 def mock_refusal(ref: str) -> str:
-    return (f"--from {ref}: that release was built with the mock LLM, so its answers are no model's and a "
-            "real build cannot grow from them; add --mock-llm to grow it as a mock build, or grow from a "
-            "release built without --mock-llm")
+    return (
+        f"--from {ref}: that release was built with the mock LLM, so its answers are no model's and a "
+        "real build cannot grow from them; add --mock-llm to grow it as a mock build, or grow from a "
+        "release built without --mock-llm"
+    )
 
 
 def release_files(folder: Path) -> list[str]:
@@ -143,12 +158,16 @@ def verified_answers(folder: Path) -> pl.DataFrame:
     path, stats_path = folder / ANSWERS_FILE, folder / STATS_FILE
     expected = _recorded_digest(stats_path)
     if expected is None:
-        raise AnswersFileError(f"{path} cannot be checked: the {STATS_FILE} beside it records no sha256 for "
-                               "it (missing, unreadable, or written by a build-bench older than the check)")
+        raise AnswersFileError(
+            f"{path} cannot be checked: the {STATS_FILE} beside it records no sha256 for "
+            "it (missing, unreadable, or written by a build-bench older than the check)"
+        )
     actual = file_sha256(path)
     if actual != expected:
-        raise AnswersFileError(f"{path} is not the file this release shipped: its sha256 is {actual[:16]}…, "
-                               f"the {STATS_FILE} beside it records {expected[:16]}…")
+        raise AnswersFileError(
+            f"{path} is not the file this release shipped: its sha256 is {actual[:16]}…, "
+            f"the {STATS_FILE} beside it records {expected[:16]}…"
+        )
     return read_answers(path)
 
 
@@ -159,5 +178,8 @@ def _recorded_digest(stats_path: Path) -> str | None:
         return None
     record = stats.get("llm_answers") if isinstance(stats, dict) else None
     digest = record.get("sha256") if isinstance(record, dict) else None
-    return digest if (isinstance(digest, str) and isinstance(record, dict)
-                      and record.get("file") == ANSWERS_FILE) else None
+    return (
+        digest
+        if (isinstance(digest, str) and isinstance(record, dict) and record.get("file") == ANSWERS_FILE)
+        else None
+    )

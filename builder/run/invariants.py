@@ -30,7 +30,7 @@ def check_invariants(before: Bench, after: Bench, stage: Stage, label: str) -> S
         rows = drops.filter(pl.col("kind") == kind)["id"].to_list()
         dropped = set(rows)
         if len(dropped) != len(rows) or dropped & ids_out:
-            twice = sorted(({r for r in dropped if rows.count(r) > 1} | (dropped & ids_out)))[:5]
+            twice = sorted({r for r in dropped if rows.count(r) > 1} | (dropped & ids_out))[:5]
             raise InvariantError(f"{label}: {table} rows dropped twice, or dropped and kept (e.g. {twice})")
         gone = ids_in - ids_out
         if table not in stage.rebuilds and gone != dropped & ids_in:

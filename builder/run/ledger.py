@@ -25,8 +25,13 @@ def usage_usd(models: Mapping[str, Any], usage: Mapping[str, LLMUsage]) -> float
     return total
 
 
-def estimate_usd(models: Mapping[str, Any], names: Sequence[str], prompt_tokens: float,
-                 cached_tokens: float, completion_tokens: float) -> float | None:
+def estimate_usd(
+    models: Mapping[str, Any],
+    names: Sequence[str],
+    prompt_tokens: float,
+    cached_tokens: float,
+    completion_tokens: float,
+) -> float | None:
     """An estimate's money, its tokens split evenly among the stage's models (as stages
     that ask several judges do); None when one of them has no price."""
     prices: list[Any] = [getattr(models.get(n), "price", None) for n in names]

@@ -57,9 +57,14 @@ def load_key(recipe: RecipeBase, base_dir: Path | None) -> list[Any]:
     return [*key, "streamed", json.dumps(params.model_dump(mode="json"), sort_keys=True), recipe.seed]
 
 
-def load_corpus(recipe: RecipeBase, base_dir: Path | None, limit: int | None,
-                tokenizer: TokenCounter, console: Console, executor: Executor | None = None
-                ) -> tuple[pl.DataFrame, pl.DataFrame]:
+def load_corpus(
+    recipe: RecipeBase,
+    base_dir: Path | None,
+    limit: int | None,
+    tokenizer: TokenCounter,
+    console: Console,
+    executor: Executor | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(corpus with n_tokens, drops as id/reason), streamed when the first stage samples.
     A local executor (or none) does it all in this process; any other spreads the reading
     and counting over its workers and gives the same tables."""
@@ -68,8 +73,14 @@ def load_corpus(recipe: RecipeBase, base_dir: Path | None, limit: int | None,
     return file_columns(corpus, recipe.sources), drops
 
 
-def _load(recipe: RecipeBase, base_dir: Path | None, limit: int | None, tokenizer: TokenCounter,
-          console: Console, executor: Executor | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _load(
+    recipe: RecipeBase,
+    base_dir: Path | None,
+    limit: int | None,
+    tokenizer: TokenCounter,
+    console: Console,
+    executor: Executor | None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     spread = executor is not None and executor.kind != "local"
     params = streamed_sample(recipe)
     if params is None:
@@ -86,14 +97,16 @@ def _load(recipe: RecipeBase, base_dir: Path | None, limit: int | None, tokenize
     if spread:
         assert executor is not None
         with LoadMeter(console) as meter:
-            corpus, drops = stream_spread(list(recipe.sources), base_dir, limit, picker, executor,
-                                          recipe.tokenizer, meter)
+            corpus, drops = stream_spread(
+                list(recipe.sources), base_dir, limit, picker, executor, recipe.tokenizer, meter
+            )
         return corpus, pl.DataFrame(drops, schema=_DROP_SCHEMA, orient="row")
     return stream_corpus(iter_documents(recipe.sources, base_dir, limit), picker, tokenizer, console)
 
 
-def stream_corpus(items: Any, picker: StreamingPicker, tokenizer: TokenCounter, console: Console
-                  ) -> tuple[pl.DataFrame, pl.DataFrame]:
+def stream_corpus(
+    items: Any, picker: StreamingPicker, tokenizer: TokenCounter, console: Console
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     parts: list[pl.DataFrame] = []
     drops: list[Dropped] = []
     block: list[Doc] = []
@@ -114,7 +127,8 @@ def stream_corpus(items: Any, picker: StreamingPicker, tokenizer: TokenCounter, 
     reduced = pl.concat(parts) if parts else _reduce([], picker, tokenizer)
     texts = picker.texts()
     corpus = reduced.with_columns(
-        pl.Series("text", [texts.get(d, "") for d in reduced["doc_id"].to_list()], dtype=pl.Utf8))
+        pl.Series("text", [texts.get(d, "") for d in reduced["doc_id"].to_list()], dtype=pl.Utf8)
+    )
     return corpus, pl.DataFrame(drops, schema=_DROP_SCHEMA, orient="row")
 
 

@@ -25,10 +25,11 @@ class LoadMeter:
     def __enter__(self) -> LoadMeter:
         self._t0 = self._last = time.perf_counter()
         if self.console.is_terminal:
-            text = (f"[bold]{LOAD_LABEL}[/] read {{task.completed:,.0f}} · kept {{task.fields[kept]:,}}"
-                    " · dropped {task.fields[dropped]:,} · {task.fields[rate]:,.0f} docs/s")
-            self._progress = Progress(TextColumn(text), TimeElapsedColumn(), console=self.console,
-                                      transient=True)
+            text = (
+                f"[bold]{LOAD_LABEL}[/] read {{task.completed:,.0f}} · kept {{task.fields[kept]:,}}"
+                " · dropped {task.fields[dropped]:,} · {task.fields[rate]:,.0f} docs/s"
+            )
+            self._progress = Progress(TextColumn(text), TimeElapsedColumn(), console=self.console, transient=True)
             self._progress.start()
             self._task = self._progress.add_task("load", total=None, kept=0, dropped=0, rate=0.0)
         return self
@@ -38,8 +39,13 @@ class LoadMeter:
         self.dropped += dropped
         now = time.perf_counter()
         if self._progress is not None:
-            self._progress.update(self._task, completed=self.kept + self.dropped, kept=self.kept,
-                                  dropped=self.dropped, rate=self._rate(now))
+            self._progress.update(
+                self._task,
+                completed=self.kept + self.dropped,
+                kept=self.kept,
+                dropped=self.dropped,
+                rate=self._rate(now),
+            )
         elif now - self._last >= self.every_s:
             self.console.print(self.line(now), highlight=False)
             self._last = now
@@ -49,8 +55,10 @@ class LoadMeter:
 
     def line(self, now: float | None = None) -> str:
         now = time.perf_counter() if now is None else now
-        return (f"{LOAD_LABEL}: read {self.kept + self.dropped:,}, kept {self.kept:,}, dropped "
-                f"{self.dropped:,} ({self._rate(now):,.0f} docs/s)")
+        return (
+            f"{LOAD_LABEL}: read {self.kept + self.dropped:,}, kept {self.kept:,}, dropped "
+            f"{self.dropped:,} ({self._rate(now):,.0f} docs/s)"
+        )
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
         if self._progress is not None:

@@ -35,15 +35,29 @@ BLOCK = 512  # documents per block sent out for counting, and per block the samp
 # doc_id, title, payload, lang, domain, n_tokens, words: the payload is "=" + the text for a
 # source read here, or "@source:position:item" for a row a worker read.
 Record = tuple[str, str, str, str, str, int, int]
-_SCHEMA = {"doc_id": pl.Utf8, "title": pl.Utf8, "_payload": pl.Utf8, "lang": pl.Utf8, "domain": pl.Utf8,
-           "n_tokens": pl.Int64, WORDS: pl.Int64}
+_SCHEMA = {
+    "doc_id": pl.Utf8,
+    "title": pl.Utf8,
+    "_payload": pl.Utf8,
+    "lang": pl.Utf8,
+    "domain": pl.Utf8,
+    "n_tokens": pl.Int64,
+    WORDS: pl.Int64,
+}
 
 
 class _Load:
     """One load: the sources, the shared duplicate memory, the drops and the meter."""
 
-    def __init__(self, specs: list[_SourceBase], base_dir: Path | None, limit: int | None,
-                 executor: Executor, tokenizer: TokenizerConfig, meter: LoadMeter) -> None:
+    def __init__(
+        self,
+        specs: list[_SourceBase],
+        base_dir: Path | None,
+        limit: int | None,
+        executor: Executor,
+        tokenizer: TokenizerConfig,
+        meter: LoadMeter,
+    ) -> None:
         self.specs, self.base_dir, self.limit = specs, base_dir, limit
         self.executor, self.tokenizer, self.meter = executor, tokenizer, meter
         self.seen = _Seen()
@@ -68,8 +82,9 @@ class _Load:
         sent: deque[list[Doc]] = deque()
 
         def blocks() -> Iterator[list[str]]:
-            for block in blocks_of(self._kept(_source_docs(spec, source_rows(spec, self.base_dir), cap, self.seen)),
-                                   BLOCK):
+            for block in blocks_of(
+                self._kept(_source_docs(spec, source_rows(spec, self.base_dir), cap, self.seen)), BLOCK
+            ):
                 sent.append(block)
                 yield [d.text for d in block]
 
@@ -112,8 +127,17 @@ class _Load:
         if state["objects"]:
             _check_fields(spec, fields)
 
-    def _row(self, index: int, spec: _SourceBase, row: ScannedRow, where: str, scan: ShardScan,
-             fields: _Fields, state: dict[str, int], same_columns: bool) -> Iterator[Record]:
+    def _row(
+        self,
+        index: int,
+        spec: _SourceBase,
+        row: ScannedRow,
+        where: str,
+        scan: ShardScan,
+        fields: _Fields,
+        state: dict[str, int],
+        same_columns: bool,
+    ) -> Iterator[Record]:
         if row.unreadable is not None:
             self.drop(Dropped(f"{spec.id_prefix}{where}", row.unreadable))
             return
@@ -154,17 +178,24 @@ class _Load:
         for index, docs in wanted.items():
             spec = self.specs[index]
             assert isinstance(spec, JsonlSource | ParquetSource)
-            rows = read_back(spec.type, resolve_path(spec.path, self.base_dir), [p for _, p, _ in docs],
-                             self.shards[index])
+            rows = read_back(
+                spec.type, resolve_path(spec.path, self.base_dir), [p for _, p, _ in docs], self.shards[index]
+            )
             for doc_id, position, item in docs:
                 text: Any = rows[position].get(spec.fields.text)
                 out[doc_id] = text if item < 0 else text[item]
         return out
 
 
-def stream_spread(specs: list[_SourceBase], base_dir: Path | None, limit: int | None, picker: StreamingPicker,
-                  executor: Executor, tokenizer: TokenizerConfig, meter: LoadMeter
-                  ) -> tuple[pl.DataFrame, list[Dropped]]:
+def stream_spread(
+    specs: list[_SourceBase],
+    base_dir: Path | None,
+    limit: int | None,
+    picker: StreamingPicker,
+    executor: Executor,
+    tokenizer: TokenizerConfig,
+    meter: LoadMeter,
+) -> tuple[pl.DataFrame, list[Dropped]]:
     """(the corpus without texts but for the sampled ones, the drops), as the local
     streamed load gives them."""
     load = _Load(specs, base_dir, limit, executor, tokenizer, meter)
@@ -177,7 +208,8 @@ def stream_spread(specs: list[_SourceBase], base_dir: Path | None, limit: int | 
     reduced = pl.concat(parts) if parts else pl.DataFrame(schema=_SCHEMA).drop("_payload")
     texts = load.texts(picker.texts())
     corpus = reduced.with_columns(
-        pl.Series("text", [texts.get(d, "") for d in reduced["doc_id"].to_list()], dtype=pl.Utf8))
+        pl.Series("text", [texts.get(d, "") for d in reduced["doc_id"].to_list()], dtype=pl.Utf8)
+    )
     return corpus, load.drops
 
 

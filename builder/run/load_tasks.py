@@ -96,8 +96,9 @@ def _scan(config: TokenizerConfig, spec: _SourceBase, shard: Shard) -> ShardScan
     return ShardScan(rows, lines, sorted(columns), None)
 
 
-def _scan_row(spec: _SourceBase, row: dict[str, Any], where: tuple[int, int, tuple[str, ...]],
-              todo: list[_ToCount]) -> ScannedRow:
+def _scan_row(
+    spec: _SourceBase, row: dict[str, Any], where: tuple[int, int, tuple[str, ...]], todo: list[_ToCount]
+) -> ScannedRow:
     f = spec.fields
     row_id = None
     if f.id is not None:
@@ -114,6 +115,16 @@ def _scan_row(spec: _SourceBase, row: dict[str, Any], where: tuple[int, int, tup
         reason = bad_meta or _check_text(text)
         if reason is None:
             todo.append((docs, len(docs), text))
-        docs.append(ScannedDoc(k, reason, meta["title"], meta["lang"], meta["domain"],
-                               b"" if reason is not None else text_digest(text), 0, 0))
+        docs.append(
+            ScannedDoc(
+                k,
+                reason,
+                meta["title"],
+                meta["lang"],
+                meta["domain"],
+                b"" if reason is not None else text_digest(text),
+                0,
+                0,
+            )
+        )
     return ScannedRow(where[0], where[1], None, None, row_id, where[2], docs)

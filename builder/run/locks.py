@@ -31,8 +31,12 @@ class FileLock:
             text = ""
         return f"process {text}" if text else "another process"
 
-    def acquire(self, wait: bool, on_wait: Callable[[str], None] | None = None,
-                busy_hint: str = "wait for it to finish, or pass --wait") -> None:
+    def acquire(
+        self,
+        wait: bool,
+        on_wait: Callable[[str], None] | None = None,
+        busy_hint: str = "wait for it to finish, or pass --wait",
+    ) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
@@ -40,8 +44,9 @@ class FileLock:
         except BlockingIOError:
             if not wait:
                 os.close(fd)
-                raise LockBusy(f"{self.what} {self.path.parent} is in use by {self.holder()} "
-                               f"(lock file {self.path}); {busy_hint}") from None
+                raise LockBusy(
+                    f"{self.what} {self.path.parent} is in use by {self.holder()} (lock file {self.path}); {busy_hint}"
+                ) from None
             if on_wait is not None:
                 on_wait(f"waiting for {self.holder()}, which is using {self.what} {self.path.parent}")
             fcntl.flock(fd, fcntl.LOCK_EX)

@@ -14,14 +14,15 @@ from builder.bench import Bench
 from builder.position_columns import PLACING_COLUMNS, placed_queries
 from builder.records.stage_record import StageRecord
 
-
 # What would help, by the reason that removed the most: the usual remedies a user controls.
 _REMEDIES = {
     "llm_unparseable": "a larger model, or a server that enforces JSON schemas (structured_output)",
     "llm_truncated": "a larger max_tokens, or a larger model that repeats itself less",
     "doc_unusable": "a larger model (small ones call good documents unusable), or cleaner documents",
-    "span_not_found": ("a larger model that copies passages verbatim, or localize_spans with methods "
-                       "[exact, normalized, fuzzy] and a lower fuzzy_min_score"),
+    "span_not_found": (
+        "a larger model that copies passages verbatim, or localize_spans with methods "
+        "[exact, normalized, fuzzy] and a lower fuzzy_min_score"
+    ),
     "off_target_region": "a larger model, or drop_off_target: false",
     "llm_not_higher": "a larger judge model, or llm_relevance with contrast: false",
     "outside_length_buckets": "wider sample_by_length buckets",
@@ -87,14 +88,20 @@ def check_result(bench: Bench, stats: list[StageRecord], usage: LLMUsage, budget
                 f"build failed: none of the {counts['queries']} queries has a position (no "
                 f"{', '.join(PLACING_COLUMNS)}): add localize_spans after the stage that makes the "
                 "queries, or position_metadata after one that sets spans; nothing was written; "
-                "pass --allow-empty to write it anyway")
+                "pass --allow-empty to write it anyway"
+            )
         return
-    what = (f"every LLM call failed ({usage.failures})" if all_failed else
-            f"the result has {counts['docs']} documents and {counts['queries']} queries")
+    what = (
+        f"every LLM call failed ({usage.failures})"
+        if all_failed
+        else f"the result has {counts['docs']} documents and {counts['queries']} queries"
+    )
     parts = [f"build failed: {what}", _worst_stage(stats)]
     if budget_stop is not None:
-        parts[1:] = [f"the budget was spent in {budget_stop} and the later requests were not sent: "
-                     "run again with a higher budget to resume (answers already received are kept)"]
+        parts[1:] = [
+            f"the budget was spent in {budget_stop} and the later requests were not sent: "
+            "run again with a higher budget to resume (answers already received are kept)"
+        ]
     last = _last_queries(stats) if not all_failed else None
     if last is not None and not last.startswith(parts[1].split(" removed", 1)[0] + " "):
         parts.append(last)

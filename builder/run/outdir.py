@@ -25,8 +25,10 @@ def out_dir_problem(out_dir: Path) -> str | None:
     if target == Path(target.anchor):
         return f"output folder {out_dir} is the root of the file system; pick a new folder"
     if _is_within(Path.cwd().resolve(), target):
-        return (f"output folder {out_dir} is the working directory or one of its parents; "
-                "the build replaces its output folder whole, so pick a new folder")
+        return (
+            f"output folder {out_dir} is the working directory or one of its parents; "
+            "the build replaces its output folder whole, so pick a new folder"
+        )
     return None
 
 
@@ -37,8 +39,9 @@ def check_out_dir_place(out_dir: Path, run_root: Path, run_dir: Path) -> None:
         raise OutDirError(problem)
     target = out_dir.resolve()
     if _is_within(run_root.resolve(), target) or _is_within(target, run_dir.resolve()):
-        raise OutDirError(f"output folder {out_dir} would hold or sit inside the run folder {run_root}; "
-                          "pick a folder outside it")
+        raise OutDirError(
+            f"output folder {out_dir} would hold or sit inside the run folder {run_root}; pick a folder outside it"
+        )
 
 
 def check_out_dir_contents(out_dir: Path, overwrite: bool) -> None:
@@ -46,6 +49,8 @@ def check_out_dir_contents(out_dir: Path, overwrite: bool) -> None:
     if overwrite or not out_dir.is_dir() or (out_dir / MARKER).is_file():
         return
     if next(out_dir.iterdir(), None) is not None:
-        raise OutDirError(f"output folder {out_dir} is a folder that build-bench did not write and it is not "
-                          "empty; its contents would be replaced. Pick a new folder, or pass "
-                          "--overwrite to replace it anyway")
+        raise OutDirError(
+            f"output folder {out_dir} is a folder that build-bench did not write and it is not "
+            "empty; its contents would be replaced. Pick a new folder, or pass "
+            "--overwrite to replace it anyway"
+        )

@@ -13,9 +13,9 @@ from rich.table import Table
 from builder.backends.llm.config import OpenAIModelConfig
 from builder.backends.tokenizers import make_counter
 from builder.executors.config import ExecutorConfig
-from builder.run.ledger import estimate_usd
 from builder.io.corpus_sample import sample_documents
 from builder.io.files.read import files_plan_lines
+from builder.run.ledger import estimate_usd
 from builder.stages.base import Estimate, Flow
 from builder.stages.refs import DataPath, refs_of
 
@@ -66,9 +66,16 @@ def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
     n_docs, sample = sample_documents(recipe.sources, loaded.base_dir, limit, SAMPLE_DOCS, seed=0)
     counts = make_counter(recipe.tokenizer).count_many(sample["text"].to_list())
     # lang and domain stay: sampling per stratum counts each on its own.
-    sample = sample.select("doc_id", "text", "lang", "domain").with_columns(pl.Series("n_tokens", counts, dtype=pl.Int64))
-    flow = Flow(docs=n_docs, queries=0, doc_tokens=sum(counts) / max(len(counts), 1),
-                sample=sample, scale=n_docs / max(sample.height, 1))
+    sample = sample.select("doc_id", "text", "lang", "domain").with_columns(
+        pl.Series("n_tokens", counts, dtype=pl.Int64)
+    )
+    flow = Flow(
+        docs=n_docs,
+        queries=0,
+        doc_tokens=sum(counts) / max(len(counts), 1),
+        sample=sample,
+        scale=n_docs / max(sample.height, 1),
+    )
     rows = [PlanRow("00_load", [], flow, flow, Estimate(), sample["text"].to_list())]
     for i, stage in enumerate(recipe.stage_objects(), start=1):
         nxt, est = stage.plan(flow)
@@ -82,15 +89,28 @@ def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
 def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> None:
     recipe = loaded.recipe
     table = Table(title=f"plan for {recipe.name} ({loaded.path})", title_justify="left")
-    for col in ("stage", "models", "docs in", "queries in", "LLM calls",
-                "prompt tokens", "cacheable", "completion tokens", "USD"):
+    for col in (
+        "stage",
+        "models",
+        "docs in",
+        "queries in",
+        "LLM calls",
+        "prompt tokens",
+        "cacheable",
+        "completion tokens",
+        "USD",
+    ):
         table.add_column(col, justify="left" if col in ("stage", "models") else "right")
     for r in rows:
         table.add_row(
             r.label,
             ", ".join(f"{m} ({recipe.models[m].model})" for m in r.models) or "-",
-            str(r.flow_in.docs), str(r.flow_in.queries), f"{r.estimate.calls:,}",
-            f"{r.estimate.prompt_tokens:,}", f"{r.cacheable_tokens:,}", f"{r.estimate.completion_tokens:,}",
+            str(r.flow_in.docs),
+            str(r.flow_in.queries),
+            f"{r.estimate.calls:,}",
+            f"{r.estimate.prompt_tokens:,}",
+            f"{r.cacheable_tokens:,}",
+            f"{r.estimate.completion_tokens:,}",
             _usd(r.usd) if r.estimate.calls else "-",
         )
     total = sum(r.estimate.calls for r in rows)
@@ -99,22 +119,40 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
     cached = sum(r.cacheable_tokens for r in rows)
     asking = [r for r in rows if r.estimate.calls]
     usd = sum(r.usd for r in asking if r.usd is not None) if asking and all(r.usd is not None for r in asking) else None
-    table.add_row("total", "", "", "", f"{total:,}", f"{ptok:,}", f"{cached:,}", f"{ctok:,}",
-                  _usd(usd) if asking else "-", style="bold")
+    table.add_row(
+        "total",
+        "",
+        "",
+        "",
+        f"{total:,}",
+        f"{ptok:,}",
+        f"{cached:,}",
+        f"{ctok:,}",
+        _usd(usd) if asking else "-",
+        style="bold",
+    )
     console.print(table)
     for line in files_plan_lines(recipe.sources):
         console.print(line, highlight=False)
     if ptok:
-        console.print(f"cacheable share of prompt tokens: {cached / ptok:.2f} (documents open every prompt; "
-                      "a server with prefix caching serves them again)", highlight=False)
+        console.print(
+            f"cacheable share of prompt tokens: {cached / ptok:.2f} (documents open every prompt; "
+            "a server with prefix caching serves them again)",
+            highlight=False,
+        )
     if asking and usd is None:
-        console.print("USD: set `price: {input, cached_input, output}` (USD per million tokens) on each model "
-                      "to see what the build costs", highlight=False)
+        console.print(
+            "USD: set `price: {input, cached_input, output}` (USD per million tokens) on each model "
+            "to see what the build costs",
+            highlight=False,
+        )
     for r in rows:
         for note in r.estimate.notes:
             console.print(f"{r.label}: {note}", highlight=False)
-    console.print("Estimates assume no answers already cached and no re-asks (answers already cached cost "
-                  "nothing); USD prices the cacheable tokens at each model's cached_input.")
+    console.print(
+        "Estimates assume no answers already cached and no re-asks (answers already cached cost "
+        "nothing); USD prices the cacheable tokens at each model's cached_input."
+    )
     for line in empty_flow_warnings(rows):
         console.print(f"[bold yellow]warning:[/] {line}", highlight=False)
     console.print(_executor_line(recipe.executor), highlight=False)
@@ -138,9 +176,11 @@ def request_bounds(models: Mapping[str, Any], used: Iterable[str]) -> list[str]:
         if not isinstance(config, OpenAIModelConfig):
             continue
         backoff = config.worst_case_s() - (config.max_retries + 1) * config.timeout_s
-        out.append(f"model {name}: a request gives up after at most {config.worst_case_s():,.0f} s "
-                   f"({config.max_retries + 1} attempts of at most timeout_s {config.timeout_s:g} s, "
-                   f"{backoff:,.0f} s of backoff); replies over {config.max_reply_bytes:,} bytes are refused")
+        out.append(
+            f"model {name}: a request gives up after at most {config.worst_case_s():,.0f} s "
+            f"({config.max_retries + 1} attempts of at most timeout_s {config.timeout_s:g} s, "
+            f"{backoff:,.0f} s of backoff); replies over {config.max_reply_bytes:,} bytes are refused"
+        )
     return out
 
 
@@ -149,8 +189,10 @@ def empty_flow_warnings(rows: list[PlanRow]) -> list[str]:
     reads its own files the counts are unknown here, and that is said instead."""
     for r in rows:
         if r.reads_inputs:
-            return [f"{r.label} reads its own input files, which plan does not open: the documents, "
-                    "queries and LLM calls shown from it on are not what the build will see"]
+            return [
+                f"{r.label} reads its own input files, which plan does not open: the documents, "
+                "queries and LLM calls shown from it on are not what the build will see"
+            ]
     for r in rows:
         if r.flow_in.docs == 0:
             return [f"{r.label} gets 0 documents: check the sources (paths, field names, limit)"]

@@ -42,8 +42,9 @@ class _Task:
 class _PipedTask(_Task):
     """Counts what is done; a timer thread prints a line every interval until closed."""
 
-    def __init__(self, console: Console, label: str, total: int, interval_s: float,
-                 meter: Callable[[], str] | None = None) -> None:
+    def __init__(
+        self, console: Console, label: str, total: int, interval_s: float, meter: Callable[[], str] | None = None
+    ) -> None:
         super().__init__(None, None)
         self._console, self._label, self._total, self._meter = console, label, total, meter
         self._done = 0
@@ -58,8 +59,9 @@ class _PipedTask(_Task):
     def line(self) -> str:
         elapsed = max(time.monotonic() - self._start, 1e-9)
         rate = self._done / elapsed
-        left = (f", about {(self._total - self._done) / rate:.0f} s left"
-                if rate > 0 and self._done < self._total else "")
+        left = (
+            f", about {(self._total - self._done) / rate:.0f} s left" if rate > 0 and self._done < self._total else ""
+        )
         spent = f"; {self._meter()}" if self._meter is not None else ""
         return f"{self._label}: {self._done}/{self._total} after {elapsed:.0f} s ({rate:.1f}/s{left}){spent}"
 
@@ -91,8 +93,13 @@ class _MeterColumn(ProgressColumn):
 class RichProgress:
     """`meter`, when given, says what the stage has spent on LLMs so far (see spend_meter)."""
 
-    def __init__(self, console: Console, stage_label: str, interval_s: float | None = None,
-                 meter: Callable[[], str] | None = None) -> None:
+    def __init__(
+        self,
+        console: Console,
+        stage_label: str,
+        interval_s: float | None = None,
+        meter: Callable[[], str] | None = None,
+    ) -> None:
         self.console = console
         self.stage_label = stage_label
         self.interval_s = interval_s if interval_s is not None else _interval_s()
@@ -109,7 +116,10 @@ class RichProgress:
             return
         columns = (
             TextColumn(f"[bold]{self.stage_label}[/] {description}"),
-            BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
             *([_MeterColumn(self.meter)] if self.meter is not None else []),
         )
         with Progress(*columns, console=self.console, transient=True) as progress:

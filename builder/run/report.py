@@ -14,8 +14,8 @@ from rich.table import Table
 from builder.consoles import fit_columns
 
 if TYPE_CHECKING:
-    from builder.run.runner import RunResult
     from builder.records.stage_record import StageRecord
+    from builder.run.runner import RunResult
 
 
 def _flow(got: int | None, out: int | None, added: int | None) -> str:
@@ -48,10 +48,24 @@ def print_run_summary(console: Console, result: RunResult) -> None:
     from builder.stages.qc.windowing import format_kept_by_third
 
     # One reason and one third a line: cells wrap between them, and fit_columns keeps words whole.
-    table = Table(title=f"build finished: {result.out_dir}", title_justify="left", box=box.SIMPLE_HEAD,
-                  show_edge=False, padding=(0, 1, 0, 0))
-    for col in ("stage", "docs in→out", "queries in→out", "dropped by reason", "kept by third",
-                "LLM calls", "cache hits", "retries", "seconds"):
+    table = Table(
+        title=f"build finished: {result.out_dir}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=(0, 1, 0, 0),
+    )
+    for col in (
+        "stage",
+        "docs in→out",
+        "queries in→out",
+        "dropped by reason",
+        "kept by third",
+        "LLM calls",
+        "cache hits",
+        "retries",
+        "seconds",
+    ):
         table.add_column(col, overflow="fold", justify="right" if col in _NUMBERS else "left")
     for st in result.stage_stats:
         llm = st.llm or {}
@@ -61,7 +75,9 @@ def print_run_summary(console: Console, result: RunResult) -> None:
             _flow(st.queries_in, st.queries_out, st.queries_added),
             _dropped(st),
             (format_kept_by_third(st.kept_by_third) or "-").replace(" · ", "\n"),
-            str(llm.get("calls", 0)), str(llm.get("cache_hits", 0)), str(llm.get("retries", 0)),
+            str(llm.get("calls", 0)),
+            str(llm.get("cache_hits", 0)),
+            str(llm.get("retries", 0)),
             f"{st.seconds or 0:.1f}",
         )
     fit_columns(table, console.width)
@@ -69,8 +85,10 @@ def print_run_summary(console: Console, result: RunResult) -> None:
     for text in _warnings(result):
         console.print(f"[yellow]warning: {escape(text)}[/]", highlight=False)
     counts = result.bench.counts()
-    console.print(f"{counts['docs']} documents, {counts['queries']} queries, "
-                  f"{counts['qrels']} qrels " + ("written to" if result.written else "already in") + f" {result.out_dir}")
+    console.print(
+        f"{counts['docs']} documents, {counts['queries']} queries, "
+        f"{counts['qrels']} qrels " + ("written to" if result.written else "already in") + f" {result.out_dir}"
+    )
 
 
 def print_stages(console: Console) -> None:

@@ -8,6 +8,8 @@ for nothing twice. A lock on the run folder and on the output folder keeps a sec
 build off them while one runs.
 """
 
+# cohesive: one build's life (locks, stage loop, checkpoints, the final write) reads top to bottom here.
+
 from __future__ import annotations
 
 import hashlib
@@ -25,45 +27,46 @@ from typing import Any, cast
 import polars as pl
 from rich.console import Console
 
+from builder import __version__
+from builder.atomic import recover, recover_folder, replace_dir, temp_path_beside
+from builder.backends.llm.base import LLMUsage
+from builder.backends.llm.mock_backend import MOCK_CACHE
 from builder.backends.rerankers import reranker_fingerprint
 from builder.backends.tokenizers import TokenCounter
 from builder.bench import Bench
-from builder import __version__
-from builder.atomic import recover, recover_folder, replace_dir, temp_path_beside
-from builder.stages.context import StageContext
-from builder.publish.beir import write_beir
-from builder.publish.multilingual import write_multilingual
-from builder.backends.llm.base import LLMUsage
-from builder.backends.llm.mock_backend import MOCK_CACHE
-from builder.run.backends import Backends
-from builder.run.budget import budget_summary, lost_notice
-from builder.run.ledger import usage_usd
 from builder.io.files.read import FILE_CACHE, empty_page_warnings, files_figures
 from builder.io.sources import FilesSource
-from builder.run.load import load_corpus, load_key
-from builder.run.load_meter import LOAD_LABEL
+from builder.prompt_templates import PromptLibrary
+from builder.publish.beir import write_beir
+from builder.publish.hub import push
+from builder.publish.multilingual import write_multilingual
+from builder.publish.outputs import publish_outputs
+from builder.publish.training import split_off, write_splits
+from builder.recipe.model import LoadedRecipe
+from builder.recipe.yaml_text import Problem, RecipeError, line_of
+from builder.records.group_ledger import asked_by_group
+from builder.records.marker import output_is_current, write_marker
+from builder.records.qc_scorers import qc_scorers
+from builder.records.run_warnings import LARGE_REMOVAL, THRESHOLD_FIGURE
+from builder.records.stage_record import StageRecord
+from builder.run.backends import Backends
+from builder.run.budget import budget_summary, lost_notice
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
-# Stage tests check their invariants through the runner, as it does.
-from builder.run.invariants import InvariantError, check_invariants  # noqa: F401
 from builder.run.disk_full import disk_full
 from builder.run.grow import check_out_dir_apart, seed_from, ship_answers
+
+# Stage tests check their invariants through the runner, as it does.
+from builder.run.invariants import InvariantError, check_invariants  # noqa: F401
+from builder.run.ledger import usage_usd
+from builder.run.load import load_corpus, load_key
+from builder.run.load_meter import LOAD_LABEL
 from builder.run.locks import RUN_LOCK, FileLock, out_lock_path
 from builder.run.outcome import check_result
 from builder.run.outdir import check_out_dir_contents, check_out_dir_place
 from builder.run.progress import RichProgress
 from builder.run.spend_meter import spend_meter
-from builder.records.marker import output_is_current, write_marker
-from builder.records.group_ledger import asked_by_group
-from builder.records.qc_scorers import qc_scorers
-from builder.records.run_warnings import LARGE_REMOVAL, THRESHOLD_FIGURE
-from builder.records.stage_record import StageRecord
-from builder.prompt_templates import PromptLibrary
-from builder.publish.hub import push
-from builder.publish.outputs import publish_outputs
-from builder.publish.training import split_off, write_splits
-from builder.recipe.model import LoadedRecipe
-from builder.recipe.yaml_text import Problem, RecipeError, line_of
 from builder.stages.base import Stage, StageParamError
+from builder.stages.context import StageContext
 
 
 @dataclass
@@ -104,13 +107,15 @@ class Runner:
         self.prompts = PromptLibrary(loaded.base_dir)
         # A mock build gets run folders (so checkpoints) of its own: a real build never resumes from one.
         mock = ["mock-llm"] if options.mock_llm else []
-        self._inputs_fp = _hash(self._sources_json(), self.recipe.tokenizer.model_dump(mode="json"), options.limit,
-                                *mock)
+        self._inputs_fp = _hash(
+            self._sources_json(), self.recipe.tokenizer.model_dump(mode="json"), options.limit, *mock
+        )
         self.run_dir = options.run_root / self.recipe.name / self._inputs_fp[:12]
         # The mock's answers stay in its run folder, out of the LLM cache real builds share.
         cache_path = self.run_dir / MOCK_CACHE if options.mock_llm else options.run_root / "llm_cache.sqlite"
-        self.backends = Backends(self.recipe, self.prompts, cache_path,
-                                 reask_failed=options.reask_failed, mock_llm=options.mock_llm)
+        self.backends = Backends(
+            self.recipe, self.prompts, cache_path, reask_failed=options.reask_failed, mock_llm=options.mock_llm
+        )
         self._failed_stages: set[str | None] | None = None  # read from the cache on first need
         for source in self.recipe.sources:
             if isinstance(source, FilesSource):  # converted files are kept, so a rebuild reads them back
@@ -132,8 +137,16 @@ class Runner:
         prompts = {name: self.prompts.get(name).sha256 for name in stage.prompts_used()}
         models = {m: self.recipe.models[m].model_dump(mode="json") for m in stage.models_used()}
         rerankers = reranker_fingerprint(self.recipe, stage.rerankers_used())
-        return _hash(previous, input_digest, stage.name, stage.params.model_dump(mode="json"), prompts, models,
-                     rerankers, self.recipe.seed)
+        return _hash(
+            previous,
+            input_digest,
+            stage.name,
+            stage.params.model_dump(mode="json"),
+            prompts,
+            models,
+            rerankers,
+            self.recipe.seed,
+        )
 
     # -- the run --------------------------------------------------------------
 
@@ -154,8 +167,10 @@ class Runner:
                 raise
             raise full from exc
         if self.options.mock_llm:
-            self._notice(f"{out_dir}: built with the mock LLM (answers made from the documents' own sentences), "
-                         "to try the recipe; rebuild without --mock-llm for a real benchmark")
+            self._notice(
+                f"{out_dir}: built with the mock LLM (answers made from the documents' own sentences), "
+                "to try the recipe; rebuild without --mock-llm for a real benchmark"
+            )
             if self.recipe.push is not None:
                 self._notice(f"not pushed to {self.recipe.push.repo}: built with the mock LLM")
         elif self.recipe.push is not None:
@@ -180,8 +195,10 @@ class Runner:
                 if written:
                     self._write(bench, stats, out_dir, out_fp)
                 else:
-                    self.console.print(f"{out_dir}: already holds this output (fingerprint {out_fp[:12]}); "
-                                       "nothing written", highlight=False)
+                    self.console.print(
+                        f"{out_dir}: already holds this output (fingerprint {out_fp[:12]}); nothing written",
+                        highlight=False,
+                    )
             finally:
                 self.close()
         return bench, stats, written
@@ -190,8 +207,10 @@ class Runner:
     def _locked(self, out_dir: Path) -> Iterator[None]:
         """Hold the run folder's lock, then the output folder's (always in that order)."""
         with ExitStack() as stack:
-            for lock in (FileLock(self.run_dir / RUN_LOCK, "run folder"),
-                         FileLock(out_lock_path(out_dir), "output folder")):
+            for lock in (
+                FileLock(self.run_dir / RUN_LOCK, "run folder"),
+                FileLock(out_lock_path(out_dir), "output folder"),
+            ):
                 lock.acquire(self.options.wait, self._notice)
                 stack.callback(lock.release)
             yield
@@ -271,15 +290,15 @@ class Runner:
                 write_multilingual(bench, staging, o, stats=summary)
             # stats.json and the card record the answers file's digest: `--from` checks it.
             answers = ship_answers(self.run_dir, [st.stage for st in stats], self.backends, staging)
-            publish_outputs(bench, staging, {**summary, **({"llm_answers": answers} if answers else {})},
-                            self.loaded)
+            publish_outputs(bench, staging, {**summary, **({"llm_answers": answers} if answers else {})}, self.loaded)
             write_marker(staging, self.recipe.name, out_fp)
             replace_dir(staging, out_dir)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _computed(self, label: str, fp: str, compute: Callable[[], tuple[Bench, StageRecord]]
-                  ) -> tuple[Bench, StageRecord, str]:
+    def _computed(
+        self, label: str, fp: str, compute: Callable[[], tuple[Bench, StageRecord]]
+    ) -> tuple[Bench, StageRecord, str]:
         """Run one stage and checkpoint it; returns its Bench, record and content digest."""
         stage_dir = self.run_dir / label
         failed_before = self.backends.usage().transport_failures
@@ -296,31 +315,43 @@ class Runner:
 
     def _load(self) -> tuple[Bench, StageRecord]:
         t0 = time.perf_counter()
-        corpus, bad = load_corpus(self.recipe, self.loaded.base_dir, self.options.limit, self.tokenizer,
-                                  self.console, self.backends.executor)
+        corpus, bad = load_corpus(
+            self.recipe, self.loaded.base_dir, self.options.limit, self.tokenizer, self.console, self.backends.executor
+        )
         drops = bad.select(pl.lit(LOAD_LABEL).alias("stage"), pl.lit("doc").alias("kind"), "id", "reason")
         bench = Bench.of(corpus=corpus, drops=drops)
         record = StageRecord(
-            stage=LOAD_LABEL, docs_in=corpus.height + bad.height, docs_out=corpus.height,
-            docs_dropped=bad.height, queries_in=0, queries_out=0, dropped=dict(Counter(bad["reason"].to_list())),
-            seconds=round(time.perf_counter() - t0, 3), tokenizer=self.tokenizer.name,
-            figures=files_figures(self.recipe.sources), warnings=empty_page_warnings(self.recipe.sources),
+            stage=LOAD_LABEL,
+            docs_in=corpus.height + bad.height,
+            docs_out=corpus.height,
+            docs_dropped=bad.height,
+            queries_in=0,
+            queries_out=0,
+            dropped=dict(Counter(bad["reason"].to_list())),
+            seconds=round(time.perf_counter() - t0, 3),
+            tokenizer=self.tokenizer.name,
+            figures=files_figures(self.recipe.sources),
+            warnings=empty_page_warnings(self.recipe.sources),
         )
         self.console.print(f"{LOAD_LABEL}: {corpus.height} documents ({bad.height} rows dropped)")
         return bench, record
 
-    def _run_stage(self, bench: Bench, stage: Stage, index: int, label: str
-                   ) -> tuple[Bench, StageRecord]:
+    def _run_stage(self, bench: Bench, stage: Stage, index: int, label: str) -> tuple[Bench, StageRecord]:
         work_dir = self.run_dir / "work" / label
         work_dir.mkdir(parents=True, exist_ok=True)
         ctx = StageContext(
-            seed=self.recipe.seed, label=label, index=index, tokenizer=self.tokenizer,
-            work_dir=work_dir, prompts=self.prompts,
+            seed=self.recipe.seed,
+            label=label,
+            index=index,
+            tokenizer=self.tokenizer,
+            work_dir=work_dir,
+            prompts=self.prompts,
             progress=RichProgress(self.console, label, meter=spend_meter(stage, bench, self.backends)),
             llm_factory=self.backends.llm,
             reranker_factory=self.backends.reranker,
             executor_factory=lambda: self.backends.executor,
-            base_dir=self.loaded.base_dir, flag_answers=self.backends.flag_answers,
+            base_dir=self.loaded.base_dir,
+            flag_answers=self.backends.flag_answers,
         )
         before = self.backends.usage()
         by_model_before = self.backends.usage_by_model()
@@ -337,8 +368,10 @@ class Runner:
         usage = self.backends.usage() - before
         record.seconds = round(seconds, 3)
         record.llm = usage.as_record()
-        spent = {name: after - by_model_before.get(name, LLMUsage())
-                 for name, after in self.backends.usage_by_model().items()}
+        spent = {
+            name: after - by_model_before.get(name, LLMUsage())
+            for name, after in self.backends.usage_by_model().items()
+        }
         if usage.calls and (usd := usage_usd(self.recipe.models, spent)) is not None:
             record.llm["usd"] = round(usd, 6)
         record.prompts = {n: self.prompts.get(n).sha256 for n in stage.prompts_used()}
@@ -356,8 +389,9 @@ class Runner:
         scorers = qc_scorers(stage, self.recipe, self.options.mock_llm)
         if scorers:
             record.figures["qc_scorers"] = scorers
-        new = "".join(f", {n} new {kind}" for kind, n in (("docs", record.docs_added),
-                                                              ("queries", record.queries_added)) if n)
+        new = "".join(
+            f", {n} new {kind}" for kind, n in (("docs", record.docs_added), ("queries", record.queries_added)) if n
+        )
         self.console.print(
             f"{label}: docs {record.docs_in}→{record.docs_out}, "
             f"queries {record.queries_in}→{record.queries_out}{new}"
@@ -367,11 +401,13 @@ class Runner:
 
     def _summary(self, stats: list[StageRecord]) -> dict[str, Any]:
         """The run summary as the writers store it in stats.json."""
-        summary: dict[str, Any] = {"recipe": self.recipe.name, "stages": [record.to_json() for record in stats],
-                                   **budget_summary(self.backends.gate)}
+        summary: dict[str, Any] = {
+            "recipe": self.recipe.name,
+            "stages": [record.to_json() for record in stats],
+            **budget_summary(self.backends.gate),
+        }
         if self.options.mock_llm:
             summary["mock_llm"] = True
         if self.options.limit is not None:
             summary["limit"] = self.options.limit
         return summary
-

@@ -30,9 +30,13 @@ def stage_estimate(stage: Stage, bench: Bench) -> Estimate | None:
     if sample.height > SAMPLE_DOCS:
         sample = sample.sample(SAMPLE_DOCS, seed=0)
     tokens = corpus["n_tokens"].drop_nulls() if "n_tokens" in corpus.columns else pl.Series([], dtype=pl.Int64)
-    flow = Flow(docs=corpus.height, queries=bench.queries.height,
-                doc_tokens=float(cast(float, tokens.mean()) or 0.0) if tokens.len() else 0.0,
-                sample=sample, scale=corpus.height / max(sample.height, 1))
+    flow = Flow(
+        docs=corpus.height,
+        queries=bench.queries.height,
+        doc_tokens=float(cast(float, tokens.mean()) or 0.0) if tokens.len() else 0.0,
+        sample=sample,
+        scale=corpus.height / max(sample.height, 1),
+    )
     try:
         return stage.plan(flow)[1]
     except Exception:  # an estimate only informs the progress line: it must never stop a build

@@ -45,18 +45,22 @@ def window_warnings(recipe: Any, texts: Sequence[str]) -> list[str]:
                 # Only the neural scorers have a max_length, and they all name a model.
                 assert isinstance(config, FlagConfig | CrossEncoderConfig | BiEncoderConfig)
                 counter, exact = _counter(config.model)
-                n = counter.count_many(list(texts)) if counter else [round(len(t.split()) * WORD_TOKENS)
-                                                                      for t in texts]
+                n = counter.count_many(list(texts)) if counter else [round(len(t.split()) * WORD_TOKENS) for t in texts]
                 counts[name] = (n, exact)
             n, exact = counts[name]
             longer = sum(c > limit for c in n)
             if longer:
                 mode = getattr(stage.params, "beyond_window", "window")
-                what = "scored in overlapping windows" if mode == "window" else \
-                    "dropped where the span lies past the window (beyond_window: drop)"
-                out.append(f"{i:02d}_{stage.name}: reranker {name!r} reads {limit} tokens; "
-                           f"{longer / len(n):.0%} of {len(n)} sampled documents are longer "
-                           f"(longest {'' if exact else '~'}{max(n)} tokens): {what}")
+                what = (
+                    "scored in overlapping windows"
+                    if mode == "window"
+                    else "dropped where the span lies past the window (beyond_window: drop)"
+                )
+                out.append(
+                    f"{i:02d}_{stage.name}: reranker {name!r} reads {limit} tokens; "
+                    f"{longer / len(n):.0%} of {len(n)} sampled documents are longer "
+                    f"(longest {'' if exact else '~'}{max(n)} tokens): {what}"
+                )
     return out
 
 

@@ -171,7 +171,8 @@ class Verdicts:
 
     def apply(self, bench: Bench, stage: str) -> Bench:
         return bench.drop_queries(_with_rivals(self.queries, self.query_rivals), stage).drop_docs(
-            _with_rivals(self.docs, self.doc_rivals), stage)
+            _with_rivals(self.docs, self.doc_rivals), stage
+        )
 
 
 def _with_rivals(reasons: dict[str, str], rivals: dict[str, list[str]]) -> Mapping[str, str] | pl.DataFrame:
@@ -180,9 +181,10 @@ def _with_rivals(reasons: dict[str, str], rivals: dict[str, list[str]]) -> Mappi
         return reasons
     import polars as pl
 
-    return pl.DataFrame({"id": list(reasons), "reason": list(reasons.values()),
-                         "rivals": [rivals.get(i) for i in reasons]},
-                        schema={"id": pl.Utf8, "reason": pl.Utf8, "rivals": pl.List(pl.Utf8)})
+    return pl.DataFrame(
+        {"id": list(reasons), "reason": list(reasons.values()), "rivals": [rivals.get(i) for i in reasons]},
+        schema={"id": pl.Utf8, "reason": pl.Utf8, "rivals": pl.List(pl.Utf8)},
+    )
 
 
 class QueryFilter(Stage):
@@ -212,4 +214,3 @@ def register_stage(cls: type[Stage]) -> type[Stage]:
         raise ValueError(f"stage name {cls.name!r} is registered twice")
     STAGES[cls.name] = cls
     return cls
-

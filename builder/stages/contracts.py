@@ -36,6 +36,10 @@ VOCABULARY: dict[str, str] = {
 # The query columns a stage may be told to read (balance, subset, segment_agreement), and
 # the word of the stages that write each.
 COLUMN_PROVIDED_AS: dict[str, str] = {
-    "position_tag": POSITIONS, "position_bin": POSITIONS, "length_bucket": POSITIONS,
-    "chunk_tag": CHUNK_TAGS, "char_bucket": CHAR_BUCKETS, "requested_position": REQUESTED_POSITIONS,
+    "position_tag": POSITIONS,
+    "position_bin": POSITIONS,
+    "length_bucket": POSITIONS,
+    "chunk_tag": CHUNK_TAGS,
+    "char_bucket": CHAR_BUCKETS,
+    "requested_position": REQUESTED_POSITIONS,
 }

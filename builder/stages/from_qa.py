@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
-from builder.license_field import license_field
 from builder.bench import SPAN_DTYPE
 from builder.ids import content_id, text_digest
+from builder.io.bench_rows import Rejected, add_rows, input_path
 from builder.io.sources import SourceError
+from builder.license_field import license_field
 from builder.stages.base import Stage, StageParams, register_stage
 from builder.stages.contracts import CHAR_BUCKETS, DOCUMENTS, QUERIES, SPANS
 from builder.stages.refs import DataPath
-from builder.io.bench_rows import Rejected, add_rows, input_path
 from builder.textutil.positions import char_bucket
 
 if TYPE_CHECKING:
@@ -33,9 +33,12 @@ if TYPE_CHECKING:
 
 
 class FromQAParams(StageParams):
-    path: DataPath | list[DataPath] = Field(description=(
-        "SQuAD JSON file(s), or JSONL/parquet rows in the HF squad_v2 layout, read in order: local "
-        "paths, hf://datasets/<repo>@<rev>/<file> or URLs"))
+    path: DataPath | list[DataPath] = Field(
+        description=(
+            "SQuAD JSON file(s), or JSONL/parquet rows in the HF squad_v2 layout, read in order: local "
+            "paths, hf://datasets/<repo>@<rev>/<file> or URLs"
+        )
+    )
     lang: str = Field(default="en", description="language given to every context")
     domain: str = Field(default="general", description="domain given to every context")
     id_prefix: str = Field(default="", description="prepended to document and query ids")
@@ -44,10 +47,15 @@ class FromQAParams(StageParams):
         default=[100, 200, 300, 400, 500],
         description="answer-start edges in characters: [0, e1), [e1, e2), ..., [last, max]",
     )
-    use_title: bool = Field(default=False, description="copy the article title into the corpus "
-                                                      "title (the paper ranks passages by text alone)")
-    keep_article: bool = Field(default=False, description="add the article title as corpus column `article`, "
-                               "for split_documents' group_by (the title stays out of the ranked text)")
+    use_title: bool = Field(
+        default=False,
+        description="copy the article title into the corpus title (the paper ranks passages by text alone)",
+    )
+    keep_article: bool = Field(
+        default=False,
+        description="add the article title as corpus column `article`, "
+        "for split_documents' group_by (the title stays out of the ranked text)",
+    )
 
     @field_validator("buckets")
     @classmethod
@@ -82,9 +90,11 @@ def _squad_records(data: dict[str, Any]) -> Iterator[QARecord | Rejected]:
             for qa in para.get("qas") or []:
                 # A question without an id is named by what it asks about what.
                 qid = qa.get("id") or content_id(text_digest(f"{para.get('context')}\0{qa.get('question')}"))
-                answers = [] if qa.get("is_impossible") else [
-                    (ans.get("text"), ans.get("answer_start")) for ans in qa.get("answers") or []
-                ]
+                answers = (
+                    []
+                    if qa.get("is_impossible")
+                    else [(ans.get("text"), ans.get("answer_start")) for ans in qa.get("answers") or []]
+                )
                 yield QARecord(str(qid), title, para.get("context"), qa.get("question"), answers)
 
 
@@ -98,8 +108,7 @@ def _hf_records(rows: Iterator[Any]) -> Iterator[QARecord | Rejected]:
             continue
         answers = row.get("answers") or {}
         pairs = list(zip(answers.get("text") or [], answers.get("answer_start") or []))
-        yield QARecord(str(row["id"]), str(row.get("title") or ""), row.get("context"),
-                       row.get("question"), pairs)
+        yield QARecord(str(row["id"]), str(row.get("title") or ""), row.get("context"), row.get("question"), pairs)
 
 
 def _jsonl_rows(path: Path) -> Iterator[Any]:
@@ -135,7 +144,7 @@ def _first_answer(rec: QARecord) -> tuple[str, int] | str:
     text, start = rec.answers[0]
     if not isinstance(text, str) or not text or not isinstance(start, int) or start < 0:
         return "malformed_answer"
-    if rec.context[start:start + len(text)] != text:
+    if rec.context[start : start + len(text)] != text:
         return "answer_offset_mismatch"
     return text, start
 
@@ -153,9 +162,13 @@ class _Build:
         row = self.docs.get(rec.context)
         if row is None:
             # Named by its text, so a new article or paragraph never renames the others.
-            row = {"doc_id": f"{self.p.id_prefix}{content_id(text_digest(rec.context))}",
-                   "title": rec.title.replace("_", " ") if self.p.use_title else "",
-                   "text": rec.context, "lang": self.p.lang, "domain": self.p.domain}
+            row = {
+                "doc_id": f"{self.p.id_prefix}{content_id(text_digest(rec.context))}",
+                "title": rec.title.replace("_", " ") if self.p.use_title else "",
+                "text": rec.context,
+                "lang": self.p.lang,
+                "domain": self.p.domain,
+            }
             if self.p.keep_article:
                 row["article"] = rec.title
             self.docs[rec.context] = row
@@ -181,16 +194,28 @@ class _Build:
             return
         self.seen.add(qid)
         text, start = found
-        self.queries.append({
-            "query_id": qid, "text": rec.question.strip(), "doc_id": doc_id, "lang": self.p.lang,
-            "answer": text, "spans": [{"start": start, "end": start + len(text),
-                                       "method": "given", "score": 100.0}],
-            "char_bucket": char_bucket(start, self.p.buckets),
-        })
+        self.queries.append(
+            {
+                "query_id": qid,
+                "text": rec.question.strip(),
+                "doc_id": doc_id,
+                "lang": self.p.lang,
+                "answer": text,
+                "spans": [{"start": start, "end": start + len(text), "method": "given", "score": 100.0}],
+                "char_bucket": char_bucket(start, self.p.buckets),
+            }
+        )
 
 
-_QUERY_SCHEMA = {"query_id": pl.Utf8, "text": pl.Utf8, "doc_id": pl.Utf8, "lang": pl.Utf8,
-                 "answer": pl.Utf8, "spans": SPAN_DTYPE, "char_bucket": pl.Utf8}
+_QUERY_SCHEMA = {
+    "query_id": pl.Utf8,
+    "text": pl.Utf8,
+    "doc_id": pl.Utf8,
+    "lang": pl.Utf8,
+    "answer": pl.Utf8,
+    "spans": SPAN_DTYPE,
+    "char_bucket": pl.Utf8,
+}
 
 
 @register_stage
@@ -215,15 +240,14 @@ class FromQA(Stage):
         columns = ("doc_id", "title", "text", "lang", "domain", *(("article",) if self.params.keep_article else ()))
         corpus = pl.DataFrame(list(build.docs.values()), schema={k: pl.Utf8 for k in columns})
         corpus = corpus.with_columns(
-            pl.Series("n_tokens", ctx.tokenizer.count_many(corpus["text"].to_list()), pl.Int64))
+            pl.Series("n_tokens", ctx.tokenizer.count_many(corpus["text"].to_list()), pl.Int64)
+        )
         queries = pl.DataFrame(build.queries, schema=_QUERY_SCHEMA)
         qrels = queries.select("query_id", "doc_id", pl.lit(1, pl.Int64).alias("score"))
         self._report(ctx, build, corpus, queries)
-        return add_rows(bench, ctx.label, corpus=corpus, queries=queries, qrels=qrels,
-                        rejected=build.rejected)
+        return add_rows(bench, ctx.label, corpus=corpus, queries=queries, qrels=qrels, rejected=build.rejected)
 
-    def _report(self, ctx: StageContext, build: _Build, corpus: pl.DataFrame,
-                queries: pl.DataFrame) -> None:
+    def _report(self, ctx: StageContext, build: _Build, corpus: pl.DataFrame, queries: pl.DataFrame) -> None:
         edges = self.params.buckets
         order = [char_bucket(0, edges)] + [char_bucket(e, edges) for e in edges]
         counts = Counter(queries["char_bucket"].to_list())

@@ -40,13 +40,18 @@ class LocalizeParams(StageParams):
     prompt: PromptRef = Field(default="locate_reference", description="prompt asking llm to copy each answer's passage")
     questions_per_call: int = Field(default=8, ge=1, description="questions about one document sent per request")
     methods: list[Literal["exact", "normalized", "fuzzy"]] = Field(
-        default=list(ALL_METHODS), description="matching steps tried, always in the order exact, normalized, fuzzy")
-    fuzzy_min_score: float = Field(default=90.0, ge=50.0, le=100.0, description=(
-        "fuzzy: lowest rapidfuzz alignment score (0-100) accepted as a span"))
+        default=list(ALL_METHODS), description="matching steps tried, always in the order exact, normalized, fuzzy"
+    )
+    fuzzy_min_score: float = Field(
+        default=90.0,
+        ge=50.0,
+        le=100.0,
+        description=("fuzzy: lowest rapidfuzz alignment score (0-100) accepted as a span"),
+    )
     drop_off_target: bool = Field(default=False, description="drop queries whose span is outside the requested third")
-    positions: PositionOptions = Field(default=PositionOptions(), description=(
-        "how the position fields are computed from the spans found"))
-
+    positions: PositionOptions = Field(
+        default=PositionOptions(), description=("how the position fields are computed from the spans found")
+    )
 
     @field_validator("methods")
     @classmethod
@@ -69,9 +74,17 @@ def _references(entry: Any) -> list[str]:
 # instead of at max_tokens. A longer passage than this is no span a position benchmark uses.
 MAX_PASSAGES = 8
 MAX_PASSAGE_CHARS = 4000
-REFERENCES = IdList(read=_references, wrappers=("answers", "questions"),
-                    fields={"reference_texts": {"type": "array", "maxItems": MAX_PASSAGES,
-                                                "items": {"type": "string", "maxLength": MAX_PASSAGE_CHARS}}})
+REFERENCES = IdList(
+    read=_references,
+    wrappers=("answers", "questions"),
+    fields={
+        "reference_texts": {
+            "type": "array",
+            "maxItems": MAX_PASSAGES,
+            "items": {"type": "string", "maxLength": MAX_PASSAGE_CHARS},
+        }
+    },
+)
 
 
 @register_stage
@@ -98,12 +111,14 @@ class LocalizeSpans(Stage):
             pl.Series("reference_texts", ref_col, dtype=pl.List(pl.Utf8)),
         )
         bench = bench.replace(queries=queries).keep_queries(pl.Series(reasons, dtype=pl.Utf8), ctx.label)
-        bench = bench.replace(queries=annotate_positions(
-            bench.queries, bench.corpus, ctx.tokenizer, self.params.positions))
+        bench = bench.replace(
+            queries=annotate_positions(bench.queries, bench.corpus, ctx.tokenizer, self.params.positions)
+        )
         return self._off_target(bench, ctx)
 
-    def _match(self, bench: Bench, refs: dict[str, list[str] | str], ctx: StageContext
-               ) -> tuple[list[list[dict] | None], list[str | None]]:
+    def _match(
+        self, bench: Bench, refs: dict[str, list[str] | str], ctx: StageContext
+    ) -> tuple[list[list[dict] | None], list[str | None]]:
         """Spans or a drop reason per query; the matching runs on the executor, a block of
         documents (each with all its queries' references) at a time."""
         rows = bench.queries.select("query_id", "doc_id").rows()
@@ -111,8 +126,17 @@ class LocalizeSpans(Stage):
         texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
         executor = ctx.executor
         with ctx.progress.task("matching spans", documents_in(wanted)) as bar:
-            found = iter(match_queries(executor, executor.block_size, texts, wanted,
-                                       self.params.fuzzy_min_score, self.params.methods, bar.advance))
+            found = iter(
+                match_queries(
+                    executor,
+                    executor.block_size,
+                    texts,
+                    wanted,
+                    self.params.fuzzy_min_score,
+                    self.params.methods,
+                    bar.advance,
+                )
+            )
         spans: list[list[dict] | None] = []
         reasons: list[str | None] = []
         for qid, _ in rows:
@@ -126,8 +150,10 @@ class LocalizeSpans(Stage):
     def _given(self, bench: Bench) -> dict[str, list[str] | str]:
         if "reference_texts" not in bench.queries.columns:
             return dict.fromkeys(bench.queries["query_id"].to_list(), "no_reference_texts")
-        return {q: (r if r is not None else "no_reference_texts")
-                for q, r in bench.queries.select("query_id", "reference_texts").iter_rows()}
+        return {
+            q: (r if r is not None else "no_reference_texts")
+            for q, r in bench.queries.select("query_id", "reference_texts").iter_rows()
+        }
 
     def _extract(self, bench: Bench, ctx: StageContext) -> dict[str, list[str] | str]:
         p = self.params
@@ -137,13 +163,20 @@ class LocalizeSpans(Stage):
             messages = ctx.render(p.prompt, document=texts[doc_id], questions=questions)
             return ChatRequest.of(messages, item_id=f"{doc_id}@{at}")
 
-        batches = number_batches(bench.queries.select("doc_id", "query_id", "text").iter_rows(),
-                                 p.questions_per_call, request_for)
+        batches = number_batches(
+            bench.queries.select("doc_id", "query_id", "text").iter_rows(), p.questions_per_call, request_for
+        )
         if not batches:
             return {}
         with ctx.progress.task("locating references", len(batches)) as bar:
-            answers = ask_numbered(ctx.llm(p.llm), batches, REFERENCES.validator, REFERENCES.schema,
-                                   raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
+            answers = ask_numbered(
+                ctx.llm(p.llm),
+                batches,
+                REFERENCES.validator,
+                REFERENCES.schema,
+                raw_log=ctx.work_dir / "unparseable.jsonl",
+                on_done=bar.advance,
+            )
         return {qid: refs if error is None else error for qid, refs, error in per_item(batches, answers)}
 
     def _off_target(self, bench: Bench, ctx: StageContext) -> Bench:
@@ -164,14 +197,21 @@ class LocalizeSpans(Stage):
             return flow, Estimate()
         calls = max(1, flow.queries // max(1, self.params.questions_per_call)) if flow.queries else 0
         calls = max(calls, flow.docs if flow.queries else 0)
-        est = Estimate(calls=calls, prompt_tokens=int(calls * (flow.doc_tokens + 350)),
-                       completion_tokens=flow.queries * 80)
+        est = Estimate(
+            calls=calls, prompt_tokens=int(calls * (flow.doc_tokens + 350)), completion_tokens=flow.queries * 80
+        )
         return flow, est
 
 
-def match_queries(executor: Executor, block_size: int, texts: dict[str, str], wanted: Sequence[tuple[str, list[str]]],
-                  fuzzy_min_score: float, methods: Sequence[MatchMethod],
-                  on_block: Callable[[int], None] | None = None) -> list[Match]:
+def match_queries(
+    executor: Executor,
+    block_size: int,
+    texts: dict[str, str],
+    wanted: Sequence[tuple[str, list[str]]],
+    fuzzy_min_score: float,
+    methods: Sequence[MatchMethod],
+    on_block: Callable[[int], None] | None = None,
+) -> list[Match]:
     """One match per `(doc_id, references)` of `wanted`, in its order. Queries are grouped
     by document (in order of first appearance); a block holds about `block_size` queries
     (whole documents) and runs on `executor`; `on_block` hears how many documents each

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 
 
 class PositionMetadataParams(StageParams):
-    positions: PositionOptions = Field(default=PositionOptions(), description=(
-        "how the position fields are computed from the spans"))
+    positions: PositionOptions = Field(
+        default=PositionOptions(), description=("how the position fields are computed from the spans")
+    )
 
 
 @register_stage

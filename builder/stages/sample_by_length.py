@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Literal
 import polars as pl
 from pydantic import Field, model_validator
 
-from builder.stages.seeding import derive_seed
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.contracts import DOCUMENTS
+from builder.stages.seeding import derive_seed
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -31,11 +31,14 @@ class SampleParams(StageParams):
         default=[0, 256, 512, 768, 1024, 1280, 1536, 1792, 2048],
         description="bucket edges in tokens; bucket k is [edge k, edge k+1)",
     )
-    weights: list[float] = Field(default=[3, 3, 3, 3, 2, 2, 2, 2], description=(
-        "share of n_docs per bucket, one weight per bucket (PosIR's 3:3:3:3:2:2:2:2)"))
+    weights: list[float] = Field(
+        default=[3, 3, 3, 3, 2, 2, 2, 2],
+        description=("share of n_docs per bucket, one weight per bucket (PosIR's 3:3:3:3:2:2:2:2)"),
+    )
     n_docs: int = Field(ge=1, description="documents to keep in all, or in each stratum with `per`")
     per: list[Literal["lang", "domain"]] = Field(
-        default=[], description="sample each (lang, domain) stratum separately, n_docs each")
+        default=[], description="sample each (lang, domain) stratum separately, n_docs each"
+    )
     min_words: int | None = Field(default=None, ge=0, description="drop documents of fewer words (too_few_words)")
     max_words: int | None = Field(default=None, ge=1, description="drop documents of more words (too_many_words)")
 
@@ -44,8 +47,7 @@ class SampleParams(StageParams):
         if len(self.buckets) < 2 or any(b >= a for a, b in zip(self.buckets[1:], self.buckets)):
             raise ValueError("buckets must be at least two strictly increasing edges")
         if len(self.weights) != len(self.buckets) - 1:
-            raise ValueError(f"{len(self.buckets) - 1} buckets need as many weights, "
-                             f"got {len(self.weights)}")
+            raise ValueError(f"{len(self.buckets) - 1} buckets need as many weights, got {len(self.weights)}")
         if any(w < 0 for w in self.weights) or sum(self.weights) <= 0:
             raise ValueError("weights must be non-negative and not all zero")
         if len(set(self.per)) != len(self.per):
@@ -79,13 +81,13 @@ class SampleByLength(Stage):
         p = self.params
         corpus = classify(bench.corpus, p)
         eligible = corpus.filter(pl.col("_reason").is_null())
-        ranked = eligible.with_columns(
-            rank_expr(derive_seed(ctx.seed, ctx.label)).alias("_rank")
-        ).with_columns(pl.col("_rank").rank("ordinal").over("_stratum", "_bucket").alias("_order"))
+        ranked = eligible.with_columns(rank_expr(derive_seed(ctx.seed, ctx.label)).alias("_rank")).with_columns(
+            pl.col("_rank").rank("ordinal").over("_stratum", "_bucket").alias("_order")
+        )
         targets = bucket_targets(p.n_docs, p.weights)
         chosen = ranked.filter(
-            pl.col("_order") <= pl.col("_bucket").replace_strict(
-                list(range(len(targets))), targets, return_dtype=pl.UInt32)
+            pl.col("_order")
+            <= pl.col("_bucket").replace_strict(list(range(len(targets))), targets, return_dtype=pl.UInt32)
         )
         self._report(ctx, corpus, eligible, chosen, targets)
         keep = set(chosen["doc_id"].to_list())
@@ -98,8 +100,9 @@ class SampleByLength(Stage):
         out = bench.keep_docs(reasons, ctx.label)
         return out.replace(corpus=out.corpus.drop(WORDS)) if WORDS in out.corpus.columns else out
 
-    def _report(self, ctx: StageContext, corpus: pl.DataFrame, eligible: pl.DataFrame,
-                chosen: pl.DataFrame, targets: list[int]) -> None:
+    def _report(
+        self, ctx: StageContext, corpus: pl.DataFrame, eligible: pl.DataFrame, chosen: pl.DataFrame, targets: list[int]
+    ) -> None:
         had = eligible.group_by("_bucket").len()
         got = chosen.group_by("_bucket").len()
         strata = sorted(corpus["_stratum"].unique().to_list())
@@ -115,8 +118,7 @@ class SampleByLength(Stage):
         ]
         if self.params.per:
             per_stratum = dict(chosen.group_by("_stratum").len().iter_rows())
-            ctx.stats["strata"] = {
-                s: {"target": self.params.n_docs, "got": per_stratum.get(s, 0)} for s in strata}
+            ctx.stats["strata"] = {s: {"target": self.params.n_docs, "got": per_stratum.get(s, 0)} for s in strata}
         short = self.params.n_docs * len(strata) - chosen.height
         if short:
             ctx.stats["shortfall"] = short
@@ -144,27 +146,36 @@ class SampleByLength(Stage):
                 if takes:
                     kept.append((takes, part.head(max(1, round(takes / flow.scale)))))
                 taken += takes
-            lines.append(f"bucket [{p.buckets[k]}, {p.buckets[k + 1]}): takes {taken} of "
-                         f"{round(rows.height * flow.scale)} eligible (wants {target * len(strata)})")
+            lines.append(
+                f"bucket [{p.buckets[k]}, {p.buckets[k + 1]}): takes {taken} of "
+                f"{round(rows.height * flow.scale)} eligible (wants {target * len(strata)})"
+            )
         n = sum(takes for takes, _ in kept)
         tokens = sum(takes * part["n_tokens"].mean() for takes, part in kept) / n if n else 0.0
         chosen = pl.concat([part for _, part in kept]).select("doc_id", "text", "n_tokens") if kept else None
         wanted = p.n_docs * len(strata)
         notes = []
         if flow.scale > 1:
-            notes.append(f"eligible documents counted on a sample of {flow.sample.height} of "
-                         f"{flow.docs}: {n} of {wanted} wanted")
+            notes.append(
+                f"eligible documents counted on a sample of {flow.sample.height} of {flow.docs}: {n} of {wanted} wanted"
+            )
         elif n < wanted:
             notes.append(f"only {n} of the {wanted} documents wanted are eligible")
         if p.per:
             notes.append(f"{len(strata)} strata ({', '.join(strata)}), n_docs={p.n_docs} each")
         notes += lines
-        outside = classified.filter(pl.col("_reason").is_not_null()).group_by("_reason").len().sort(
-            "len", "_reason", descending=[True, False])
+        outside = (
+            classified.filter(pl.col("_reason").is_not_null())
+            .group_by("_reason")
+            .len()
+            .sort("len", "_reason", descending=[True, False])
+        )
         if outside.height:
             counts = ", ".join(f"{r} {round(c * flow.scale)}" for r, c in outside.iter_rows())
-            notes.append(f"falls outside: {round(outside['len'].sum() * flow.scale)} documents ({counts}); "
-                         f"widen `buckets` (and weights) or the word limits to keep them")
+            notes.append(
+                f"falls outside: {round(outside['len'].sum() * flow.scale)} documents ({counts}); "
+                f"widen `buckets` (and weights) or the word limits to keep them"
+            )
         out = Flow(docs=n, queries=flow.queries, doc_tokens=tokens, sample=chosen, scale=flow.scale)
         return out, Estimate(notes=notes)
 

@@ -105,8 +105,22 @@ def _run(command: list[str], log_file: Path, what: str) -> None:
 
 def fetch_sdist(into: Path, log_file: Path) -> Path:
     """Download the pinned sdist with pip (binary wheels of the build tools are fine)."""
-    _run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", PACKAGE,
-          f"{PACKAGE}=={VERSION}", "-d", str(into)], log_file, f"pip download {PACKAGE}=={VERSION}")
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            PACKAGE,
+            f"{PACKAGE}=={VERSION}",
+            "-d",
+            str(into),
+        ],
+        log_file,
+        f"pip download {PACKAGE}=={VERSION}",
+    )
     found = sorted(into.glob(f"{PACKAGE.replace('-', '_')}-{VERSION}.tar.gz"))
     if not found:
         raise BuildFailed(f"pip download left no {PACKAGE} {VERSION} sdist in {into}")

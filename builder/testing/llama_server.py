@@ -84,10 +84,23 @@ def free_port() -> int:
 def server_command(binary: Path, model: Path, port: int, slots: int, threads: int) -> list[str]:
     """The command line: loopback only, `slots` requests at once, CONTEXT_PER_SLOT each."""
     return [
-        str(binary), "--model", str(model), "--alias", MODEL_ALIAS,
-        "--host", "127.0.0.1", "--port", str(port),
-        "--ctx-size", str(CONTEXT_PER_SLOT * slots), "--parallel", str(slots),
-        "--threads", str(threads), "--threads-batch", str(threads),
+        str(binary),
+        "--model",
+        str(model),
+        "--alias",
+        MODEL_ALIAS,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--ctx-size",
+        str(CONTEXT_PER_SLOT * slots),
+        "--parallel",
+        str(slots),
+        "--threads",
+        str(threads),
+        "--threads-batch",
+        str(threads),
         "--no-webui",
     ]
 
@@ -96,8 +109,13 @@ class LlamaServer:
     """Starts llama-server with the packaged SmolLM2 on a free loopback port, waits until
     `/health` answers 200, and stops the process when the `with` block ends."""
 
-    def __init__(self, slots: int = DEFAULT_SLOTS, threads: int | None = None, port: int | None = None,
-                 start_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        slots: int = DEFAULT_SLOTS,
+        threads: int | None = None,
+        port: int | None = None,
+        start_timeout_s: float = 120.0,
+    ) -> None:
         self.slots = slots
         self.threads = threads or os.cpu_count() or 1
         self.port = port or free_port()
@@ -129,9 +147,13 @@ class LlamaServer:
         self._log_dir = tempfile.TemporaryDirectory(prefix="llama-server-")
         begun = time.monotonic()
         with open(self.log_path, "wb") as log:
-            self._process = subprocess.Popen(server_command(binary, model, self.port, self.slots, self.threads),
-                                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                             preexec_fn=_die_with_parent)
+            self._process = subprocess.Popen(
+                server_command(binary, model, self.port, self.slots, self.threads),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
+            )
         try:
             self._wait_healthy(begun)
         except BaseException:
@@ -209,8 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("path", help="print the cached binary's path (exit 1 when it is not built)")
     serve_cmd = commands.add_parser("serve", help="start it with the packaged SmolLM2; prints the base URL")
     serve_cmd.add_argument("--port", type=int, help="default: a free port")
-    serve_cmd.add_argument("--parallel", type=int, default=DEFAULT_SLOTS,
-                           help=f"requests served at once, {CONTEXT_PER_SLOT} tokens of context each")
+    serve_cmd.add_argument(
+        "--parallel",
+        type=int,
+        default=DEFAULT_SLOTS,
+        help=f"requests served at once, {CONTEXT_PER_SLOT} tokens of context each",
+    )
     serve_cmd.add_argument("--threads", type=int, help="CPU threads (default: the number of cores)")
     args = parser.parse_args(argv)
     try:

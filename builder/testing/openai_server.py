@@ -265,14 +265,16 @@ class FakeOpenAIServer:
         payload = _completion(body, reply, self.request_count) if reply.status == 200 else _error(reply.status)
         data = reply.body if reply.body is not None else json.dumps(payload)
         data = data if isinstance(data, bytes) else data.encode()
-        response = web.StreamResponse(status=reply.status, headers={**reply.headers, "Content-Type": "application/json"})
+        response = web.StreamResponse(
+            status=reply.status, headers={**reply.headers, "Content-Type": "application/json"}
+        )
         if reply.declare_length:
             response.content_length = len(data) if reply.content_length is None else reply.content_length
         if reply.content_length is not None:
             response.force_close()
         await response.prepare(request)
         for at in range(0, len(data), reply.chunk_bytes):
-            await response.write(data[at: at + reply.chunk_bytes])
+            await response.write(data[at : at + reply.chunk_bytes])
             await asyncio.sleep(reply.drip_s)
         await response.write_eof()
         return response

@@ -28,8 +28,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from builder.textutil.normalize import OffsetMap, fold_word, normalize_with_map, simple_fold
 from builder.textutil.fuzzy_near import code_points, fuzzy_near_words, lower, occurrences
+from builder.textutil.normalize import OffsetMap, fold_word, normalize_with_map, simple_fold
 from builder.textutil.spans import DocumentIndex, Span, SpanFailure
 
 __all__ = ["INDEX_FROM_REFERENCES", "DirectMatcher", "matcher_for"]
@@ -217,7 +217,9 @@ class DirectMatcher(DocumentIndex):
         final, final_end = word, end
         for i, expected in enumerate(after):
             final = self._next_word(final.end)
-            if final is None or not (final.folded == expected if i < len(after) - 1 else final.folded.startswith(expected)):
+            if final is None or not (
+                final.folded == expected if i < len(after) - 1 else final.folded.startswith(expected)
+            ):
                 return None
             final_end = len(expected)
         folded = final.folded
@@ -293,7 +295,10 @@ class DirectMatcher(DocumentIndex):
                 # what is not ASCII keeps exactly its ASCII letters and digits.
                 lowered, pieces, done = self._lowered_text(), [], 0
                 for word, _ in self._opaque_words():
-                    pieces += [lowered[done : word.start].encode("ascii", "ignore"), word.folded.encode("ascii", "ignore")]
+                    pieces += [
+                        lowered[done : word.start].encode("ascii", "ignore"),
+                        word.folded.encode("ascii", "ignore"),
+                    ]
                     done = word.end
                 pieces.append(lowered[done:].encode("ascii", "ignore"))
                 self._letters = b"".join(pieces).translate(None, _NOT_ALNUM_BYTES)
@@ -327,8 +332,7 @@ def _inert(char: str) -> bool:
     folded = simple_fold(char)
     if folded is None or (folded.isascii() and folded.isalnum()):
         return False
-    return not any(unicodedata.combining(c) or 0x1160 <= ord(c) <= 0x11FF
-                   for c in unicodedata.normalize("NFKC", char))
+    return not any(unicodedata.combining(c) or 0x1160 <= ord(c) <= 0x11FF for c in unicodedata.normalize("NFKC", char))
 
 
 def _letters_and_digits(text: str) -> bytes:

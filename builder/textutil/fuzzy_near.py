@@ -14,9 +14,9 @@ from rapidfuzz.distance import LCSseq
 
 from builder.textutil.spans import (
     _AMBIGUITY_MARGIN,
+    _EXTENT_CHAR_COST,
     SpanFailure,
     _coarse_cutoff,
-    _EXTENT_CHAR_COST,
     _fuzzy_in,
     _trim_spaces,
 )
@@ -51,7 +51,9 @@ def fuzzy_near_words(needle: str, text: str, lowered: str, min_score: float) -> 
     occur in too many places, the whole text is aligned.
     """
     length = len(needle)
-    words = sorted({w for w in needle.split() if len(w) >= _MIN_FUZZY_ANCHOR and w.isascii()}, key=lambda w: (-len(w), w))
+    words = sorted(
+        {w for w in needle.split() if len(w) >= _MIN_FUZZY_ANCHOR and w.isascii()}, key=lambda w: (-len(w), w)
+    )
     found: set[int] = set()
     for used, word in enumerate(words[:_MAX_FUZZY_ANCHORS]):
         if found and used >= _FUZZY_ANCHORS:
@@ -61,7 +63,9 @@ def fuzzy_near_words(needle: str, text: str, lowered: str, min_score: float) -> 
     if not placed or len(placed) > _MAX_PLACES:
         return _fuzzy_in(needle, lower(text), min_score)
     windows = [lower(text[at : at + length]) for at in placed]
-    quick = process.cdist([needle], windows, scorer=fuzz.ratio, score_cutoff=_coarse_cutoff(min_score) - _QUICK_SLACK)[0]
+    quick = process.cdist([needle], windows, scorer=fuzz.ratio, score_cutoff=_coarse_cutoff(min_score) - _QUICK_SLACK)[
+        0
+    ]
     places = [at for at, score in zip(placed, quick.tolist()) if score]
     margin = length // 4 + 16
     fits = [fit for at in places if (fit := _align(needle, text, at - margin, at + length + margin))]
@@ -71,7 +75,10 @@ def fuzzy_near_words(needle: str, text: str, lowered: str, min_score: float) -> 
     for at in places:
         if min(at + length, best[1]) - max(at, best[0]) >= length // 2:
             continue  # the best fit's own place
-        for low, high in ((at - margin, min(at + length + margin, best[0])), (max(at - margin, best[1]), at + length + margin)):
+        for low, high in (
+            (at - margin, min(at + length + margin, best[0])),
+            (max(at - margin, best[1]), at + length + margin),
+        ):
             rival = _align(needle, text, low, high) if high > low else None
             if rival and rival[2] >= best[2] - _AMBIGUITY_MARGIN:
                 return SpanFailure.AMBIGUOUS
@@ -127,7 +134,9 @@ def code_points(text: str) -> np.ndarray:
 
 def lower_ascii(text: str) -> str:
     codes = code_points(text)
-    return (codes + _TO_LOWER * (codes - _UPPER_A < 26)).astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+    return (
+        (codes + _TO_LOWER * (codes - _UPPER_A < 26)).astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+    )
 
 
 def occurrences(haystack: str, needle: str) -> list[int]:

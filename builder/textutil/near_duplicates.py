@@ -18,11 +18,12 @@ def _shingles(text: str, size: int) -> set[bytes]:
     words = _WORD.findall(text.lower())
     if len(words) <= size:
         return {" ".join(words).encode("utf-8")}
-    return {" ".join(words[i:i + size]).encode("utf-8") for i in range(len(words) - size + 1)}
+    return {" ".join(words[i : i + size]).encode("utf-8") for i in range(len(words) - size + 1)}
 
 
-def near_duplicate_pairs(texts: Sequence[str], threshold: float, *, shingle_words: int = 5,
-                         num_perm: int = 128, seed: int = 1) -> list[tuple[int, int]]:
+def near_duplicate_pairs(
+    texts: Sequence[str], threshold: float, *, shingle_words: int = 5, num_perm: int = 128, seed: int = 1
+) -> list[tuple[int, int]]:
     """(i, j), i < j, for every two texts whose estimated Jaccard similarity of their word
     shingles reaches `threshold`."""
     from datasketch import MinHash, MinHashLSH  # numpy and scipy: imported when this runs

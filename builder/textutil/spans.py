@@ -68,6 +68,7 @@ _AMBIGUITY_MARGIN = 0.5
 # so it matches nothing in real text.
 _PAD_CHAR = "\uffff"
 
+
 class SpanFailure(str, Enum):
     """Why a reference could not be turned into a span."""
 
@@ -281,8 +282,9 @@ class DocumentIndex:
     def _normalized(self) -> tuple[str, OffsetMap]:
         return self._view
 
-    def locate(self, reference: str, fuzzy_min_score: float = 90.0,
-               methods: Sequence[MatchMethod] = ALL_METHODS) -> Span | SpanFailure:
+    def locate(
+        self, reference: str, fuzzy_min_score: float = 90.0, methods: Sequence[MatchMethod] = ALL_METHODS
+    ) -> Span | SpanFailure:
         """Find ``reference`` in the document with the chosen methods, in the order
         exact, normalized, fuzzy; an ambiguous result stops the search."""
         if not 0.0 <= fuzzy_min_score <= 100.0:

@@ -24,25 +24,27 @@ def test_a_server_that_drips_its_reply_fails_at_the_deadline(fake_openai: Any, m
     (answer,) = backend.chat_many([ask("q")])
     assert answer.transport and re.fullmatch(
         r"llm_failed: timeout: no whole reply within timeout_s=1 s \(the attempt waited \d+\.\d s\) after 2 attempts",
-        answer.error or ""), answer.error
+        answer.error or "",
+    ), answer.error
     assert srv.request_count == 2
 
 
-def test_a_server_that_never_answers_fails_within_the_stated_bound(fake_openai: Any,
-                                                                   make_backend: MakeBackend) -> None:
+def test_a_server_that_never_answers_fails_within_the_stated_bound(fake_openai: Any, make_backend: MakeBackend) -> None:
     # The answer comes after 30 s; each of the three attempts gives up at 0.5 s.
     srv = fake_openai(responder=lambda body: Reply(text="late", delay_s=30))
     backend = make_backend(srv, timeout_s=0.5, max_retries=2)
     (answer,) = backend.chat_many([ask("q")])
     assert re.fullmatch(
         r"llm_failed: timeout: no whole reply within timeout_s=0.5 s \(the attempt waited \d+\.\d s\) after 3 attempts",
-        answer.error or ""), answer.error
+        answer.error or "",
+    ), answer.error
     assert srv.request_count == 3
     assert backend.config.worst_case_s() == 3 * 0.5 + 0.01 + 0.02
 
 
-def test_an_announced_oversized_reply_is_refused_without_reading_it(fake_openai: Any,
-                                                                    make_backend: MakeBackend) -> None:
+def test_an_announced_oversized_reply_is_refused_without_reading_it(
+    fake_openai: Any, make_backend: MakeBackend
+) -> None:
     srv = fake_openai(responder=lambda body: Reply(text="y" * 200_000))
     backend = make_backend(srv, max_reply_bytes=65_536)
     (answer,) = backend.chat_many([ask("q")])
@@ -52,8 +54,9 @@ def test_an_announced_oversized_reply_is_refused_without_reading_it(fake_openai:
     assert backend.usage.failures == 1 and backend.usage.calls == 0
 
 
-def test_an_unannounced_oversized_reply_stops_being_read_at_the_cap(fake_openai: Any,
-                                                                    make_backend: MakeBackend) -> None:
+def test_an_unannounced_oversized_reply_stops_being_read_at_the_cap(
+    fake_openai: Any, make_backend: MakeBackend
+) -> None:
     srv = fake_openai(responder=lambda body: Reply(text="z" * 300_000, declare_length=False, chunk_bytes=8192))
     backend = make_backend(srv, max_reply_bytes=65_536)
     (answer,) = backend.chat_many([ask("q")])

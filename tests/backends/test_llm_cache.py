@@ -161,8 +161,10 @@ def test_a_damaged_cache_means_answers_are_asked_again(
 def test_an_old_cache_gains_the_reasoning_column(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     with sqlite3.connect(path) as db:
-        db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,"
-                   " completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL) WITHOUT ROWID")
+        db.execute(
+            "CREATE TABLE answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,"
+            " completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL) WITHOUT ROWID"
+        )
         db.execute("INSERT INTO answers VALUES ('a', 'kept', 1, 2, 0.0)")
     db.close()
     cache = LLMCache(path)

@@ -34,8 +34,10 @@ def rows(path: Path) -> list[tuple[Any, ...]]:
 def test_an_old_cache_opens_and_gains_the_new_columns(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     with sqlite3.connect(path) as db:
-        db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,"
-                   " completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL) WITHOUT ROWID")
+        db.execute(
+            "CREATE TABLE answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,"
+            " completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL) WITHOUT ROWID"
+        )
         db.execute("INSERT INTO answers VALUES ('a', 'kept', 1, 2, 0.0)")
     db.close()
     cache = LLMCache(path)
@@ -45,8 +47,9 @@ def test_an_old_cache_opens_and_gains_the_new_columns(tmp_path: Path) -> None:
     LLMCache(path).close()  # a second opening finds the columns there
 
 
-def test_each_answer_records_its_model_stage_and_server(fake_openai: Start, make_backend: MakeBackend,
-                                                        tmp_path: Path) -> None:
+def test_each_answer_records_its_model_stage_and_server(
+    fake_openai: Start, make_backend: MakeBackend, tmp_path: Path
+) -> None:
     srv = fake_openai(responder=lambda body: "an answer")
     cache = LLMCache(tmp_path / "c.sqlite")
     cache.stage = "02_generate_queries"
@@ -54,8 +57,7 @@ def test_each_answer_records_its_model_stage_and_server(fake_openai: Start, make
     pool = make_backend(srv, cache=cache).open_pool()
     pool.submit([ask("two")])[0].result()
     pool.close()
-    assert rows(tmp_path / "c.sqlite") == [
-        ("an answer", "test-model", "02_generate_queries", srv.base_url, None)] * 2
+    assert rows(tmp_path / "c.sqlite") == [("an answer", "test-model", "02_generate_queries", srv.base_url, None)] * 2
 
 
 def garbage_then_good(state: dict[str, bool]) -> Callable[[dict[str, Any]], str]:
@@ -63,7 +65,8 @@ def garbage_then_good(state: dict[str, bool]) -> Callable[[dict[str, Any]], str]
 
 
 def test_unparseable_answers_are_marked_and_asked_again_on_request(
-        fake_openai: Start, make_backend: MakeBackend, tmp_path: Path) -> None:
+    fake_openai: Start, make_backend: MakeBackend, tmp_path: Path
+) -> None:
     state = {"working": False}
     srv = fake_openai(responder=garbage_then_good(state))
     path = tmp_path / "c.sqlite"
@@ -76,12 +79,15 @@ def test_unparseable_answers_are_marked_and_asked_again_on_request(
     reused = chat_json(make_backend(srv, cache=LLMCache(path), max_reasks=1), [ask("q")], Verdict.model_validate)
     assert reused[0].error == "llm_unparseable" and srv.request_count == 2  # without asking: the cache answers
 
-    fixed = chat_json(make_backend(srv, cache=LLMCache(path, reask_failed=True), max_reasks=1), [ask("q")],
-                      Verdict.model_validate)
+    fixed = chat_json(
+        make_backend(srv, cache=LLMCache(path, reask_failed=True), max_reasks=1), [ask("q")], Verdict.model_validate
+    )
     assert fixed[0].value == Verdict(label="good") and srv.request_count == 3
     # The first question's answer is replaced; the old re-ask's stays, marked, under its own key.
-    assert sorted((r[0], r[4]) for r in rows(path)) == [("no JSON here", "llm_unparseable"),
-                                                         ('{"label": "good"}', None)]
+    assert sorted((r[0], r[4]) for r in rows(path)) == [
+        ("no JSON here", "llm_unparseable"),
+        ('{"label": "good"}', None),
+    ]
     again = chat_json(make_backend(srv, cache=LLMCache(path)), [ask("q")], Verdict.model_validate)
     assert again[0].value == Verdict(label="good") and srv.request_count == 3
 

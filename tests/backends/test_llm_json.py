@@ -167,8 +167,11 @@ def test_hopeless_answers_are_logged(fake_openai: Start, make_backend: MakeBacke
 def test_transport_failures_are_not_reasked(fake_openai: Start, make_backend: MakeBackend) -> None:
     srv = fake_openai(responder=lambda body: Reply(status=401))
     answer = chat_json(make_backend(srv), [ask("q")], Verdict.model_validate)[0]
-    assert (answer.value, answer.error, answer.attempts) == (None, "llm_failed: HTTP 401: Error code: 401 - injected "
-                                                                 "HTTP 401", 1)
+    assert (answer.value, answer.error, answer.attempts) == (
+        None,
+        "llm_failed: HTTP 401: Error code: 401 - injected HTTP 401",
+        1,
+    )
     assert srv.request_count == 1
 
 

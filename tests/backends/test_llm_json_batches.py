@@ -30,15 +30,18 @@ def test_id_keyed_answers_are_read_in_id_order() -> None:
     assert VALUES.values({"id": 1, "v": "a"}, 1) == ["a"]  # one entry, not in a list
 
 
-@pytest.mark.parametrize(("answer", "problem"), [
-    ("a", "expected a JSON list with one value per thing"),
-    ({"values": 3}, "expected a JSON list with one value per thing"),
-    ([{"id": 1, "v": "a"}], "no value for thing ids [2]"),
-    ([{"id": 1, "v": "a"}, {"id": 2, "v": ""}], "no value for thing ids [2]"),
-    ([{"id": "x", "v": "a"}, {"id": 2, "v": "b"}], 'every entry needs its numeric "id"'),
-    ([{"v": "a"}], 'every entry needs its numeric "id"'),
-    ([1, 2], 'each entry needs "id" and a "v" string'),
-])
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        ("a", "expected a JSON list with one value per thing"),
+        ({"values": 3}, "expected a JSON list with one value per thing"),
+        ([{"id": 1, "v": "a"}], "no value for thing ids [2]"),
+        ([{"id": 1, "v": "a"}, {"id": 2, "v": ""}], "no value for thing ids [2]"),
+        ([{"id": "x", "v": "a"}, {"id": 2, "v": "b"}], 'every entry needs its numeric "id"'),
+        ([{"v": "a"}], 'every entry needs its numeric "id"'),
+        ([1, 2], 'each entry needs "id" and a "v" string'),
+    ],
+)
 def test_malformed_answers_say_what_is_wrong(answer: Any, problem: str) -> None:
     with pytest.raises(ValueError) as error:
         VALUES.values(answer, 2)
@@ -69,8 +72,9 @@ def _echo_ids(body: dict[str, Any]) -> str:
 
 
 def _numbered(group: str, at: int, keys: list[str], numbered: list[dict[str, Any]]) -> ChatRequest:
-    return ChatRequest.of([{"role": "user", "content": "\n".join(f"{q['id']}. {q['text']}" for q in numbered)}],
-                          item_id=f"{group}@{at}")
+    return ChatRequest.of(
+        [{"role": "user", "content": "\n".join(f"{q['id']}. {q['text']}" for q in numbered)}], item_id=f"{group}@{at}"
+    )
 
 
 def test_batches_of_every_size_are_answered_per_item(fake_openai: Any, make_backend: MakeBackend) -> None:
@@ -78,11 +82,17 @@ def test_batches_of_every_size_are_answered_per_item(fake_openai: Any, make_back
     batches = number_batches([("g", k, k.upper()) for k in "abcde"] + [("h", "z", "")], 2, _numbered)
     answers = ask_numbered(make_backend(srv), batches, VALUES.validator, VALUES.schema)
     # Each request carries the schema for its own number of items.
-    sizes = [body["response_format"]["json_schema"]["schema"]["properties"]["values"]["maxItems"]
-             for body in srv.requests[:4]]
+    sizes = [
+        body["response_format"]["json_schema"]["schema"]["properties"]["values"]["maxItems"]
+        for body in srv.requests[:4]
+    ]
     assert sorted(sizes) == [1, 1, 2, 2]
     assert list(per_item(batches, answers)) == [
-        ("a", "A", None), ("b", "B", None), ("c", "C", None), ("d", "D", None), ("e", "E", None),
+        ("a", "A", None),
+        ("b", "B", None),
+        ("c", "C", None),
+        ("d", "D", None),
+        ("e", "E", None),
         ("z", None, "llm_unparseable"),  # an empty value is a missing one, however often re-asked
     ]
 
@@ -143,9 +153,9 @@ def test_backends_without_a_pool_answer_in_rounds(fake_openai: Any, make_backend
     assert backend.batches == [3, 1] and sum(done) == 3
 
 
-
-def test_a_failing_caller_cancels_what_is_in_flight_and_keeps_what_came(fake_openai: Any,
-                                                                      make_backend: MakeBackend) -> None:
+def test_a_failing_caller_cancels_what_is_in_flight_and_keeps_what_came(
+    fake_openai: Any, make_backend: MakeBackend
+) -> None:
     def reply(body: dict[str, Any]) -> Reply:
         quick = body["messages"][0]["content"] == "question 0"
         return Reply(text="0" if quick else "1", delay_s=0.0 if quick else 2.0)

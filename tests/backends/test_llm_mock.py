@@ -18,12 +18,18 @@ from builder.stages.localize_spans import REFERENCES
 from builder.stages.translate.refusals import _validate as refusal_value
 from builder.stages.translate.short_texts import TRANSLATIONS
 
-FIRST = ("The Riverside library opened a new reading room for children in 2019. "
-         "Volunteers from Maplewood College run weekly storytelling sessions there. ")
-MIDDLE = ("The council approved funding for solar panels on the library roof last March. "
-          "Engineers expect the panels to cover half of the building's electricity. ")
-FINAL = ("Visitors can borrow telescopes from the Astronomy Society every Friday evening. "
-         "Borrowers must return each telescope within seven days of collection.")
+FIRST = (
+    "The Riverside library opened a new reading room for children in 2019. "
+    "Volunteers from Maplewood College run weekly storytelling sessions there. "
+)
+MIDDLE = (
+    "The council approved funding for solar panels on the library roof last March. "
+    "Engineers expect the panels to cover half of the building's electricity. "
+)
+FINAL = (
+    "Visitors can borrow telescopes from the Astronomy Society every Friday evening. "
+    "Borrowers must return each telescope within seven days of collection."
+)
 DOC = FIRST + MIDDLE + FINAL
 PROMPTS = PromptLibrary()
 
@@ -39,9 +45,17 @@ def ask(prompt: str, seed: int = 1, **variables: object) -> str:
 
 
 def generation(prompt: str, region: str, seed: int = 1, n: int = 2, document: str = DOC) -> dict:
-    request = ChatRequest.of(PROMPTS.get(prompt).render(
-        document=document, n_questions=n, region_instruction=whole_document.REGION_INSTRUCTIONS[region],
-        question_types=["fact lookup"], styles=["plain"], call_number=1, calls=1))
+    request = ChatRequest.of(
+        PROMPTS.get(prompt).render(
+            document=document,
+            n_questions=n,
+            region_instruction=whole_document.REGION_INSTRUCTIONS[region],
+            question_types=["fact lookup"],
+            styles=["plain"],
+            call_number=1,
+            calls=1,
+        )
+    )
     (answer,) = chat_json(mock(seed), [request], whole_document.validate_answer)
     assert answer.error is None, answer.raw
     return answer.value
@@ -65,15 +79,24 @@ def test_generated_questions_come_from_sentences_of_the_requested_third(prompt, 
 
 
 def test_posir_generate_writes_notes_before_the_json_block():
-    raw = ask("posir_generate", document=DOC, n_questions=1,
-              region_instruction=whole_document.REGION_INSTRUCTIONS["beginning"],
-              question_types=["fact lookup"], styles=["plain"], call_number=1, calls=1)
+    raw = ask(
+        "posir_generate",
+        document=DOC,
+        n_questions=1,
+        region_instruction=whole_document.REGION_INSTRUCTIONS["beginning"],
+        question_types=["fact lookup"],
+        styles=["plain"],
+        call_number=1,
+        calls=1,
+    )
     assert raw.startswith("1. Searchers:") and raw.rstrip().endswith("```")
 
 
 def test_a_document_without_sentences_is_unusable():
     assert generation("posir_generate_json", "beginning", document="404 | home | login") == {
-        "usable": False, "questions": []}
+        "usable": False,
+        "questions": [],
+    }
 
 
 def test_chunk_qa_asks_about_the_excerpt_only():
@@ -104,8 +127,11 @@ def test_grades_fall_when_the_answering_sentence_is_cut_out_or_set_aside(one_pai
 
     def grade(text: str, set_aside: tuple[str, ...] = ()) -> int:
         listed = [{"id": 1, "text": question["question"]}]
-        request = ChatRequest.of(PROMPTS.get("relevance_grade").render(
-            document=text, questions=listed, one_pair=one_pair, set_aside=list(set_aside)))
+        request = ChatRequest.of(
+            PROMPTS.get("relevance_grade").render(
+                document=text, questions=listed, one_pair=one_pair, set_aside=list(set_aside)
+            )
+        )
         (answer,) = chat_json(mock(), [request], grade_validator(1))
         assert answer.error is None, answer.raw
         return answer.value[0]
@@ -124,8 +150,17 @@ def test_summary_is_lead_sentences_within_the_word_budget():
 
 def test_document_translation_keeps_every_marker():
     marked = "Intro. [[1]]The council approved funding.[[/1]] More [[2]]text here[[/2]]."
-    out = ask("translate", source_language="English", language="German", text=marked, items=None,
-              markers=True, example_open="[[1]]", example_close="[[/1]]", reminder="")
+    out = ask(
+        "translate",
+        source_language="English",
+        language="German",
+        text=marked,
+        items=None,
+        markers=True,
+        example_open="[[1]]",
+        example_close="[[/1]]",
+        reminder="",
+    )
     for marker in ("[[1]]", "[[/1]]", "[[2]]", "[[/2]]"):
         assert out.count(marker) == 1
     assert out == marked
@@ -133,26 +168,36 @@ def test_document_translation_keeps_every_marker():
 
 def test_short_text_translations_answer_every_id():
     items = [{"id": 1, "text": "Where is the library?"}, {"id": 2, "text": "Opening hours"}]
-    request = ChatRequest.of(PROMPTS.get("translate").render(
-        source_language="English", language="German", items=items, markers=False,
-        example_open="", example_close="", reminder=""))
+    request = ChatRequest.of(
+        PROMPTS.get("translate").render(
+            source_language="English",
+            language="German",
+            items=items,
+            markers=False,
+            example_open="",
+            example_close="",
+            reminder="",
+        )
+    )
     (answer,) = chat_json(mock(), [request], TRANSLATIONS.validator(2))
     assert answer.error is None, answer.raw
     assert answer.value == ["Where is the library?", "Opening hours"]
 
 
-@pytest.mark.parametrize("output,refusal", [("Die Bibliothek öffnet um neun.", False),
-                                            ("I'm sorry, but I cannot translate this.", True)])
+@pytest.mark.parametrize(
+    "output,refusal", [("Die Bibliothek öffnet um neun.", False), ("I'm sorry, but I cannot translate this.", True)]
+)
 def test_refusal_check(output, refusal):
     raw = ask("refusal_check", language="German", output=output)
     assert refusal_value(json.loads(raw)) is refusal
 
 
 def test_answers_depend_on_the_seed_only():
-    long_doc = " ".join(f"Station {i} of the Northern railway opened in {1900 + i} near Lake Arden."
-                        for i in range(30))
-    runs = {seed: [generation("posir_generate_json", "middle", seed=seed, n=3, document=long_doc)
-                   for _ in range(2)] for seed in (1, 2)}
+    long_doc = " ".join(f"Station {i} of the Northern railway opened in {1900 + i} near Lake Arden." for i in range(30))
+    runs = {
+        seed: [generation("posir_generate_json", "middle", seed=seed, n=3, document=long_doc) for _ in range(2)]
+        for seed in (1, 2)
+    }
     assert runs[1][0] == runs[1][1] and runs[2][0] == runs[2][1]
     assert runs[1][0] != runs[2][0]
 

@@ -107,8 +107,9 @@ def _waits(backend: Any, monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return waits
 
 
-def test_retry_after_is_honoured_and_capped(fake_openai: Start, make_backend: MakeBackend,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_retry_after_is_honoured_and_capped(
+    fake_openai: Start, make_backend: MakeBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
     srv = fake_openai(responder=flaky(Reply(status=429, headers={"Retry-After": "0.3"})))
     backend = make_backend(srv, backoff_max_s=1.0)
     waits = _waits(backend, monkeypatch)
@@ -138,9 +139,10 @@ def test_permanent_failure_is_reported_not_raised_or_cached(fake_openai: Start, 
 
 @pytest.mark.parametrize(
     ("reply", "cause"),
-    [(Reply(body="[]"), "the body is not a JSON object"),
-     (Reply(text="x", usage={"prompt_tokens": 10**30, "completion_tokens": 1}),
-      f"usage.prompt_tokens is {10**30}")],
+    [
+        (Reply(body="[]"), "the body is not a JSON object"),
+        (Reply(text="x", usage={"prompt_tokens": 10**30, "completion_tokens": 1}), f"usage.prompt_tokens is {10**30}"),
+    ],
     ids=["list body", "huge usage"],
 )
 def test_malformed_replies_fail_with_a_reason(
@@ -203,8 +205,9 @@ def test_requests_carry_the_sdk_headers_and_the_attempt_number(
     assert first["x-stainless-async"] == "async:asyncio"
     assert first["content-type"] == "application/json"
     assert (first["x-stainless-retry-count"], second["x-stainless-retry-count"]) == ("0", "1")
-    assert int(first["content-length"]) == len(json.dumps(srv.requests[0], ensure_ascii=False,
-                                                           separators=(",", ":")).encode())
+    assert int(first["content-length"]) == len(
+        json.dumps(srv.requests[0], ensure_ascii=False, separators=(",", ":")).encode()
+    )
 
 
 def test_a_body_no_server_could_read_fails_without_being_sent(fake_openai: Start, make_backend: MakeBackend) -> None:
@@ -225,12 +228,12 @@ def test_empty_batches_and_closing(fake_openai: Start, make_backend: MakeBackend
 
 def cut_below(budget: int) -> Callable[[dict[str, Any]], str | Reply]:
     """An answer cut off at max_tokens unless the request allows at least `budget` tokens."""
-    return lambda body: "whole answer" if body["max_tokens"] >= budget else Reply(text="half an", finish_reason="length")
+    return lambda body: (
+        "whole answer" if body["max_tokens"] >= budget else Reply(text="half an", finish_reason="length")
+    )
 
 
-def test_a_truncated_answer_is_asked_again_with_twice_the_budget(
-    fake_openai: Start, make_backend: MakeBackend
-) -> None:
+def test_a_truncated_answer_is_asked_again_with_twice_the_budget(fake_openai: Start, make_backend: MakeBackend) -> None:
     srv = fake_openai(responder=cut_below(200))
     cache = LLMCache.memory()
     answer = make_backend(srv, cache=cache, max_tokens=100).chat_many([ask("q")])[0]
@@ -249,7 +252,10 @@ def test_an_answer_truncated_twice_fails_as_truncated_and_is_not_cached(
     backend = make_backend(srv, cache=cache)
     answer = backend.chat_many([ask("q", max_tokens=50)])[0]
     assert (answer.text, answer.error, answer.reason) == (
-        None, "llm_truncated: answer cut off at max_tokens 100", "llm_truncated")
+        None,
+        "llm_truncated: answer cut off at max_tokens 100",
+        "llm_truncated",
+    )
     assert [r["max_tokens"] for r in srv.requests] == [50, 100]
     assert len(cache) == 0
     assert (backend.usage.failures, backend.usage.transport_failures) == (1, 0)
@@ -287,15 +293,22 @@ def test_transport_failures_are_told_apart_from_bad_answers(fake_openai: Start, 
         assert answer.transport and busy.usage.transport_failures == 1, status
         assert busy.usage.last_transport_error is not None and f"HTTP {status}" in busy.usage.last_transport_error
 
-    content = {"rejected": Reply(status=400), "empty": Reply(text=""), "malformed": Reply(body="[]"),
-               "cut": Reply(text="x", finish_reason="length")}
+    content = {
+        "rejected": Reply(status=400),
+        "empty": Reply(text=""),
+        "malformed": Reply(body="[]"),
+        "cut": Reply(text="x", finish_reason="length"),
+    }
     for label, reply in content.items():
         srv = fake_openai(responder=lambda body, reply=reply: reply)
         picky = make_backend(srv, max_retries=1)
         answer = picky.chat_many([ask(label)])[0]
         assert not answer.ok and not answer.transport, label
         assert (picky.usage.failures, picky.usage.transport_failures, picky.usage.last_transport_error) == (
-            1, 0, None), label
+            1,
+            0,
+            None,
+        ), label
     assert (backend.usage - backend.usage).last_transport_error is None
 
 
@@ -305,7 +318,8 @@ def test_a_timeout_is_a_transport_failure(fake_openai: Start, make_backend: Make
     answer = backend.chat_many([ask("slow")])[0]
     assert answer.transport and re.fullmatch(
         r"llm_failed: timeout: no whole reply within timeout_s=0\.2 s \(the attempt waited \d+\.\d s\) after 2 attempts",
-        answer.error or ""), answer.error
+        answer.error or "",
+    ), answer.error
     assert backend.usage.transport_failures == 1
 
 

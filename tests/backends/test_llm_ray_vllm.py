@@ -42,12 +42,20 @@ def _config(**kwargs: Any) -> VLLMModelConfig:
 def test_a_request_becomes_a_row_with_messages_and_sampling_params() -> None:
     config = _config(temperature=0.7, seed=5, max_tokens=64)
     row = request_row(3, ask("why?", json_schema=SCHEMA), 64, structured=True)
-    assert row == {"i": 3, "messages": json.dumps(list(ask("why?").messages)), "schema": json.dumps(SCHEMA),
-                   "max_tokens": 64}
+    assert row == {
+        "i": 3,
+        "messages": json.dumps(list(ask("why?").messages)),
+        "schema": json.dumps(SCHEMA),
+        "max_tokens": 64,
+    }
     assert preprocess(sampling_base(config), row) == {
         "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "why?"}],
-        "sampling_params": {"temperature": 0.7, "seed": 5, "max_tokens": 64,
-                            "structured_outputs": {"json": json.dumps(SCHEMA)}},
+        "sampling_params": {
+            "temperature": 0.7,
+            "seed": 5,
+            "max_tokens": 64,
+            "structured_outputs": {"json": json.dumps(SCHEMA)},
+        },
     }
 
 
@@ -55,12 +63,22 @@ def test_unstructured_requests_and_unset_knobs_send_nothing_extra() -> None:
     row = request_row(0, ask("hi", json_schema=SCHEMA), 9, structured=False)
     assert row["schema"] == ""
     assert preprocess(sampling_base(_config(top_p=0.5)), row)["sampling_params"] == {
-        "temperature": 0.0, "top_p": 0.5, "max_tokens": 9}
+        "temperature": 0.0,
+        "top_p": 0.5,
+        "max_tokens": 9,
+    }
 
 
 def _engine_row(text: str, completion: int, budget: int = 16) -> dict[str, Any]:
-    return {"i": 4, "messages": [], "max_tokens": budget, "generated_text": text, "num_input_tokens": 7,
-            "num_generated_tokens": completion, "batch_uuid": "x"}
+    return {
+        "i": 4,
+        "messages": [],
+        "max_tokens": budget,
+        "generated_text": text,
+        "num_input_tokens": 7,
+        "num_generated_tokens": completion,
+        "batch_uuid": "x",
+    }
 
 
 def test_engine_rows_become_answers_failures_and_truncations() -> None:
@@ -108,8 +126,14 @@ def _fake_engine(preprocess_fn: Any, postprocess_fn: Any, row: dict[str, Any]) -
     words = prompt.split()
     needs = int(words[words.index("needs") + 1]) if "needs" in words else 2
     budget = data["sampling_params"]["max_tokens"]
-    return postprocess_fn({**data, "generated_text": f"gen: {prompt}", "num_input_tokens": len(words),
-                           "num_generated_tokens": min(needs, budget)})
+    return postprocess_fn(
+        {
+            **data,
+            "generated_text": f"gen: {prompt}",
+            "num_input_tokens": len(words),
+            "num_generated_tokens": min(needs, budget),
+        }
+    )
 
 
 class _FakeProcessor:
@@ -150,8 +174,10 @@ def test_a_recipe_on_the_ray_executor_runs_its_vllm_model_there(ray_local, write
     from builder.recipe.model import parse_recipe
     from builder.run.backends import Backends
 
-    path = write_recipe("name: t\nsources: [{type: python_docs}]\nexecutor: {kind: ray}\n"
-                        "models: {gen: {backend: vllm, model: m, engines: 2}}\nstages: [{summarize: {llm: gen}}]\n")
+    path = write_recipe(
+        "name: t\nsources: [{type: python_docs}]\nexecutor: {kind: ray}\n"
+        "models: {gen: {backend: vllm, model: m, engines: 2}}\nstages: [{summarize: {llm: gen}}]\n"
+    )
     backends = Backends(parse_recipe(path).recipe, None, tmp_path / "cache.sqlite")
     try:
         assert isinstance(backends.llm("gen"), RayVLLMBackend)
@@ -166,8 +192,9 @@ def test_real_engines_answer_on_gpus(ray_local, tmp_path) -> None:
     model = os.environ.get("BUILD_BENCH_VLLM_MODEL")
     if not model:
         pytest.skip("set BUILD_BENCH_VLLM_MODEL to a local model folder to run real vLLM engines on the GPUs")
-    backend = make_llm("gen", VLLMModelConfig(backend="vllm", model=model, max_tokens=64), LLMCache.memory(),
-                       on_ray=True)
+    backend = make_llm(
+        "gen", VLLMModelConfig(backend="vllm", model=model, max_tokens=64), LLMCache.memory(), on_ray=True
+    )
     answers = backend.chat_many([ask("Say hello."), ask("Name a colour.", json_schema=SCHEMA)])
     assert all(a.ok for a in answers) and "answer" in json.loads(answers[1].text or "{}")
     backend.close()

@@ -31,13 +31,16 @@ def test_requests_with_a_schema_carry_it_by_default(fake_openai: Any, make_backe
     srv = fake_openai(responder=lambda body: '{"n": 1}')
     backend = make_backend(srv)
     assert [a.value for a in chat_json(backend, [ask("q")], lambda v: v["n"])] == [1]
-    assert srv.requests[0]["response_format"] == {"type": "json_schema",
-                                                  "json_schema": {"name": "answer", "schema": SCHEMA}}
+    assert srv.requests[0]["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "schema": SCHEMA},
+    }
     assert backend.schema_refused is None
 
 
 def test_a_server_that_refuses_schemas_is_asked_by_the_prompt_alone_from_then_on(
-        fake_openai: Any, make_backend: MakeBackend) -> None:
+    fake_openai: Any, make_backend: MakeBackend
+) -> None:
     srv = fake_openai(responder=refuses_schemas("response_format json_schema is not supported"))
     backend = make_backend(srv, max_concurrency=1)
     answers = chat_json(backend, [ask(f"q{i}") for i in range(4)], lambda v: v["n"])
@@ -48,16 +51,16 @@ def test_a_server_that_refuses_schemas_is_asked_by_the_prompt_alone_from_then_on
     assert backend.usage.calls == 4 and backend.usage.failures == 0
 
 
-def test_a_400_that_a_plain_request_cures_is_a_refusal_even_unnamed(fake_openai: Any,
-                                                                    make_backend: MakeBackend) -> None:
+def test_a_400_that_a_plain_request_cures_is_a_refusal_even_unnamed(
+    fake_openai: Any, make_backend: MakeBackend
+) -> None:
     srv = fake_openai(responder=refuses_schemas("bad request"))
     backend = make_backend(srv)
     assert [a.value for a in chat_json(backend, [ask("q")], lambda v: v["n"])] == [1]
     assert backend.schema_refused == "HTTP 400: Error code: 400 - bad request"
 
 
-def test_a_400_that_is_not_about_the_schema_does_not_switch_it_off(fake_openai: Any,
-                                                                   make_backend: MakeBackend) -> None:
+def test_a_400_that_is_not_about_the_schema_does_not_switch_it_off(fake_openai: Any, make_backend: MakeBackend) -> None:
     too_long = Reply(status=400, body='{"error": {"message": "prompt is longer than the context"}}')
     srv = fake_openai(responder=lambda body: too_long)
     backend = make_backend(srv)
@@ -85,7 +88,8 @@ def test_servers_without_prompt_cache_details_count_none(fake_openai: Any, make_
 
 
 def test_llama_cpp_timings_count_as_cached_tokens_when_usage_has_no_details(
-        fake_openai: Any, make_backend: MakeBackend) -> None:
+    fake_openai: Any, make_backend: MakeBackend
+) -> None:
     # llama-server reports its prompt cache's reuse as `timings.cache_n`, beside the usage.
     usage = {"prompt_tokens": 120, "completion_tokens": 5}
     timings = {"cache_n": 96, "prompt_n": 24, "prompt_ms": 3.5, "predicted_n": 5}
@@ -98,15 +102,15 @@ def test_llama_cpp_timings_count_as_cached_tokens_when_usage_has_no_details(
 
 def test_the_servers_cached_tokens_win_over_llama_cpp_timings(fake_openai: Any, make_backend: MakeBackend) -> None:
     usage = {"prompt_tokens": 120, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 0}}
-    srv = fake_openai(responder=lambda body: Reply(text='{"n": 1}', usage=usage,
-                                                   extra={"timings": {"cache_n": 96}}))
+    srv = fake_openai(responder=lambda body: Reply(text='{"n": 1}', usage=usage, extra={"timings": {"cache_n": 96}}))
     (answer,) = make_backend(srv).chat_many([ask("q")])
     assert answer.cached_tokens == 0
 
 
 def test_malformed_llama_cpp_timings_count_nothing(fake_openai: Any, make_backend: MakeBackend) -> None:
     usage = {"prompt_tokens": 120, "completion_tokens": 5}
-    srv = fake_openai(responder=lambda body: Reply(text='{"n": 1}', usage=usage,
-                                                   extra={"timings": {"cache_n": "many"}}))
+    srv = fake_openai(
+        responder=lambda body: Reply(text='{"n": 1}', usage=usage, extra={"timings": {"cache_n": "many"}})
+    )
     (answer,) = make_backend(srv).chat_many([ask("q")])
     assert answer.ok and answer.cached_tokens == 0

@@ -26,8 +26,13 @@ class FakeLLM:
         return [
             SimpleNamespace(
                 prompt_token_ids=[0] * len(c[-1]["content"].split()),
-                outputs=[SimpleNamespace(text=f"gen: {c[-1]['content']}", token_ids=[0, 0],
-                                         finish_reason=_finish(c[-1]["content"], p.kwargs["max_tokens"]))],
+                outputs=[
+                    SimpleNamespace(
+                        text=f"gen: {c[-1]['content']}",
+                        token_ids=[0, 0],
+                        finish_reason=_finish(c[-1]["content"], p.kwargs["max_tokens"]),
+                    )
+                ],
             )
             for c, p in zip(conversations, sampling_params)
         ]
@@ -38,7 +43,6 @@ def _finish(prompt: str, max_tokens: int) -> str:
     words = prompt.split()
     needs = int(words[words.index("needs") + 1]) if "needs" in words else 0
     return "length" if max_tokens < needs else "stop"
-
 
 
 class Params:

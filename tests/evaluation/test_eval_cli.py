@@ -44,8 +44,9 @@ def _eval(*args: str):
 
 
 def test_bm25_writes_report_plot_and_cache(built: Path, tmp_path: Path):
-    result = _eval(str(built), "--retriever", "bm25", "--out", str(tmp_path / "out"),
-                   "--cache-dir", str(tmp_path / "cache"))
+    result = _eval(
+        str(built), "--retriever", "bm25", "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")
+    )
     assert "PSI" in result.stdout
     report = json.loads((tmp_path / "out" / "eval.json").read_text())
     assert report["dataset"]["groupings"] == GROUPINGS
@@ -88,8 +89,20 @@ def test_bad_input_exits_2_with_a_reason(built: Path, tmp_path: Path):
 
 
 def test_rerank_with_a_quality_control_backend_from_the_command_line(built: Path, tmp_path: Path):
-    result = CliRunner().invoke(app, ["eval", str(built), "-r", "rerank:bm25+bm25", "--json",
-                                      "--cache-dir", str(tmp_path), "--out", str(tmp_path / "eval")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            str(built),
+            "-r",
+            "rerank:bm25+bm25",
+            "--json",
+            "--cache-dir",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "eval"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["retrievers"]["rerank:bm25+bm25"]["overall"]["n"] == 16
@@ -126,8 +139,21 @@ def test_minilm_next_to_cached_bm25(built: Path, tmp_path: Path, monkeypatch: py
     (bm25_file,) = cache.rglob("bm25-*.json")
     stamp = bm25_file.stat().st_mtime_ns
     # A 48-token window cuts every document, so some evidence lies beyond what MiniLM reads.
-    _eval(str(built), "-r", "bm25", "-r", MINILM, "--max-length", "48", "--batch-size", "8",
-          "--cache-dir", str(cache), "--out", str(out))
+    _eval(
+        str(built),
+        "-r",
+        "bm25",
+        "-r",
+        MINILM,
+        "--max-length",
+        "48",
+        "--batch-size",
+        "8",
+        "--cache-dir",
+        str(cache),
+        "--out",
+        str(out),
+    )
     report = json.loads((out / "eval.json").read_text())
     runs = report["retrievers"]
     assert [runs["bm25"]["cached"], runs[MINILM]["cached"]] == [True, False]
@@ -159,8 +185,24 @@ def _figures(node):
 
 
 def test_json_figures_carry_n_and_interval_and_small_groups_are_marked(built: Path, tmp_path: Path):
-    result = _eval(str(built), "-r", "bm25", "--json", "--min-group", "3", "--resamples", "50", "--seed", "4",
-                   "--anchor", "midpoint", "--length-averaging", "bins", "--out", str(tmp_path / "o"))
+    result = _eval(
+        str(built),
+        "-r",
+        "bm25",
+        "--json",
+        "--min-group",
+        "3",
+        "--resamples",
+        "50",
+        "--seed",
+        "4",
+        "--anchor",
+        "midpoint",
+        "--length-averaging",
+        "bins",
+        "--out",
+        str(tmp_path / "o"),
+    )
     report = json.loads(result.stdout)
     # PSI's null (a dict with its own `value` and `p`) is not a figure with an interval, and
     # neither is PSI (a figure with `min_group`): a percentile bootstrap of it is biased upward.
@@ -171,12 +213,24 @@ def test_json_figures_carry_n_and_interval_and_small_groups_are_marked(built: Pa
     buckets = report["retrievers"]["bm25"]["groupings"]["char_bucket"]["groups"]
     assert [(g["n"], g["small"]) for g in buckets] == [(6, False), (3, False), (2, True), (2, True), (3, False)]
     assert report["definitions"] == {
-        "positions": "native", "anchor": "midpoint", "bins": "left-closed", "length_averaging": "bins",
-        "intervals": {"method": "paired percentile bootstrap over queries", "resamples": 50, "seed": 4,
-                      "confidence": 0.95, "min_group": 3},
-        "tests": {"permutations": 9999, "correction": "Holm, within each family",
-                  "psi_null": "position labels shuffled among the queries of each length bucket; groups under "
-                              "min_group left out"}}
+        "positions": "native",
+        "anchor": "midpoint",
+        "bins": "left-closed",
+        "length_averaging": "bins",
+        "intervals": {
+            "method": "paired percentile bootstrap over queries",
+            "resamples": 50,
+            "seed": 4,
+            "confidence": 0.95,
+            "min_group": 3,
+        },
+        "tests": {
+            "permutations": 9999,
+            "correction": "Holm, within each family",
+            "psi_null": "position labels shuffled among the queries of each length bucket; groups under "
+            "min_group left out",
+        },
+    }
 
 
 def test_definitions_are_printed_with_the_tables(built: Path, tmp_path: Path):

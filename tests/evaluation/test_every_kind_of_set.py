@@ -24,7 +24,8 @@ def probe_like(root: Path) -> Path:
     bench = tiny_bench()
     n = bench.queries.height
     queries = bench.queries.drop(OWN_GROUPS, strict=False).with_columns(
-        pl.Series("setting", ["position_i", "first_vs_last"] * (n // 2)))
+        pl.Series("setting", ["position_i", "first_vs_last"] * (n // 2))
+    )
     corpus = bench.corpus.with_columns(pl.Series("variant", [f"pos{i % 3 + 1:02d}" for i in range(n)]))
     return write_beir(Bench.of(corpus, queries, bench.qrels, bench.drops), root / "probe")
 

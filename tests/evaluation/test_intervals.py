@@ -20,8 +20,15 @@ from tests.evaluation.test_posir_positions import posir_folder, run
 
 def _scores(ndcg: list[float], **columns: list) -> pl.DataFrame:
     n = len(ndcg)
-    return pl.DataFrame({"query_id": [f"q{i}" for i in range(n)], "ndcg@10": ndcg, "recall@100": [1.0] * n,
-                         "visibility": ["visible"] * n, **columns})
+    return pl.DataFrame(
+        {
+            "query_id": [f"q{i}" for i in range(n)],
+            "ndcg@10": ndcg,
+            "recall@100": [1.0] * n,
+            "visibility": ["visible"] * n,
+            **columns,
+        }
+    )
 
 
 def test_equal_scores_give_a_zero_width_interval():
@@ -39,11 +46,11 @@ def test_two_queries_span_both_scores():
 def test_overall_mean_interval_equals_scipy_bootstrap():
     values = np.random.default_rng(3).random(57)
     settings = BootstrapSettings(resamples=500, seed=11)
-    point, resampled = bootstrap_group_means(values[:, None], {"all": Partition(np.zeros(57, dtype=int), 1)},
-                                             settings)
+    point, resampled = bootstrap_group_means(values[:, None], {"all": Partition(np.zeros(57, dtype=int), 1)}, settings)
     ours = interval(resampled["all"][:, 0, 0], 0.95)
-    theirs = stats.bootstrap((values,), np.mean, n_resamples=500, method="percentile",
-                             rng=np.random.default_rng(11)).confidence_interval
+    theirs = stats.bootstrap(
+        (values,), np.mean, n_resamples=500, method="percentile", rng=np.random.default_rng(11)
+    ).confidence_interval
     assert point["all"][0, 0] == pytest.approx(values.mean())
     assert ours == pytest.approx((theirs.low, theirs.high), abs=1e-12)
 
@@ -52,14 +59,22 @@ def test_group_mean_interval_equals_scipy_paired_bootstrap():
     # A group's mean under a draw of all queries: scipy resamples (score, group) pairs together.
     rng = np.random.default_rng(5)
     values, groups = rng.random(80), rng.integers(0, 2, 80)
-    _, resampled = bootstrap_group_means(values[:, None], {"g": Partition(groups, 2)},
-                                         BootstrapSettings(resamples=400, seed=2))
+    _, resampled = bootstrap_group_means(
+        values[:, None], {"g": Partition(groups, 2)}, BootstrapSettings(resamples=400, seed=2)
+    )
 
     def mean_of_group_one(x: np.ndarray, g: np.ndarray) -> float:
         return x[g == 1].mean()
 
-    theirs = stats.bootstrap((values, groups), mean_of_group_one, paired=True, vectorized=False, n_resamples=400,
-                             method="percentile", rng=np.random.default_rng(2)).confidence_interval
+    theirs = stats.bootstrap(
+        (values, groups),
+        mean_of_group_one,
+        paired=True,
+        vectorized=False,
+        n_resamples=400,
+        method="percentile",
+        rng=np.random.default_rng(2),
+    ).confidence_interval
     assert interval(resampled["g"][:, 1, 0], 0.95) == pytest.approx((theirs.low, theirs.high), abs=1e-12)
 
 
@@ -82,8 +97,13 @@ def test_small_groups_get_no_interval_and_say_why():
     scores = _scores([1.0, 0.0, 1.0, 0.5, 0.5], setting=["a", "a", "a", "b", "b"])
     groups = Figures(scores, ["setting"], BootstrapSettings(resamples=100, min_group=3)).grouping("setting")["groups"]
     assert groups[0]["ndcg@10"]["ci_low"] is not None and "no_interval" not in groups[0]["ndcg@10"]
-    assert groups[1]["ndcg@10"] == {"value": 0.5, "n": 2, "ci_low": None, "ci_high": None,
-                                    "no_interval": "2 queries, fewer than --min-group 3"}
+    assert groups[1]["ndcg@10"] == {
+        "value": 0.5,
+        "n": 2,
+        "ci_low": None,
+        "ci_high": None,
+        "no_interval": "2 queries, fewer than --min-group 3",
+    }
     assert figure_text(groups[1]["ndcg@10"]) == "0.500 (n 2: no interval)"
 
 
@@ -124,8 +144,9 @@ def test_native_anchor_recomputes_rel_pos_and_the_dataset_bins(tmp_path):
     folder.mkdir()
     pl.DataFrame({"doc_id": ["d1"], "title": [""], "text": ["y" * 100]}).write_parquet(folder / "corpus.parquet")
     spans = pl.Series("spans", [[{"start": 0, "end": 100, "method": "exact", "score": 1.0}]], dtype=SPAN_DTYPE)
-    pl.DataFrame({"query_id": ["q1"], "text": ["y"], "doc_id": ["d1"], "rel_pos": [0.0], "position_bin": [0]}) \
-        .with_columns(spans).write_parquet(folder / "queries.parquet")
+    pl.DataFrame(
+        {"query_id": ["q1"], "text": ["y"], "doc_id": ["d1"], "rel_pos": [0.0], "position_bin": [0]}
+    ).with_columns(spans).write_parquet(folder / "queries.parquet")
     pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "score": [1]}).write_parquet(folder / "qrels.parquet")
     start, midpoint = load_eval_data(folder), load_eval_data(folder, anchor="midpoint")
     assert (start.anchor, start.queries["rel_pos"][0], start.queries["position_bin"][0]) == ("start", 0.0, 0)

@@ -48,8 +48,10 @@ def whole_corpus_bm25(data, k: int) -> dict[str, dict[str, float]]:
 
     stop = stopwords(BM25Config())
     vocab: dict[str, int] = {}
-    ids = [[vocab.setdefault(t, len(vocab)) for t in terms_of(text, stop)]
-           for text in document_inputs(data.corpus.frame())[0]]
+    ids = [
+        [vocab.setdefault(t, len(vocab)) for t in terms_of(text, stop)]
+        for text in document_inputs(data.corpus.frame())[0]
+    ]
     index = bm25s.BM25(method="lucene")
     index.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
     doc_ids = data.corpus.doc_ids.to_list()
@@ -64,8 +66,13 @@ def whole_corpus_bm25(data, k: int) -> dict[str, dict[str, float]]:
 
 def ties_at_the_cut(run: dict[str, dict[str, float]], whole: dict[str, dict[str, float]]) -> int:
     """Queries whose k-th score is shared by a document left out of the run."""
-    return sum(1 for q, hits in run.items() if hits and len(whole.get(q, {})) >= len(hits)
-               and list(hits.values())[-1] in [s for d, s in whole[q].items() if d not in hits])
+    return sum(
+        1
+        for q, hits in run.items()
+        if hits
+        and len(whole.get(q, {})) >= len(hits)
+        and list(hits.values())[-1] in [s for d, s in whole[q].items() if d not in hits]
+    )
 
 
 def rounded(overall: dict) -> dict:
@@ -172,7 +179,7 @@ class TiedEncoder:
 def test_dense_top_k_is_the_same_for_any_block_size(tmp_path: Path, block: int):
     texts = [str(i) for i in range(40)]
     retriever = DenseRetriever(TiedEncoder(), blocks_of(texts, block), tmp_path)
-    (rows, scores), = retriever.search(["q"], 16)
+    ((rows, scores),) = retriever.search(["q"], 16)
     retriever.close()
     # 2, 5, ..., 38 score 1.0 (13 rows), then the first three rows scoring 0.8: 1, 4, 7.
     assert rows.tolist() == [*range(2, 40, 3), 1, 4, 7]

@@ -57,15 +57,17 @@ def test_group_universe_orders_char_buckets_and_completes_bins_and_tags():
 
 
 def _data() -> EvalData:
-    queries = pl.DataFrame({
-        "query_id": ["q1", "q2", "q3", "q4"],
-        "text": ["a", "b", "c", "d"],
-        "doc_id": ["d1", "d2", "d3", "d4"],
-        "position_tag": ["beginning", "beginning", "middle", None],
-        "length_bucket": ["Q1", "Q1", "Q2", "Q2"],
-        "rel_pos": [0.05, 0.3, 0.6, 0.9],
-        "evidence_start": [0, 10, 60, None],
-    })
+    queries = pl.DataFrame(
+        {
+            "query_id": ["q1", "q2", "q3", "q4"],
+            "text": ["a", "b", "c", "d"],
+            "doc_id": ["d1", "d2", "d3", "d4"],
+            "position_tag": ["beginning", "beginning", "middle", None],
+            "length_bucket": ["Q1", "Q1", "Q2", "Q2"],
+            "rel_pos": [0.05, 0.3, 0.6, 0.9],
+            "evidence_start": [0, 10, 60, None],
+        }
+    )
     corpus = pl.DataFrame({"doc_id": ["d1", "d2", "d3", "d4"], "title": [""] * 4, "text": ["x"] * 4})
     return EvalData(Path("."), "f" * 64, corpus, queries, QRELS, unjudged_queries=0)
 
@@ -96,8 +98,9 @@ def test_analyze_groups_psi_length_buckets_and_trend():
 
 def test_visibility_separates_evidence_beyond_the_window():
     # A 10-token window: d1 fits; d2 and d3 are cut at character 50; d4's offsets are unknown.
-    retrieval = Retrieval(run=RUN, max_length=10, doc_tokens={"d1": 5, "d2": 20, "d3": 20, "d4": 20},
-                          window_end={"d2": 50, "d3": 50})
+    retrieval = Retrieval(
+        run=RUN, max_length=10, doc_tokens={"d1": 5, "d2": 20, "d3": 20, "d4": 20}, window_end={"d2": 50, "d3": 50}
+    )
     data = _data()
     assert visibility(data, retrieval).to_list() == ["visible", "visible", "beyond", "unknown"]
     trunc = analyze(data, retrieval)["truncation"]

@@ -38,14 +38,22 @@ def posir_folder(root: Path) -> Path:
     ids = list(SPANS)
     docs = [f"d{q[1:]}" for q in ids]
     pl.DataFrame({"_id": docs, "title": [""] * 5, "text": ["x" * 1000] * 5}).write_parquet(folder / "corpus.parquet")
-    pl.DataFrame({
-        "_id": ids, "text": [f"query {q}" for q in ids], "doc_id": docs,
-        # build-bench's own fields, start-based and left-closed, which PosIR's replace:
-        "rel_pos": [SPANS[q][0] / 1000 for q in ids], "length_bucket": ["Q1"] * 5,
-        "pos_char_span": [SPANS[q] for q in ids], "pos_char_length": [1000] * 5,
-        "pos_token_length": [TOKENS[q] for q in ids],
-    }).write_parquet(folder / "queries.parquet")
-    pl.DataFrame({"query-id": ids, "corpus-id": docs, "score": [1] * 5}).write_parquet(folder / "qrels" / "test.parquet")
+    pl.DataFrame(
+        {
+            "_id": ids,
+            "text": [f"query {q}" for q in ids],
+            "doc_id": docs,
+            # build-bench's own fields, start-based and left-closed, which PosIR's replace:
+            "rel_pos": [SPANS[q][0] / 1000 for q in ids],
+            "length_bucket": ["Q1"] * 5,
+            "pos_char_span": [SPANS[q] for q in ids],
+            "pos_char_length": [1000] * 5,
+            "pos_token_length": [TOKENS[q] for q in ids],
+        }
+    ).write_parquet(folder / "queries.parquet")
+    pl.DataFrame({"query-id": ids, "corpus-id": docs, "score": [1] * 5}).write_parquet(
+        folder / "qrels" / "test.parquet"
+    )
     return folder
 
 
@@ -59,8 +67,10 @@ def run() -> dict[str, dict[str, float]]:
     return out
 
 
-@pytest.mark.parametrize(("rel", "expected"), [(0.0, 0), (0.05, 0), (0.0500001, 1), (0.1, 1), (0.55, 10),
-                                               (0.95, 18), (0.9500001, 19), (1.0, 19)])
+@pytest.mark.parametrize(
+    ("rel", "expected"),
+    [(0.0, 0), (0.05, 0), (0.0500001, 1), (0.1, 1), (0.55, 10), (0.95, 18), (0.9500001, 19), (1.0, 19)],
+)
 def test_posir_bins_are_closed_on_the_right_and_the_first_holds_zero(rel, expected):
     assert posir_bin(rel) == expected
 
@@ -107,8 +117,9 @@ def test_eval_command_takes_the_definition_and_reports_it(tmp_path):
     result = CliRunner().invoke(app, ["eval", str(folder), "-r", "bm25", "--json", "--out", str(tmp_path / "o")])
     assert result.exit_code == 0, result.output
     assert '"positions": "posir"' in result.stdout
-    native = CliRunner().invoke(app, ["eval", str(folder), "-r", "bm25", "--positions", "native", "--json",
-                                      "--out", str(tmp_path / "o")])
+    native = CliRunner().invoke(
+        app, ["eval", str(folder), "-r", "bm25", "--positions", "native", "--json", "--out", str(tmp_path / "o")]
+    )
     assert native.exit_code == 0 and '"positions": "native"' in native.stdout
     bad = CliRunner().invoke(app, ["eval", str(folder), "-r", "bm25", "--positions", "posIR"])
     assert bad.exit_code == 2 and "expected one of native, posir" in bad.output

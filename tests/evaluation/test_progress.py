@@ -32,8 +32,14 @@ def test_encoding_advances_a_bar_block_by_block():
     progress.set_console(Console(file=out, force_terminal=True, width=120))
     try:
         encoder = CountingEncoder()
-        data = EvalData(Path("."), "f" * 64, pl.DataFrame({"doc_id": [f"d{i}" for i in range(50)], "text": ["t"] * 50}),
-                        pl.DataFrame({"query_id": ["q"], "text": ["?"]}), {"q": {"d0": 1}}, unjudged_queries=0)
+        data = EvalData(
+            Path("."),
+            "f" * 64,
+            pl.DataFrame({"doc_id": [f"d{i}" for i in range(50)], "text": ["t"] * 50}),
+            pl.DataFrame({"query_id": ["q"], "text": ["?"]}),
+            {"q": {"d0": 1}},
+            unjudged_queries=0,
+        )
         blocks = document_blocks(data, 16, "st:m: encoding documents")
         found = DenseRetriever(ShowingEncoder(encoder, "st:m"), blocks).search(["a", "b", "c"], 5)
     finally:

@@ -12,8 +12,7 @@ from scipy import stats
 
 from builder.evaluation.figures import Figures
 from builder.evaluation.intervals import BootstrapSettings
-from builder.evaluation.psi_null import (NullSettings, psi_null_text, psi_with_null, shuffles_for,
-                                         stratified_shuffles)
+from builder.evaluation.psi_null import NullSettings, psi_null_text, psi_with_null, shuffles_for, stratified_shuffles
 from builder.evaluation.report import psi_cell
 
 
@@ -27,8 +26,14 @@ def test_null_of_two_groups_agrees_with_scipys_exact_enumeration():
     # ten scores in two fives, 2 give PSI 0.5, the rest 1/3 or 1/8: exact p = 2/252, null
     # median 0.125 and 95th percentile 1/3.
     values, codes = np.array([1.0] * 5 + [0.5] * 5), np.array([0] * 5 + [1] * 5)
-    exact = stats.permutation_test((values[:5], values[5:]), _psi, permutation_type="independent",
-                                   alternative="greater", n_resamples=np.inf, vectorized=True)
+    exact = stats.permutation_test(
+        (values[:5], values[5:]),
+        _psi,
+        permutation_type="independent",
+        alternative="greater",
+        n_resamples=np.inf,
+        vectorized=True,
+    )
     ours = psi_with_null(values, codes, ["a", "b"], NullSettings(permutations=9999, min_group=5))
     assert exact.pvalue == pytest.approx(2 / 252)
     assert ours["value"] == 0.5 and ours["groups"] == ["a", "b"] and ours["small_groups"] == []
@@ -58,8 +63,13 @@ def test_position_confounded_with_length_is_no_position_effect():
     # so the whole PSI is explained by length: p = 1, nothing above the null median, and
     # every shuffle equal, so the interval is [0, 0].
     values = np.array([1.0, 1.0, 0.5, 0.5])
-    result = psi_with_null(values, np.array([0, 0, 1, 1]), ["start", "end"],
-                           NullSettings(permutations=99, min_group=1), strata=np.array([0, 0, 1, 1]))
+    result = psi_with_null(
+        values,
+        np.array([0, 0, 1, 1]),
+        ["start", "end"],
+        NullSettings(permutations=99, min_group=1),
+        strata=np.array([0, 0, 1, 1]),
+    )
     assert (result["value"], result["p"], result["null_median"], result["above_null_median"]) == (0.5, 1.0, 0.5, 0.0)
     assert result["above_null_median_ci"] == [0.0, 0.0] and result["at_floor"] is False
 
@@ -116,12 +126,19 @@ def test_a_p_no_shuffle_reaches_prints_as_at_most_its_floor():
 
 def test_figures_attach_the_null_stratified_by_length_bucket():
     n = 40
-    scores = pl.DataFrame({"query_id": [f"q{i}" for i in range(n)], "ndcg@10": [1.0] * 20 + [0.5] * 20,
-                           "recall@100": [1.0] * n, "visibility": ["visible"] * n,
-                           "position_tag": ["beginning"] * 20 + ["end"] * 20,
-                           "length_bucket": ["short"] * 20 + ["long"] * 20})
-    psi = Figures(scores, ["position_tag"], BootstrapSettings(resamples=50, permutations=99, min_group=10)) \
-        .grouping("position_tag")["psi"]
+    scores = pl.DataFrame(
+        {
+            "query_id": [f"q{i}" for i in range(n)],
+            "ndcg@10": [1.0] * 20 + [0.5] * 20,
+            "recall@100": [1.0] * n,
+            "visibility": ["visible"] * n,
+            "position_tag": ["beginning"] * 20 + ["end"] * 20,
+            "length_bucket": ["short"] * 20 + ["long"] * 20,
+        }
+    )
+    psi = Figures(scores, ["position_tag"], BootstrapSettings(resamples=50, permutations=99, min_group=10)).grouping(
+        "position_tag"
+    )["psi"]
     # Beginning queries are all short, end queries all long: length explains the whole PSI.
     assert psi["value"] == 0.5 and psi["null"]["value"] == 0.5
     assert (psi["null"]["p"], psi["null"]["above_null_median"]) == (1.0, 0.0)

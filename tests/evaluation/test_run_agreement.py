@@ -28,11 +28,17 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     queries = bench.queries.with_columns(pl.col("text") + VAGUE)
     n = queries.height
     # Each query also judges a second document relevant (grade 2) and a third not relevant (grade 0).
-    extra = pl.DataFrame({"query_id": queries["query_id"].to_list() * 2,
-                          "doc_id": [f"d{(i + 5) % n:02d}" for i in range(n)] + [f"d{(i + 9) % n:02d}" for i in range(n)],
-                          "score": [2] * n + [0] * n})
-    folder = write_beir(bench.replace(queries=queries, qrels=pl.concat([bench.qrels, extra])),
-                        tmp_path_factory.mktemp("agree") / "bench")
+    extra = pl.DataFrame(
+        {
+            "query_id": queries["query_id"].to_list() * 2,
+            "doc_id": [f"d{(i + 5) % n:02d}" for i in range(n)] + [f"d{(i + 9) % n:02d}" for i in range(n)],
+            "score": [2] * n + [0] * n,
+        }
+    )
+    folder = write_beir(
+        bench.replace(queries=queries, qrels=pl.concat([bench.qrels, extra])),
+        tmp_path_factory.mktemp("agree") / "bench",
+    )
     _eval(str(folder), "-r", "bm25", "--resamples", "20", "--permutations", "99", "--out", str(folder / "eval"))
     return folder
 
@@ -49,8 +55,9 @@ def _qrels(folder: Path) -> dict[str, dict[str, int]]:
 def _evals(folder: Path) -> tuple[dict, dict[str, tuple[float, float]]]:
     report = json.loads((folder / "eval" / "eval.json").read_text())
     table = pl.read_csv(folder / "eval" / "per_query.tsv", separator="\t", schema_overrides={"query_id": pl.Utf8})
-    return report["retrievers"]["bm25"]["overall"], \
-        {q: (n, r) for q, n, r in table.select("query_id", "ndcg@10", "recall@100").iter_rows()}
+    return report["retrievers"]["bm25"]["overall"], {
+        q: (n, r) for q, n, r in table.select("query_id", "ndcg@10", "recall@100").iter_rows()
+    }
 
 
 def test_the_set_is_not_trivial(evaluated: Path):
@@ -63,8 +70,10 @@ def test_ranx_reads_evals_figures(evaluated: Path):
     qrels = ranx.Qrels(_qrels(evaluated))
     run = ranx.Run.from_file(str(evaluated / "eval" / "bm25.run"), kind="trec")
     means = ranx.evaluate(qrels, run, ["ndcg@10", "recall@100"])
-    assert means == {"ndcg@10": pytest.approx(overall["ndcg@10"]["value"], abs=1e-9),
-                     "recall@100": pytest.approx(overall["recall@100"]["value"], abs=1e-9)}
+    assert means == {
+        "ndcg@10": pytest.approx(overall["ndcg@10"]["value"], abs=1e-9),
+        "recall@100": pytest.approx(overall["recall@100"]["value"], abs=1e-9),
+    }
     ranx.evaluate(qrels, run, ["ndcg@10", "recall@100"], return_mean=False)
     theirs = {q: (run.scores["ndcg@10"][q], run.scores["recall@100"][q]) for q in per_query}
     assert per_query == {q: pytest.approx(v, abs=1e-9) for q, v in theirs.items()}
@@ -78,7 +87,8 @@ def test_ir_measures_reads_evals_figures(evaluated: Path):
     means = ir_measures.calc_aggregate(measures, qrels, run)
     assert {str(m): v for m, v in means.items()} == {
         "nDCG@10": pytest.approx(overall["ndcg@10"]["value"], abs=1e-9),
-        "R@100": pytest.approx(overall["recall@100"]["value"], abs=1e-9)}
+        "R@100": pytest.approx(overall["recall@100"]["value"], abs=1e-9),
+    }
     theirs: dict[str, dict[str, float]] = {}
     for metric in ir_measures.iter_calc(measures, qrels, run):
         theirs.setdefault(metric.query_id, {})[str(metric.measure)] = metric.value

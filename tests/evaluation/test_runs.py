@@ -28,7 +28,10 @@ def _read_run(path: Path) -> dict[str, dict[str, float]]:
 def test_run_lines_rank_ties_as_eval_does_with_six_decimals():
     run = {"q1": {"d1": 0.5, "d3": 0.5, "d2": 1.25}, "q2": {}}
     assert run_lines(run, ["q2", "q1"], "bm 25") == [
-        "q1 Q0 d2 1 1.250000 bm_25", "q1 Q0 d3 2 0.500000 bm_25", "q1 Q0 d1 3 0.500000 bm_25"]
+        "q1 Q0 d2 1 1.250000 bm_25",
+        "q1 Q0 d3 2 0.500000 bm_25",
+        "q1 Q0 d1 3 0.500000 bm_25",
+    ]
     assert run_file_name("rerank:bm25+st:pkg:x/model") == "rerank_bm25_st_pkg_x_model.run"
 
 
@@ -50,15 +53,19 @@ def test_judged_at_10_equals_ir_measures_per_query_and_on_average():
     # Runs of 1 to 25 documents (many under 10); two judged queries get no run. Scores
     # without ties: ir_measures' Judged orders tied scores by id ascending, trec_eval (and
     # eval, and the run file) descending.
-    run = {q: {d: float(rng.random()) for d in rng.choice(docs, int(rng.integers(1, 26)), replace=False)}
-           for q in list(qrels)[2:]}
+    run = {
+        q: {d: float(rng.random()) for d in rng.choice(docs, int(rng.integers(1, 26)), replace=False)}
+        for q in list(qrels)[2:]
+    }
     ours = judged_at(qrels, run)
     measure = ir_measures.parse_measure("Judged@10")
     theirs = {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
-    assert dict(ours.select("query_id", "judged@10").iter_rows()) == \
-        {q: pytest.approx(v, abs=1e-12) for q, v in theirs.items()}
+    assert dict(ours.select("query_id", "judged@10").iter_rows()) == {
+        q: pytest.approx(v, abs=1e-12) for q, v in theirs.items()
+    }
     assert run_summary(qrels, run)["judged@10"] == pytest.approx(
-        ir_measures.calc_aggregate([measure], qrels, run)[measure], abs=1e-12)
+        ir_measures.calc_aggregate([measure], qrels, run)[measure], abs=1e-12
+    )
 
 
 def test_pytrec_eval_on_the_written_run_gives_evals_ndcg_per_query(tmp_path: Path):
@@ -74,8 +81,19 @@ def test_pytrec_eval_on_the_written_run_gives_evals_ndcg_per_query(tmp_path: Pat
 
 
 def test_eval_writes_a_run_per_retriever_and_the_per_query_table(built: Path, tmp_path: Path):  # noqa: F811
-    _eval(str(built), "-r", "bm25", "--out", str(tmp_path / "o"), "--runs-dir", str(tmp_path / "runs"),
-          "--resamples", "20", "--permutations", "99")
+    _eval(
+        str(built),
+        "-r",
+        "bm25",
+        "--out",
+        str(tmp_path / "o"),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--resamples",
+        "20",
+        "--permutations",
+        "99",
+    )
     report = json.loads((tmp_path / "o" / "eval.json").read_text())
     summary = report["retrievers"]["bm25"]["run"]
     assert summary["file"] == str(tmp_path / "runs" / "bm25.run") and summary["queries_missing"] == 0
@@ -83,6 +101,7 @@ def test_eval_writes_a_run_per_retriever_and_the_per_query_table(built: Path, tm
     assert table.height == 16 and {"retriever", "query_id", "position_tag", NDCG, "judged@10"} <= set(table.columns)
     qrels = {q: {d: int(s)} for q, d, s in pl.read_parquet(built / "qrels.parquet").iter_rows()}
     theirs = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(_read_run(tmp_path / "runs" / "bm25.run"))
-    assert dict(table.select("query_id", NDCG).iter_rows()) == \
-        {q: pytest.approx(theirs[q]["ndcg_cut_10"], abs=1e-12) for q in qrels}
+    assert dict(table.select("query_id", NDCG).iter_rows()) == {
+        q: pytest.approx(theirs[q]["ndcg_cut_10"], abs=1e-12) for q in qrels
+    }
     assert summary["judged@10"] == pytest.approx(table["judged@10"].mean())

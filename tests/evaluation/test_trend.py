@@ -24,8 +24,16 @@ def _slope(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def _scipy(statistic, vectorized: bool) -> tuple[float, float]:
-    result = stats.bootstrap((REL, NDCG), statistic, paired=True, vectorized=vectorized, n_resamples=1000,
-                             confidence_level=0.95, method="percentile", random_state=np.random.default_rng(0))
+    result = stats.bootstrap(
+        (REL, NDCG),
+        statistic,
+        paired=True,
+        vectorized=vectorized,
+        n_resamples=1000,
+        confidence_level=0.95,
+        method="percentile",
+        random_state=np.random.default_rng(0),
+    )
     return result.confidence_interval.low, result.confidence_interval.high
 
 
@@ -78,8 +86,9 @@ def test_undefined_resamples_are_counted_beside_the_interval():
     rhos = np.array([stats.spearmanr(REL[i], y[i]).statistic if np.ptp(y[i]) else np.nan for i in index])
     assert trend["spearman_ci"] == pytest.approx(list(np.quantile(rhos[np.isfinite(rhos)], [0.025, 0.975])))
     low, high = trend["spearman_ci"]
-    assert trend_text(trend, "spearman") == (f"{trend['spearman']:.3f} [{low:.3f}, {high:.3f}] "
-                                             f"({undefined} of 1000 resamples undefined)")
+    assert trend_text(trend, "spearman") == (
+        f"{trend['spearman']:.3f} [{low:.3f}, {high:.3f}] ({undefined} of 1000 resamples undefined)"
+    )
     assert "undefined" not in trend_text(trend, "slope")
 
 
@@ -88,12 +97,19 @@ def test_an_interval_whose_undefined_resamples_outnumber_its_tails_is_refused():
     undefined = _undefined_by_hand(y)
     assert undefined > 50  # (38/40)^40 of 1000: about 128
     with pytest.warns(Warning):  # scipy warns and gives NaN for the whole interval
-        ci = stats.bootstrap((REL, y), lambda a, b: stats.spearmanr(a, b).statistic, paired=True,
-                             vectorized=False, n_resamples=1000, method="percentile",
-                             random_state=np.random.default_rng(0)).confidence_interval
+        ci = stats.bootstrap(
+            (REL, y),
+            lambda a, b: stats.spearmanr(a, b).statistic,
+            paired=True,
+            vectorized=False,
+            n_resamples=1000,
+            method="percentile",
+            random_state=np.random.default_rng(0),
+        ).confidence_interval
     assert np.isnan(ci.low) and np.isnan(ci.high)
     trend = position_trend(pl.DataFrame({"rel_pos": REL, "ndcg@10": y}), BootstrapSettings())
     assert trend["spearman_ci"] is None and trend["spearman_undefined"] == undefined
     assert trend_text(trend, "spearman") == (
         f"{trend['spearman']:.3f} (no interval: {undefined} of 1000 resamples undefined (one position or one "
-        "score drawn), more than the 5% the interval's tails hold)")
+        "score drawn), more than the 5% the interval's tails hold)"
+    )

@@ -48,11 +48,26 @@ def tiny_bench() -> Bench:
         before = " ".join(filler[:cut])
         text = " ".join(part for part in (before, fact, " ".join(filler[cut:])) if part)
         start = len(before) + 1 if before else 0
-        docs.append({"doc_id": f"d{i:02d}", "title": "", "text": text, "lang": "en", "domain": "test",
-                     "n_tokens": len(text.split())})
-        queries.append({"query_id": f"q{i:02d}", "text": question, "doc_id": f"d{i:02d}", "lang": "en",
-                        "spans": [{"start": start, "end": start + len(fact), "method": "exact", "score": 1.0}],
-                        "char_bucket": char_bucket(start)})
+        docs.append(
+            {
+                "doc_id": f"d{i:02d}",
+                "title": "",
+                "text": text,
+                "lang": "en",
+                "domain": "test",
+                "n_tokens": len(text.split()),
+            }
+        )
+        queries.append(
+            {
+                "query_id": f"q{i:02d}",
+                "text": question,
+                "doc_id": f"d{i:02d}",
+                "lang": "en",
+                "spans": [{"start": start, "end": start + len(fact), "method": "exact", "score": 1.0}],
+                "char_bucket": char_bucket(start),
+            }
+        )
         qrels.append({"query_id": f"q{i:02d}", "doc_id": f"d{i:02d}", "score": 1})
     corpus = pl.DataFrame(docs)
     query_frame = pl.DataFrame(queries, schema_overrides={"spans": SPAN_DTYPE})

@@ -26,10 +26,13 @@ from builder.run.runner import Runner, RunOptions  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 from tests.io.file_makers import make_docx, make_html, make_mixed_folder, make_pdf  # noqa: E402
 
-
 # my_domain with its CPU choices that need no extra beyond `files`
-_OFFLINE = ["tokenizer={kind: words}", "rerankers.contrast_a={backend: bm25}",
-            "rerankers.contrast_b={backend: bm25}", "rerankers.recall={backend: bm25}"]
+_OFFLINE = [
+    "tokenizer={kind: words}",
+    "rerankers.contrast_a={backend: bm25}",
+    "rerankers.contrast_b={backend: bm25}",
+    "rerankers.recall={backend: bm25}",
+]
 
 
 def _read(folder: Path, **settings) -> tuple[pl.DataFrame, pl.DataFrame, FilesSource]:
@@ -43,16 +46,22 @@ def _row(corpus: pl.DataFrame, doc_id: str) -> dict:
 
 
 def test_pdf_pages_map_back_and_a_hyphen_at_a_line_end_is_joined(tmp_path):
-    make_pdf(tmp_path / "manual.pdf", ["Pump manual\nThe instal-\nlation takes two hours.", None,
-                                       "Page three: wiring.\nUse a grounded socket."], title="Pump manual")
+    make_pdf(
+        tmp_path / "manual.pdf",
+        ["Pump manual\nThe instal-\nlation takes two hours.", None, "Page three: wiring.\nUse a grounded socket."],
+        title="Pump manual",
+    )
     corpus, drops, spec = _read(tmp_path)
     doc = _row(corpus, "manual.pdf")
     assert doc["title"] == "Pump manual" and doc["source_kind"] == "pdf" and drops.height == 0
-    assert doc["text"] == ("Pump manual\nThe installation takes two hours.\n\n"
-                           "Page three: wiring.\nUse a grounded socket.")
-    pages = [(loc["number"], doc["text"][loc["start"]:loc["end"]]) for loc in doc["locations"]]
-    assert pages == [(1, "Pump manual\nThe installation takes two hours."),
-                     (3, "Page three: wiring.\nUse a grounded socket.")]
+    assert doc["text"] == (
+        "Pump manual\nThe installation takes two hours.\n\nPage three: wiring.\nUse a grounded socket."
+    )
+    pages = [(loc["number"], doc["text"][loc["start"] : loc["end"]]) for loc in doc["locations"]]
+    assert pages == [
+        (1, "Pump manual\nThe installation takes two hours."),
+        (3, "Page three: wiring.\nUse a grounded socket."),
+    ]
     assert spec._last_read.empty_pages == {"manual.pdf": [2]}
 
 
@@ -69,9 +78,14 @@ def test_what_cannot_be_read_is_a_counted_drop_with_its_reason(tmp_path):
     corpus, drops, spec = _read(tmp_path, max_file_mb=1)
     assert corpus["doc_id"].to_list() == ["open-to-read.pdf"]
     assert dict(drops.iter_rows()) == {
-        "big.txt": "too_large", "broken.docx": "unreadable", "broken.pdf": "unreadable",
-        "empty.md": "empty_text", "locked.pdf": "encrypted", "photo.jpg": "unknown_extension",
-        "scanned.pdf": "no_text_layer"}
+        "big.txt": "too_large",
+        "broken.docx": "unreadable",
+        "broken.pdf": "unreadable",
+        "empty.md": "empty_text",
+        "locked.pdf": "encrypted",
+        "photo.jpg": "unknown_extension",
+        "scanned.pdf": "no_text_layer",
+    }
     figures = spec._last_read.figures()
     assert figures["found"] == {"docx": 1, "markdown": 1, "other": 1, "pdf": 4, "text": 1}
     assert figures["documents"] == 1 and sum(figures["dropped"].values()) == 7
@@ -79,46 +93,61 @@ def test_what_cannot_be_read_is_a_counted_drop_with_its_reason(tmp_path):
 
 
 def test_html_loses_its_navigation_and_keeps_its_headings(tmp_path):
-    make_html(tmp_path / "page.html", "Pump guide", [
-        ("Power", "Connect the pump to a grounded socket rated for sixteen amperes, never to an extension cord."),
-        ("First start", "Open the valve slowly and watch the gauge until it reads two bar, then switch on.")])
+    make_html(
+        tmp_path / "page.html",
+        "Pump guide",
+        [
+            ("Power", "Connect the pump to a grounded socket rated for sixteen amperes, never to an extension cord."),
+            ("First start", "Open the valve slowly and watch the gauge until it reads two bar, then switch on."),
+        ],
+    )
     doc = _row(_read(tmp_path)[0], "page.html")
     assert doc["title"] == "Pump guide"
     for boilerplate in ("Products", "Sign in", "Cookie settings"):
         assert boilerplate not in doc["text"]
-    labels = {loc["label"]: doc["text"][loc["start"]:loc["end"]] for loc in doc["locations"]}
+    labels = {loc["label"]: doc["text"][loc["start"] : loc["end"]] for loc in doc["locations"]}
     assert labels["Pump guide > Power"].startswith("## Power\n\nConnect the pump")
     assert labels["Pump guide > First start"].endswith("then switch on.")
 
 
 def test_word_paragraphs_and_markdown_sections_map_back(tmp_path):
-    make_docx(tmp_path / "policy.docx", "Leave policy", ["Staff get 25 days.", "Carry over at most five."],
-              heading="Leave")
+    make_docx(
+        tmp_path / "policy.docx", "Leave policy", ["Staff get 25 days.", "Carry over at most five."], heading="Leave"
+    )
     (tmp_path / "notes.md").write_text(
         "# Notes\n\nIntro.\n\n## Filters\n\nChange the filter caf\u00c3\u00a9 monthly.\n\n"
-        "```\n# not a heading\n```\n\n## Seals\n\nCheck the seals.\n", encoding="utf-8")
+        "```\n# not a heading\n```\n\n## Seals\n\nCheck the seals.\n",
+        encoding="utf-8",
+    )
     corpus = _read(tmp_path)[0]
     word = _row(corpus, "policy.docx")
     assert word["title"] == "Leave policy"
-    assert [(loc["label"], word["text"][loc["start"]:loc["end"]]) for loc in word["locations"]] == [
-        ("paragraph 1", "Leave"), ("paragraph 2", "Staff get 25 days."), ("paragraph 3", "Carry over at most five.")]
+    assert [(loc["label"], word["text"][loc["start"] : loc["end"]]) for loc in word["locations"]] == [
+        ("paragraph 1", "Leave"),
+        ("paragraph 2", "Staff get 25 days."),
+        ("paragraph 3", "Carry over at most five."),
+    ]
     md = _row(corpus, "notes.md")
     assert md["title"] == "Notes" and "café" in md["text"]  # mojibake repaired before the map is made
-    sections = {loc["label"]: md["text"][loc["start"]:loc["end"]] for loc in md["locations"]}
+    sections = {loc["label"]: md["text"][loc["start"] : loc["end"]] for loc in md["locations"]}
     assert list(sections) == ["Notes", "Notes > Filters", "Notes > Seals"]
     assert sections["Notes > Filters"] == "## Filters\n\nChange the filter café monthly.\n\n```\n# not a heading\n```"
 
 
 def test_cleaning_keeps_quotes_and_joins_only_lower_case_continuations():
-    assert clean("\u201cfine\u201d instal-\nlation, X-\nRay, soft\u00adhyphen") == "\u201cfine\u201d installation, X-\nRay, softhyphen"
+    assert (
+        clean("\u201cfine\u201d instal-\nlation, X-\nRay, soft\u00adhyphen")
+        == "\u201cfine\u201d installation, X-\nRay, softhyphen"
+    )
 
 
 def test_near_duplicates_are_kept_once_the_longest(tmp_path):
     body = " ".join(f"Sentence number {i} says something about valves and pumps." for i in range(60))
     (tmp_path / "v1.md").write_text(body, encoding="utf-8")
     (tmp_path / "v2.md").write_text(body + " A note added in version two.", encoding="utf-8")
-    (tmp_path / "other.md").write_text(" ".join(f"Unrelated line {i} about tax forms." for i in range(60)),
-                                       encoding="utf-8")
+    (tmp_path / "other.md").write_text(
+        " ".join(f"Unrelated line {i} about tax forms." for i in range(60)), encoding="utf-8"
+    )
     corpus, drops, spec = _read(tmp_path)
     assert sorted(corpus["doc_id"].to_list()) == ["other.md", "v2.md"]
     assert dict(drops.iter_rows()) == {"v1.md": "near_duplicate"}
@@ -151,9 +180,11 @@ def _sha(path: Path) -> str:
 
 
 def test_evidence_location_names_pages_sections_and_paragraphs():
-    pages = [{"start": 0, "end": 10, "kind": "page", "label": "page 1", "number": 1},
-             {"start": 12, "end": 30, "kind": "page", "label": "page 2", "number": 2},
-             {"start": 32, "end": 40, "kind": "page", "label": "page 4", "number": 4}]
+    pages = [
+        {"start": 0, "end": 10, "kind": "page", "label": "page 1", "number": 1},
+        {"start": 12, "end": 30, "kind": "page", "label": "page 2", "number": 2},
+        {"start": 32, "end": 40, "kind": "page", "label": "page 4", "number": 4},
+    ]
     assert evidence_location([{"start": 13, "end": 20}], pages) == ("page 2", 2)
     assert evidence_location([{"start": 5, "end": 15}], pages) == ("pages 1-2", 1)
     assert evidence_location([{"start": 2, "end": 4}, {"start": 33, "end": 35}], pages) == ("pages 1, 4", 1)
@@ -166,7 +197,9 @@ def test_evidence_location_names_pages_sections_and_paragraphs():
 def test_missing_extra_is_one_clear_error(tmp_path, monkeypatch):
     make_pdf(tmp_path / "a.pdf", ["text"])
     monkeypatch.setattr("builder.io.files.read.missing_modules", lambda kinds: ["pypdf"])
-    with pytest.raises(SourceError, match=r'files` extra is not installed \(pypdf missing\): pip install -e "\.\[files\]"'):
+    with pytest.raises(
+        SourceError, match=r'files` extra is not installed \(pypdf missing\): pip install -e "\.\[files\]"'
+    ):
         _read(tmp_path)
 
 
@@ -189,8 +222,11 @@ def test_a_mixed_folder_builds_offline_and_every_span_points_to_its_page(tmp_pat
     out = tmp_path / "out"
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
     load = stats["stages"][0]
-    want_drops = {f: k for f, k in kinds.items() if k in
-                  ("no_text_layer", "encrypted", "near_duplicate", "unreadable", "unknown_extension")}
+    want_drops = {
+        f: k
+        for f, k in kinds.items()
+        if k in ("no_text_layer", "encrypted", "near_duplicate", "unreadable", "unknown_extension")
+    }
     drops = pl.read_parquet(out / "drops.parquet").filter(pl.col("stage") == "00_load")
     assert dict(drops.select("id", "reason").iter_rows()) == want_drops
     assert load["dropped"] == {r: 1 for r in want_drops.values()}
@@ -211,7 +247,7 @@ def test_a_mixed_folder_builds_offline_and_every_span_points_to_its_page(tmp_pat
         # The page as pypdf reads it from the file itself, cleaned as the source cleans it.
         page = clean(PdfReader(folder / row["doc_id"]).pages[row["evidence_page"] - 1].extract_text())
         first = row["spans"][0]
-        assert texts[row["doc_id"]][first["start"]:first["end"]].split("\n")[0] in page
+        assert texts[row["doc_id"]][first["start"] : first["end"]].split("\n")[0] in page
     assert (stats["stages"][0]["files"][0]["converted"], result.written) == (10, True)
     card = (out / "README.md").read_text(encoding="utf-8")
     assert "#### Evidence in the source files" in card and "| third | by share of text | by page |" in card
@@ -222,8 +258,10 @@ def test_a_mixed_folder_builds_offline_and_every_span_points_to_its_page(tmp_pat
     expected = dict(queries.select("query_id", pl.col("doc_id") + ", " + pl.col("evidence_location")).iter_rows())
     assert located and all(located[q] == expected[q] for q in located)
     # A rebuild from scratch reads every conversion back instead of converting again.
-    Runner(parse_recipe(REPO / "recipes" / "my_domain.yaml", _OFFLINE),
-           RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out", mock_llm=True, fresh=True)).run()
+    Runner(
+        parse_recipe(REPO / "recipes" / "my_domain.yaml", _OFFLINE),
+        RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out", mock_llm=True, fresh=True),
+    ).run()
     again = json.loads((out / "stats.json").read_text(encoding="utf-8"))["stages"][0]["files"][0]
     assert (again["converted"], again["from_cache"]) == (0, 10)
     assert os.listdir(out)  # written whole
@@ -239,7 +277,8 @@ def test_plan_lists_files_per_kind_and_drops(tmp_path, monkeypatch):
     assert files_plan_lines(loaded.recipe.sources) == [
         f"files source {tmp_path / 'docs'}: found 11 files (5 pdf, 2 html, 1 docx, 1 markdown, 1 other, 1 text); "
         "reads 6, drops 5 (encrypted 1, near_duplicate 1, no_text_layer 1, unknown_extension 1, unreadable 1); "
-        "1 PDF page(s) without text left out"]
+        "1 PDF page(s) without text left out"
+    ]
 
 
 def test_the_load_is_redone_when_the_folder_changes(tmp_path):
@@ -256,5 +295,8 @@ def test_the_load_is_redone_when_the_folder_changes(tmp_path):
 def _recipe(tmp_path: Path) -> Path:
     (tmp_path / "my_files").mkdir(exist_ok=True)
     path = tmp_path / "r.yaml"
-    path.write_text("name: r\nsources: [{type: files, path: my_files}]\nstages: [{sample_by_length: {n_docs: 5}}]\n", encoding="utf-8")
+    path.write_text(
+        "name: r\nsources: [{type: files, path: my_files}]\nstages: [{sample_by_length: {n_docs: 5}}]\n",
+        encoding="utf-8",
+    )
     return path

@@ -16,14 +16,37 @@ def _bench() -> Bench:
     for lang in LANGS:
         tag = "" if lang == "eng-Latn" else f"@{lang}"
         for d, domain in (("d1", "law"), ("d2", "web")):
-            rows.append({"doc_id": d + tag, "title": "", "text": f"{d} in {lang}", "lang": lang,
-                         "domain": domain, "n_tokens": 3, "source_doc_id": d})
-            queries.append({"query_id": f"q{d}{tag}", "text": f"q about {d} in {lang}", "doc_id": d + tag,
-                            "lang": lang, "source_query_id": f"q{d}", "rel_pos": 0.5})
+            rows.append(
+                {
+                    "doc_id": d + tag,
+                    "title": "",
+                    "text": f"{d} in {lang}",
+                    "lang": lang,
+                    "domain": domain,
+                    "n_tokens": 3,
+                    "source_doc_id": d,
+                }
+            )
+            queries.append(
+                {
+                    "query_id": f"q{d}{tag}",
+                    "text": f"q about {d} in {lang}",
+                    "doc_id": d + tag,
+                    "lang": lang,
+                    "source_query_id": f"q{d}",
+                    "rel_pos": 0.5,
+                }
+            )
     corpus, q = pl.DataFrame(rows), pl.DataFrame(queries)
     qrels = q.select("query_id", "doc_id", pl.lit(1).alias("score"))
-    drops = pl.DataFrame({"stage": ["s"] * 3, "kind": ["doc"] * 3, "id": ["d9", "d9@fra-Latn", "d8@deu-Latn"],
-                          "reason": ["iqr_upper", "refusal", "wrong_language"]})
+    drops = pl.DataFrame(
+        {
+            "stage": ["s"] * 3,
+            "kind": ["doc"] * 3,
+            "id": ["d9", "d9@fra-Latn", "d8@deu-Latn"],
+            "reason": ["iqr_upper", "refusal", "wrong_language"],
+        }
+    )
     return Bench.of(corpus, q, qrels, drops)
 
 
@@ -43,8 +66,11 @@ def test_per_language_folders_share_ids_and_qrels(tmp_path):
         assert query["text"] == f"q about d1 in {lang}" and "source_query_id" not in query
         assert query["doc_id"] == "d1" and query["lang"] == lang
     drops = {lang: pl.read_parquet(tmp_path / lang / "drops.parquet").select("id", "reason").rows() for lang in LANGS}
-    assert drops == {"eng-Latn": [("d9", "iqr_upper")], "fra-Latn": [("d9", "refusal")],
-                     "deu-Latn": [("d8", "wrong_language")]}
+    assert drops == {
+        "eng-Latn": [("d9", "iqr_upper")],
+        "fra-Latn": [("d9", "refusal")],
+        "deu-Latn": [("d8", "wrong_language")],
+    }
     assert json.loads((tmp_path / "fra-Latn" / "stats.json").read_text())["language"] == "fra-Latn"
 
 
@@ -75,8 +101,11 @@ def test_cross_lingual_sets_pair_translated_queries_with_the_source_corpus(tmp_p
 
 def test_an_untranslated_bench_is_split_by_language_as_is(tmp_path):
     corpus = pl.DataFrame({"doc_id": ["a", "b"], "text": ["x", "y"], "lang": ["en", "zh"]})
-    bench = Bench.of(corpus, pl.DataFrame({"query_id": ["q"], "text": ["?"], "doc_id": ["b"]}),
-                     pl.DataFrame({"query_id": ["q"], "doc_id": ["b"], "score": [1]}))
+    bench = Bench.of(
+        corpus,
+        pl.DataFrame({"query_id": ["q"], "text": ["?"], "doc_id": ["b"]}),
+        pl.DataFrame({"query_id": ["q"], "doc_id": ["b"], "score": [1]}),
+    )
     views = language_views(bench)
     assert views["zh"].queries["query_id"].to_list() == ["q"] and views["en"].queries.is_empty()
 
@@ -88,11 +117,15 @@ def test_options_reject_unknown_keys():
 
 def test_posir_layout_writes_pos_char_span_as_one_pair_and_keeps_every_span(tmp_path):
     corpus = pl.DataFrame({"doc_id": ["a"], "title": [""], "text": ["x" * 1000], "lang": ["en"], "domain": ["web"]})
-    queries = pl.DataFrame({
-        "query_id": ["q"], "text": ["?"], "doc_id": ["a"],
-        "spans": [[{"start": 533, "end": 576}, {"start": 700, "end": 720}]],
-        "pos_char_span": [[[533, 576], [700, 720]]],
-    })
+    queries = pl.DataFrame(
+        {
+            "query_id": ["q"],
+            "text": ["?"],
+            "doc_id": ["a"],
+            "spans": [[{"start": 533, "end": 576}, {"start": 700, "end": 720}]],
+            "pos_char_span": [[[533, 576], [700, 720]]],
+        }
+    )
     bench = Bench.of(corpus, queries, pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "score": [1]}))
     write_multilingual(bench, tmp_path, MultilingualOutput(posir_layout=True))
     row = pl.read_parquet(tmp_path / "posir/eng-Latn/web/queries.parquet").row(0, named=True)
@@ -102,11 +135,16 @@ def test_posir_layout_writes_pos_char_span_as_one_pair_and_keeps_every_span(tmp_
     assert [(s["start"], s["end"]) for s in row["spans"]] == [(533, 576), (700, 720)]
 
 
-@pytest.mark.parametrize(("lang", "folder"), [("en", "eng-Latn"), ("zh", "cmn-Hans"), ("fr", "fra-Latn"),
-                                              ("fra-Latn", "fra-Latn"), ("zh-cn", "cmn-Hans")])
+@pytest.mark.parametrize(
+    ("lang", "folder"),
+    [("en", "eng-Latn"), ("zh", "cmn-Hans"), ("fr", "fra-Latn"), ("fra-Latn", "fra-Latn"), ("zh-cn", "cmn-Hans")],
+)
 def test_posir_layout_names_language_folders_like_posir(tmp_path, lang, folder):
     corpus = pl.DataFrame({"doc_id": ["a"], "title": [""], "text": ["x"], "lang": [lang], "domain": ["web"]})
-    bench = Bench.of(corpus, pl.DataFrame({"query_id": ["q"], "text": ["?"], "doc_id": ["a"]}),
-                     pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "score": [1]}))
+    bench = Bench.of(
+        corpus,
+        pl.DataFrame({"query_id": ["q"], "text": ["?"], "doc_id": ["a"]}),
+        pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "score": [1]}),
+    )
     write_multilingual(bench, tmp_path, MultilingualOutput(posir_layout=True))
     assert [p.name for p in (tmp_path / "posir").iterdir()] == [folder]

@@ -5,10 +5,10 @@ so the quickstart builds the same benchmark on every Python, whatever the interp
 from __future__ import annotations
 
 import hashlib
+import pydoc_data.topics
 import sys
 
 import pytest
-import pydoc_data.topics
 
 from builder.io.sources import PYTHON_REFERENCE_CPYTHON, PythonDocsSource, iter_rows, python_reference_path
 
@@ -31,8 +31,10 @@ def test_the_shipped_copy_holds_79_topics_in_key_order_with_titles_from_their_ke
     assert [where for where, _ in _rows()][:2] == ["row:0", "row:1"]
 
 
-@pytest.mark.skipif(sys.version.split()[0] != PYTHON_REFERENCE_CPYTHON,
-                    reason=f"the copy was frozen from CPython {PYTHON_REFERENCE_CPYTHON}'s pydoc_data.topics")
+@pytest.mark.skipif(
+    sys.version.split()[0] != PYTHON_REFERENCE_CPYTHON,
+    reason=f"the copy was frozen from CPython {PYTHON_REFERENCE_CPYTHON}'s pydoc_data.topics",
+)
 def test_the_copy_is_cpython_3_11_7s_pydoc_topics():
     topics = pydoc_data.topics.topics
     assert [(r["id"], r["text"]) for _, r in _rows()] == sorted(topics.items())

@@ -18,7 +18,8 @@ from tests.conftest import FIXTURES
 
 def test_hub_references_name_repository_revision_and_path():
     assert parse_hub_ref("hf://datasets/rajpurkar/squad_v2@3ffb306/squad_v2/dev.parquet") == HubFile(
-        "rajpurkar/squad_v2", "3ffb306", "squad_v2/dev.parquet")
+        "rajpurkar/squad_v2", "3ffb306", "squad_v2/dev.parquet"
+    )
     assert parse_hub_ref("hf://datasets/org/name/folder/") == HubFile("org/name", None, "folder")
     assert parse_hub_ref("hf://datasets/org/name/folder").is_file is False
     with pytest.raises(SourceError, match="expected hf://datasets/<org>/<name>@<revision>/<path"):

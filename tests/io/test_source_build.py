@@ -32,17 +32,24 @@ def _build(recipe):
 
 
 def test_load_stage_counts_every_hostile_row_by_reason(tmp_path, write_recipe):
-    (tmp_path / "docs.jsonl").write_bytes(b"".join([
-        b"\xef\xbb\xbf" + json.dumps({"id": "bom", "text": "first line after a byte order mark"}).encode() + b"\n",
-        b'{"id": "latin1", "text": "caf\xe9"}\n',
-        b'{"id": "surrogate", "text": "lone \\ud800"}\n',
-        json.dumps({"id": "tab\tid", "text": "tab"}).encode() + b"\n",
-        json.dumps({"id": ["list"], "text": "list"}).encode() + b"\n",
-        b"\n{broken\n",
-    ]))
-    recipe = write_recipe("name: hostile\nsources:\n  - {type: python_docs}\n"
-                          "  - {type: jsonl, path: docs.jsonl, id_prefix: 'j:'}\ntokenizer: {kind: words}\n"
-                          + STAGES)
+    (tmp_path / "docs.jsonl").write_bytes(
+        b"".join(
+            [
+                b"\xef\xbb\xbf"
+                + json.dumps({"id": "bom", "text": "first line after a byte order mark"}).encode()
+                + b"\n",
+                b'{"id": "latin1", "text": "caf\xe9"}\n',
+                b'{"id": "surrogate", "text": "lone \\ud800"}\n',
+                json.dumps({"id": "tab\tid", "text": "tab"}).encode() + b"\n",
+                json.dumps({"id": ["list"], "text": "list"}).encode() + b"\n",
+                b"\n{broken\n",
+            ]
+        )
+    )
+    recipe = write_recipe(
+        "name: hostile\nsources:\n  - {type: python_docs}\n"
+        "  - {type: jsonl, path: docs.jsonl, id_prefix: 'j:'}\ntokenizer: {kind: words}\n" + STAGES
+    )
     result = _build(recipe)
     assert result.exit_code == 0, result.output
     load = json.loads(next((tmp_path / "runs").rglob("00_load/stats.json")).read_text())
@@ -50,8 +57,11 @@ def test_load_stage_counts_every_hostile_row_by_reason(tmp_path, write_recipe):
     assert (load["docs_in"], load["docs_out"]) == (26, 21)  # 20 python docs, the BOM row, 5 drops
     drops = pl.read_parquet(tmp_path / "out" / "drops.parquet").filter(pl.col("stage") == "00_load")
     assert sorted(drops.select("id", "reason").rows()) == [
-        ("j:line:2", "invalid_utf8"), ("j:line:4", "bad_id"), ("j:line:5", "bad_id"),
-        ("j:line:7", "malformed_json"), ("j:surrogate", "invalid_unicode"),
+        ("j:line:2", "invalid_utf8"),
+        ("j:line:4", "bad_id"),
+        ("j:line:5", "bad_id"),
+        ("j:line:7", "malformed_json"),
+        ("j:surrogate", "invalid_unicode"),
     ]
 
 

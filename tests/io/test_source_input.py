@@ -20,8 +20,9 @@ def _row(**kw) -> bytes:
 
 
 def test_a_row_with_bytes_that_are_not_utf8_is_dropped_and_the_rest_kept(tmp_path):
-    spec = _jsonl_bytes(tmp_path, _row(id="a", text="fine") + b'{"id": "b", "text": "caf\xe9"}\n'
-                        + _row(id="c", text="also fine"))
+    spec = _jsonl_bytes(
+        tmp_path, _row(id="a", text="fine") + b'{"id": "b", "text": "caf\xe9"}\n' + _row(id="c", text="also fine")
+    )
     corpus, drops = load_sources([spec], None)
     assert corpus["doc_id"].to_list() == ["a", "c"]
     assert drops.rows() == [("line:2", "invalid_utf8")]
@@ -36,25 +37,30 @@ def test_a_utf8_byte_order_mark_is_accepted(tmp_path):
 
 
 def test_a_lone_surrogate_in_any_mapped_field_is_a_drop(tmp_path):
-    spec = _jsonl_bytes(tmp_path, b"".join([
-        b'{"id": "a", "text": "x \\ud800 y"}\n',
-        b'{"id": "b", "text": "fine", "title": "\\udfff"}\n',
-        b'{"id": "c\\ud800", "text": "fine too"}\n',
-        b'{"id": "d", "text": "paired \\ud83d\\ude00 is fine"}\n',
-    ]), title="title")
+    spec = _jsonl_bytes(
+        tmp_path,
+        b"".join(
+            [
+                b'{"id": "a", "text": "x \\ud800 y"}\n',
+                b'{"id": "b", "text": "fine", "title": "\\udfff"}\n',
+                b'{"id": "c\\ud800", "text": "fine too"}\n',
+                b'{"id": "d", "text": "paired \\ud83d\\ude00 is fine"}\n',
+            ]
+        ),
+        title="title",
+    )
     corpus, drops = load_sources([spec], None)
     assert corpus["text"].to_list() == ["paired \U0001f600 is fine"]
-    assert drops.rows() == [("a", "invalid_unicode"), ("b", "invalid_unicode"),
-                            ("line:3", "invalid_unicode")]
+    assert drops.rows() == [("a", "invalid_unicode"), ("b", "invalid_unicode"), ("line:3", "invalid_unicode")]
 
 
 def test_drop_ids_of_bad_lines_are_physical_line_numbers(tmp_path):
-    spec = _jsonl_bytes(tmp_path, b"\n" + _row(id="a", text="x") + b"\n   \n{oops\n" + b'"str"\r\n'
-                        + _row(text="no id"))
+    spec = _jsonl_bytes(
+        tmp_path, b"\n" + _row(id="a", text="x") + b"\n   \n{oops\n" + b'"str"\r\n' + _row(text="no id")
+    )
     corpus, drops = load_sources([spec], None)
     assert corpus["doc_id"].to_list() == ["a"]
-    assert drops.rows() == [("line:5", "malformed_json"), ("line:6", "row_not_object"),
-                            ("line:7", "missing_id")]
+    assert drops.rows() == [("line:5", "malformed_json"), ("line:6", "row_not_object"), ("line:7", "missing_id")]
 
 
 @pytest.mark.parametrize("bad", ["a\tb", "a\rb", "a\nb", "tail\n", ["a"], {"k": "v"}])
@@ -69,12 +75,13 @@ def test_parquet_list_struct_and_tab_ids_are_bad_ids(tmp_path):
     pl.DataFrame({"id": [["a"], ["b", "c"]], "text": ["one", "two"]}).write_parquet(tmp_path / "l.parquet")
     pl.DataFrame({"id": [{"k": "a"}], "text": ["three"]}).write_parquet(tmp_path / "s.parquet")
     pl.DataFrame({"id": ["x\ty", "z"], "text": ["four", "five"]}).write_parquet(tmp_path / "t.parquet")
-    specs = [ParquetSource(type="parquet", path=str(tmp_path / n), id_prefix=n[0] + ":")
-             for n in ("l.parquet", "s.parquet", "t.parquet")]
+    specs = [
+        ParquetSource(type="parquet", path=str(tmp_path / n), id_prefix=n[0] + ":")
+        for n in ("l.parquet", "s.parquet", "t.parquet")
+    ]
     corpus, drops = load_sources(specs, None)
     assert corpus["doc_id"].to_list() == ["t:z"]
-    assert drops.rows() == [("l:row:0", "bad_id"), ("l:row:1", "bad_id"), ("s:row:0", "bad_id"),
-                            ("t:row:0", "bad_id")]
+    assert drops.rows() == [("l:row:0", "bad_id"), ("l:row:1", "bad_id"), ("s:row:0", "bad_id"), ("t:row:0", "bad_id")]
 
 
 def test_a_corrupt_parquet_is_a_one_line_error_naming_the_file(tmp_path):

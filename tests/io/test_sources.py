@@ -15,32 +15,43 @@ def _jsonl(tmp_path, lines):
 
 
 def test_bad_rows_become_counted_drops(tmp_path):
-    path = _jsonl(tmp_path, [
-        json.dumps({"id": "a", "text": "first doc"}),
-        json.dumps({"id": "b", "text": ""}),
-        json.dumps({"id": "c", "text": 42}),
-        json.dumps({"id": "d"}),
-        json.dumps({"id": "a", "text": "same id again"}),
-        json.dumps({"id": "e", "text": "first doc"}),
-        "{not json",
-        json.dumps(["a list"]),
-        json.dumps({"text": "no id here"}),
-        json.dumps({"id": "f", "text": "fine", "title": "T", "lang": "fr"}),
-    ])
-    spec = JsonlSource(type="jsonl", path=str(path), fields={"id": "id", "text": "text", "title": "title", "lang": "lang"})
+    path = _jsonl(
+        tmp_path,
+        [
+            json.dumps({"id": "a", "text": "first doc"}),
+            json.dumps({"id": "b", "text": ""}),
+            json.dumps({"id": "c", "text": 42}),
+            json.dumps({"id": "d"}),
+            json.dumps({"id": "a", "text": "same id again"}),
+            json.dumps({"id": "e", "text": "first doc"}),
+            "{not json",
+            json.dumps(["a list"]),
+            json.dumps({"text": "no id here"}),
+            json.dumps({"id": "f", "text": "fine", "title": "T", "lang": "fr"}),
+        ],
+    )
+    spec = JsonlSource(
+        type="jsonl", path=str(path), fields={"id": "id", "text": "text", "title": "title", "lang": "lang"}
+    )
     corpus, drops = load_sources([spec], None)
     assert corpus.select("doc_id", "title", "lang").rows() == [("a", "", "en"), ("f", "T", "fr")]
     assert drops.rows() == [
-        ("b", "empty_text"), ("c", "text_not_string"), ("d", "missing_text"), ("a", "duplicate_id"),
-        ("e", "duplicate_text"), ("line:7", "malformed_json"), ("line:8", "row_not_object"),
+        ("b", "empty_text"),
+        ("c", "text_not_string"),
+        ("d", "missing_text"),
+        ("a", "duplicate_id"),
+        ("e", "duplicate_text"),
+        ("line:7", "malformed_json"),
+        ("line:8", "row_not_object"),
         ("line:9", "missing_id"),
     ]
 
 
 def test_limit_prefix_and_explode(tmp_path):
     path = _jsonl(tmp_path, [json.dumps({"q": "x", "pos": ["p1", "p2"]}), json.dumps({"q": "y", "pos": ["p3"]})])
-    spec = JsonlSource(type="jsonl", path=str(path), id_prefix="zh-", lang="zh", explode_text=True,
-                       fields={"id": None, "text": "pos"})
+    spec = JsonlSource(
+        type="jsonl", path=str(path), id_prefix="zh-", lang="zh", explode_text=True, fields={"id": None, "text": "pos"}
+    )
     corpus, drops = load_sources([spec], None)
     assert corpus["doc_id"].to_list() == ["zh-" + content_id(text_digest(t)) for t in ("p1", "p2", "p3")]
     assert set(corpus["lang"]) == {"zh"}
@@ -84,10 +95,10 @@ def test_hf_source_reads_local_data_files(tmp_path):
 
 
 def test_unreachable_hub_dataset_says_what_to_do(monkeypatch):
-    from builder.io.sources import HFSource
-
     import datasets.config
     import huggingface_hub.constants
+
+    from builder.io.sources import HFSource
 
     # Both libraries read the offline switch at import time, so set their constants too.
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
@@ -100,11 +111,13 @@ def test_parquet_is_read_in_batches_with_the_values_of_a_whole_file_read(tmp_pat
     from builder.io.sources import _PARQUET_BATCH, iter_rows
 
     n = _PARQUET_BATCH * 2 + 5  # three batches, the last one short
-    frame = pl.DataFrame({
-        "id": [f"p{i}" for i in range(n)],
-        "text": [None if i % 7 == 0 else f"text {i}" for i in range(n)],
-        "tags": [[i, i + 1] for i in range(n)],
-    })
+    frame = pl.DataFrame(
+        {
+            "id": [f"p{i}" for i in range(n)],
+            "text": [None if i % 7 == 0 else f"text {i}" for i in range(n)],
+            "tags": [[i, i + 1] for i in range(n)],
+        }
+    )
     frame.write_parquet(tmp_path / "d.parquet", row_group_size=700)
     spec = ParquetSource(type="parquet", path=str(tmp_path / "d.parquet"))
     rows = list(iter_rows(spec, None))
@@ -118,8 +131,11 @@ def test_duplicate_text_is_found_across_sources_without_keeping_texts(tmp_path):
     b = tmp_path / "b.jsonl"
     b.write_text(json.dumps({"id": "b", "text": "same words"}) + "\n" + json.dumps({"id": "c", "text": "other"}) + "\n")
     items = list(iter_documents([JsonlSource(type="jsonl", path=str(a)), JsonlSource(type="jsonl", path=str(b))], None))
-    assert items == [Doc("a", "", "same words", "en", "general"), Dropped("b", "duplicate_text"),
-                     Doc("c", "", "other", "en", "general")]
+    assert items == [
+        Doc("a", "", "same words", "en", "general"),
+        Dropped("b", "duplicate_text"),
+        Doc("c", "", "other", "en", "general"),
+    ]
 
 
 def test_a_source_without_ids_names_each_text_by_its_hash_whatever_comes_before(tmp_path):

@@ -34,16 +34,24 @@ def _corpus(tmp_path, n: int = 1400) -> list:
         words = rng.choices(vocab, k=rng.randint(1, 400))
         return " ".join(w + ("." if k % 9 == 8 else "") for k, w in enumerate(words)) + "."
 
-    rows = [{"id": f"d{i}", "text": text(),
-             "lang": rng.choice(["en", "zh"]), "topic": rng.choice(["web", "law"])} for i in range(n)]
+    rows = [
+        {"id": f"d{i}", "text": text(), "lang": rng.choice(["en", "zh"]), "topic": rng.choice(["web", "law"])}
+        for i in range(n)
+    ]
     lines = [json.dumps(r) for r in rows[: n // 2]]
-    lines[10:10] = ["{broken", json.dumps({"id": "d3", "text": "again"}), json.dumps(rows[4] | {"id": "x"}),
-                    json.dumps({"id": "blank", "text": "  "})]
+    lines[10:10] = [
+        "{broken",
+        json.dumps({"id": "d3", "text": "again"}),
+        json.dumps(rows[4] | {"id": "x"}),
+        json.dumps({"id": "blank", "text": "  "}),
+    ]
     (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    pl.DataFrame(rows[n // 2:]).write_parquet(tmp_path / "b.parquet", row_group_size=300)
+    pl.DataFrame(rows[n // 2 :]).write_parquet(tmp_path / "b.parquet", row_group_size=300)
     fields = {"id": "id", "text": "text", "lang": "lang", "domain": "topic"}
-    return [JsonlSource(type="jsonl", path=str(tmp_path / "a.jsonl"), fields=fields),
-            ParquetSource(type="parquet", path=str(tmp_path / "b.parquet"), fields=fields)]
+    return [
+        JsonlSource(type="jsonl", path=str(tmp_path / "a.jsonl"), fields=fields),
+        ParquetSource(type="parquet", path=str(tmp_path / "b.parquet"), fields=fields),
+    ]
 
 
 def _in_memory(specs, params: SampleParams, tmp_path, seed: int) -> Bench:
@@ -58,8 +66,9 @@ def _streamed(specs, params: SampleParams, tmp_path, seed: int, console: Console
     from builder.stages.seeding import derive_seed
 
     picker = StreamingPicker(params, derive_seed(seed, LABEL))
-    corpus, bad = load.stream_corpus(iter_documents(specs, None), picker, WordCounter(),
-                                     console or Console(file=io.StringIO()))
+    corpus, bad = load.stream_corpus(
+        iter_documents(specs, None), picker, WordCounter(), console or Console(file=io.StringIO())
+    )
     # Memory follows the sample: the only texts held are those the stage keeps.
     assert corpus.filter(pl.col("text") != "").height <= params.n_docs * 4
     return _sample(corpus, bad, params, tmp_path, seed)
@@ -71,11 +80,15 @@ def _sample(corpus, bad, params, tmp_path, seed) -> Bench:
     return SampleByLength(params).run(bench, make_ctx(tmp_path, seed=seed, label=LABEL))
 
 
-@pytest.mark.parametrize("params", [
-    SampleParams(buckets=[0, 50, 100, 200, 400], weights=[1, 2, 2, 1], n_docs=300),
-    SampleParams(buckets=[0, 100, 400], weights=[3, 1], n_docs=40, per=["lang", "domain"]),
-    SampleParams(buckets=[0, 1000], weights=[1], n_docs=5000, min_words=30, max_words=350),
-], ids=["plain", "stratified", "word_window_short"])
+@pytest.mark.parametrize(
+    "params",
+    [
+        SampleParams(buckets=[0, 50, 100, 200, 400], weights=[1, 2, 2, 1], n_docs=300),
+        SampleParams(buckets=[0, 100, 400], weights=[3, 1], n_docs=40, per=["lang", "domain"]),
+        SampleParams(buckets=[0, 1000], weights=[1], n_docs=5000, min_words=30, max_words=350),
+    ],
+    ids=["plain", "stratified", "word_window_short"],
+)
 def test_streamed_sample_equals_in_memory_sample(tmp_path, params):
     specs = _corpus(tmp_path)
     expected = _in_memory(specs, params, tmp_path, seed=11)

@@ -17,25 +17,41 @@ from builder.stages.colder.position_probes import PAIR_DTYPE
 # setting -> query id -> (question, [(variant, text, relevant)], [(A, B)])
 PROBES = {
     "position_i": {
-        "position_i-f1": ("Where was Ada Lovelace born?", [
-            ("pos01", "Ada Lovelace was born in London. The weather was mild. Many people lived there.", 1),
-            ("pos02", "The weather was mild. Ada Lovelace was born in London. Many people lived there.", 1),
-            ("pos03", "The weather was mild. Many people lived there. Ada Lovelace was born in London.", 1)],
-            [("pos01", "pos02"), ("pos01", "pos03")]),
-        "position_i-f2": ("Who wrote Middlemarch?", [
-            ("pos01", "Middlemarch was written by George Eliot. It sold well. Readers liked it.", 1),
-            ("pos02", "It sold well. Middlemarch was written by George Eliot. Readers liked it.", 1)],
-            [("pos01", "pos02")]),
+        "position_i-f1": (
+            "Where was Ada Lovelace born?",
+            [
+                ("pos01", "Ada Lovelace was born in London. The weather was mild. Many people lived there.", 1),
+                ("pos02", "The weather was mild. Ada Lovelace was born in London. Many people lived there.", 1),
+                ("pos03", "The weather was mild. Many people lived there. Ada Lovelace was born in London.", 1),
+            ],
+            [("pos01", "pos02"), ("pos01", "pos03")],
+        ),
+        "position_i-f2": (
+            "Who wrote Middlemarch?",
+            [
+                ("pos01", "Middlemarch was written by George Eliot. It sold well. Readers liked it.", 1),
+                ("pos02", "It sold well. Middlemarch was written by George Eliot. Readers liked it.", 1),
+            ],
+            [("pos01", "pos02")],
+        ),
     },
     "foil": {
-        "foil-f1": ("Which country is Lyon in?", [
-            ("foil", "Lyon Lyon. Lyon is a large city with many bridges.", 0),
-            ("evidence", "Rivers run fast. Lyon is in France. Birds sing at dawn.", 1)],
-            [("foil", "evidence")]),
-        "foil-f2": ("What is the capital of Peru?", [
-            ("foil", "Peru Peru. Peru has high mountains and old roads.", 0),
-            ("evidence", "Boats sail north. The capital of Peru is Lima. Snow falls late.", 1)],
-            [("foil", "evidence")]),
+        "foil-f1": (
+            "Which country is Lyon in?",
+            [
+                ("foil", "Lyon Lyon. Lyon is a large city with many bridges.", 0),
+                ("evidence", "Rivers run fast. Lyon is in France. Birds sing at dawn.", 1),
+            ],
+            [("foil", "evidence")],
+        ),
+        "foil-f2": (
+            "What is the capital of Peru?",
+            [
+                ("foil", "Peru Peru. Peru has high mountains and old roads.", 0),
+                ("evidence", "Boats sail north. The capital of Peru is Lima. Snow falls late.", 1),
+            ],
+            [("foil", "evidence")],
+        ),
     },
 }
 
@@ -45,14 +61,32 @@ def colder_folder(root: Path) -> Path:
     for setting, probes in PROBES.items():
         for qid, (question, variants, pairs) in probes.items():
             for name, text, relevant in variants:
-                docs.append({"doc_id": f"{qid}-{name}", "title": "", "text": text, "lang": "en",
-                             "domain": "wikipedia", "setting": setting})
+                docs.append(
+                    {
+                        "doc_id": f"{qid}-{name}",
+                        "title": "",
+                        "text": text,
+                        "lang": "en",
+                        "domain": "wikipedia",
+                        "setting": setting,
+                    }
+                )
                 qrels.append({"query_id": qid, "doc_id": f"{qid}-{name}", "score": relevant})
-            queries.append({"query_id": qid, "text": question, "doc_id": f"{qid}-{variants[-1][0]}", "lang": "en",
-                            "setting": setting,
-                            "pairs": [{"doc_a": f"{qid}-{a}", "doc_b": f"{qid}-{b}"} for a, b in pairs]})
-    bench = Bench.of(corpus=pl.DataFrame(docs), queries=pl.DataFrame(queries, schema_overrides={"pairs": PAIR_DTYPE}),
-                     qrels=pl.DataFrame(qrels))
+            queries.append(
+                {
+                    "query_id": qid,
+                    "text": question,
+                    "doc_id": f"{qid}-{variants[-1][0]}",
+                    "lang": "en",
+                    "setting": setting,
+                    "pairs": [{"doc_a": f"{qid}-{a}", "doc_b": f"{qid}-{b}"} for a, b in pairs],
+                }
+            )
+    bench = Bench.of(
+        corpus=pl.DataFrame(docs),
+        queries=pl.DataFrame(queries, schema_overrides={"pairs": PAIR_DTYPE}),
+        qrels=pl.DataFrame(qrels),
+    )
     folder = root / "colder"
     write_beir(bench, folder)
     publish_folder(folder)
@@ -65,18 +99,26 @@ def grid_folder(root: Path) -> Path:
 
     write_beir(tiny_bench(), root / "built")
     recipe = root / "regrid.yaml"
-    recipe.write_text(f"name: regrid\nsources: []\ntokenizer: {{kind: words}}\nstages:\n"
-                      f"  - from_built: {{path: {root / 'built'}}}\n"
-                      "  - depth_grid: {depths: [0, 1], lengths: [12, 24], distractors: 0}\n")
-    result = CliRunner().invoke(app, ["build", str(recipe), "--out", str(root / "grid"), "--run-dir", str(root / "runs")])
+    recipe.write_text(
+        f"name: regrid\nsources: []\ntokenizer: {{kind: words}}\nstages:\n"
+        f"  - from_built: {{path: {root / 'built'}}}\n"
+        "  - depth_grid: {depths: [0, 1], lengths: [12, 24], distractors: 0}\n"
+    )
+    result = CliRunner().invoke(
+        app, ["build", str(recipe), "--out", str(root / "grid"), "--run-dir", str(root / "runs")]
+    )
     assert result.exit_code == 0, result.output
     return root / "grid"
 
 
-LANGS = {"en": ["The river Thames flows through London.", "Paris is the capital of France."],
-         "fra-Latn": ["La Tamise traverse Londres.", "Paris est la capitale de la France."]}
-QUESTIONS = {"en": ["Which river flows through London?", "What is the capital of France?"],
-             "fra-Latn": ["Quel fleuve traverse Londres ?", "Quelle est la capitale de la France ?"]}
+LANGS = {
+    "en": ["The river Thames flows through London.", "Paris is the capital of France."],
+    "fra-Latn": ["La Tamise traverse Londres.", "Paris est la capitale de la France."],
+}
+QUESTIONS = {
+    "en": ["Which river flows through London?", "What is the capital of France?"],
+    "fra-Latn": ["Quel fleuve traverse Londres ?", "Quelle est la capitale de la France ?"],
+}
 
 
 def multilingual_folder(root: Path) -> Path:

@@ -50,8 +50,10 @@ def test_fields_the_folder_cannot_know_are_asked_for_by_flag(quickstart):
     result = runner.invoke(app, ["export-mteb", str(quickstart), "--repo", "org/x"])
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
-    assert lines == ["export-mteb: the folder cannot tell --revision, --domain, --date, --subtype, "
-                     "--sample-creation: give them on the command line (see build-bench export-mteb --help)"]
+    assert lines == [
+        "export-mteb: the folder cannot tell --revision, --domain, --date, --subtype, "
+        "--sample-creation: give them on the command line (see build-bench export-mteb --help)"
+    ]
     assert not (quickstart / "mteb").exists()
 
 
@@ -59,14 +61,16 @@ def test_a_duplicate_text_fails_the_gate_with_one_line_naming_the_rows(quickstar
     corpus = pl.read_parquet(quickstart / "corpus.parquet")
     first = corpus.row(0, named=True)
     copied = pl.col("doc_id") == corpus["doc_id"][1]
-    corpus.with_columns(pl.when(copied).then(pl.lit(first["text"])).otherwise("text").alias("text"),
-                        pl.when(copied).then(pl.lit(first["title"])).otherwise("title").alias("title")
-                        ).write_parquet(quickstart / "corpus.parquet")
+    corpus.with_columns(
+        pl.when(copied).then(pl.lit(first["text"])).otherwise("text").alias("text"),
+        pl.when(copied).then(pl.lit(first["title"])).otherwise("title").alias("title"),
+    ).write_parquet(quickstart / "corpus.parquet")
     result = export(quickstart)
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
         f"export-mteb: corpus: 1 duplicate texts (2.8%, MTEB allows under 1 %): "
-        f"{', '.join(sorted([first['doc_id'], corpus['doc_id'][1]]))}"]
+        f"{', '.join(sorted([first['doc_id'], corpus['doc_id'][1]]))}"
+    ]
 
 
 def test_an_orphan_qrel_fails_the_gate_with_one_line_naming_it(quickstart):
@@ -76,21 +80,24 @@ def test_an_orphan_qrel_fails_the_gate_with_one_line_naming_it(quickstart):
     result = export(quickstart)
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        f"export-mteb: qrels: 1 qrels name documents not in the corpus: {qrels['query_id'][0]}->no-such-doc"]
+        f"export-mteb: qrels: 1 qrels name documents not in the corpus: {qrels['query_id'][0]}->no-such-doc"
+    ]
 
 
 def test_short_texts_and_queries_without_relevant_documents_are_named(quickstart):
     queries = pl.read_parquet(quickstart / "queries.parquet")
     first, second = queries["query_id"][:2]
-    queries.with_columns(pl.when(pl.col("query_id") == first).then(pl.lit("why")).otherwise("text").alias("text")
-                         ).write_parquet(quickstart / "queries.parquet")
+    queries.with_columns(
+        pl.when(pl.col("query_id") == first).then(pl.lit("why")).otherwise("text").alias("text")
+    ).write_parquet(quickstart / "queries.parquet")
     qrels = pl.read_parquet(quickstart / "qrels.parquet")
     qrels.filter(pl.col("query_id") != second).write_parquet(quickstart / "qrels.parquet")
     result = export(quickstart)
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
         f"export-mteb: queries: 1 texts of 3 characters or fewer: {first}",
-        f"export-mteb: queries: 1 queries without a relevant document: {second}"]
+        f"export-mteb: queries: 1 queries without a relevant document: {second}",
+    ]
 
 
 def test_bad_language_codes_and_dates_are_refused(quickstart):
@@ -100,7 +107,8 @@ def test_bad_language_codes_and_dates_are_refused(quickstart):
     result = export(quickstart)
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        "export-mteb: metadata: language codes not ISO 639-3 + script (like eng-Latn): english"]
+        "export-mteb: metadata: language codes not ISO 639-3 + script (like eng-Latn): english"
+    ]
 
 
 def test_labels_are_lm_generated_and_reviewed_once_people_checked_them():

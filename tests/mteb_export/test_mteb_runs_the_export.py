@@ -43,21 +43,45 @@ def test_mteb_evaluates_the_exported_task_as_build_bench_eval_does(quickstart, t
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
     runner = CliRunner()
     # dataset.path is the folder itself: MTEB's loader reads it as it would read the pushed repository.
-    exported = runner.invoke(app, [
-        "export-mteb", str(quickstart), "--to", str(tmp_path / "task"), "--repo", str(quickstart),
-        "--revision", "main", "--reference", "https://example.org/quickstart", "--domain", "Programming",
-        "--date", "2001-01-01,2025-10-01", "--subtype", "Question answering", "--sample-creation", "created"])
+    exported = runner.invoke(
+        app,
+        [
+            "export-mteb",
+            str(quickstart),
+            "--to",
+            str(tmp_path / "task"),
+            "--repo",
+            str(quickstart),
+            "--revision",
+            "main",
+            "--reference",
+            "https://example.org/quickstart",
+            "--domain",
+            "Programming",
+            "--date",
+            "2001-01-01,2025-10-01",
+            "--subtype",
+            "Question answering",
+            "--sample-creation",
+            "created",
+        ],
+    )
     assert exported.exit_code == 0, exported.output
-    evaluated = runner.invoke(app, ["eval", str(quickstart), "--retriever", f"st:{MINILM}", "--json",
-                                    "--out", str(tmp_path / "eval")])
+    evaluated = runner.invoke(
+        app, ["eval", str(quickstart), "--retriever", f"st:{MINILM}", "--json", "--out", str(tmp_path / "eval")]
+    )
     assert evaluated.exit_code == 0, evaluated.output
     ours = json.loads((tmp_path / "eval" / "eval.json").read_text())
     section = next(iter(ours["retrievers"].values()))
     ours_ndcg = section["overall"]["ndcg@10"]["value"]
     by_tag = section["groupings"]["position_tag"]
 
-    run = subprocess.run([sys.executable, "-c", MTEB_SCRIPT, str(tmp_path / "task" / "quickstart_retrieval.py"),
-                          MINILM], capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-c", MTEB_SCRIPT, str(tmp_path / "task" / "quickstart_retrieval.py"), MINILM],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     theirs = json.loads(run.stdout.strip().splitlines()[-1])
     assert theirs["filled"] is True

@@ -21,41 +21,65 @@ TOKEN = "hf_fakeTestToken0123456789abcdef"
 
 def mini_bench(positions: bool = True) -> Bench:
     """Four documents (en/zh, web/law) and five queries whose figures are easy to count."""
-    corpus = pl.DataFrame({
-        "doc_id": ["d1", "d2", "d3", "d4"],
-        "title": ["one", "two", "三", "四"],
-        "text": ["a" * 1000, "b" * 1000, "丙" * 1000, "丁" * 1000],
-        "lang": ["en", "en", "zh", "zh"],
-        "domain": ["web", "law", "web", "web"],
-        "n_tokens": [300, 600, 1200, 2000],
-    })
-    queries = pl.DataFrame({
-        "query_id": ["q1", "q2", "q3", "q4", "q5"],
-        "text": ["What is X?", "how does Y work", "Aspirin lowers risk.", "为什么天空是蓝色的？", "北京在哪里"],
-        "doc_id": ["d1", "d2", "d1", "d3", "d4"],
-        "lang": ["en", "en", "en", "zh", "zh"],
-    })
+    corpus = pl.DataFrame(
+        {
+            "doc_id": ["d1", "d2", "d3", "d4"],
+            "title": ["one", "two", "三", "四"],
+            "text": ["a" * 1000, "b" * 1000, "丙" * 1000, "丁" * 1000],
+            "lang": ["en", "en", "zh", "zh"],
+            "domain": ["web", "law", "web", "web"],
+            "n_tokens": [300, 600, 1200, 2000],
+        }
+    )
+    queries = pl.DataFrame(
+        {
+            "query_id": ["q1", "q2", "q3", "q4", "q5"],
+            "text": ["What is X?", "how does Y work", "Aspirin lowers risk.", "为什么天空是蓝色的？", "北京在哪里"],
+            "doc_id": ["d1", "d2", "d1", "d3", "d4"],
+            "lang": ["en", "en", "en", "zh", "zh"],
+        }
+    )
     if positions:
         queries = queries.with_columns(pl.Series("rel_pos", [0.0, 0.5, 0.99, 0.26, 0.7]))
     qrels = pl.DataFrame({"query_id": queries["query_id"], "doc_id": queries["doc_id"], "score": [1] * 5})
-    drops = pl.DataFrame({
-        "stage": ["01_sample_by_length", "01_sample_by_length", "02_generate_queries"],
-        "kind": ["doc", "doc", "query"],
-        "id": ["d8", "d9", "q9"],
-        "reason": ["not_sampled", "not_sampled", "llm_failed"],
-    })
+    drops = pl.DataFrame(
+        {
+            "stage": ["01_sample_by_length", "01_sample_by_length", "02_generate_queries"],
+            "kind": ["doc", "doc", "query"],
+            "id": ["d8", "d9", "q9"],
+            "reason": ["not_sampled", "not_sampled", "llm_failed"],
+        }
+    )
     return Bench.of(corpus=corpus, queries=queries, qrels=qrels, drops=drops)
 
 
 def mini_run_stats() -> dict[str, Any]:
     base = {"queries_in": 0, "queries_out": 0}
-    return {"recipe": "mini", "stages": [
-        {"stage": "00_load", "docs_in": 6, "docs_out": 6, **base, "dropped": {}, "tokenizer": "words"},
-        {"stage": "01_sample_by_length", "docs_in": 6, "docs_out": 4, **base,
-         "dropped": {"not_sampled": 2}, "llm": NO_LLM, "prompts": {}},
-        {"stage": "02_generate_queries", "docs_in": 4, "docs_out": 4, "queries_in": 0, "queries_out": 5,
-         "dropped": {"llm_failed": 1}, "llm": LLM, "prompts": {"posir_generate": PROMPT_SHA}},
-    ]}
+    return {
+        "recipe": "mini",
+        "stages": [
+            {"stage": "00_load", "docs_in": 6, "docs_out": 6, **base, "dropped": {}, "tokenizer": "words"},
+            {
+                "stage": "01_sample_by_length",
+                "docs_in": 6,
+                "docs_out": 4,
+                **base,
+                "dropped": {"not_sampled": 2},
+                "llm": NO_LLM,
+                "prompts": {},
+            },
+            {
+                "stage": "02_generate_queries",
+                "docs_in": 4,
+                "docs_out": 4,
+                "queries_in": 0,
+                "queries_out": 5,
+                "dropped": {"llm_failed": 1},
+                "llm": LLM,
+                "prompts": {"posir_generate": PROMPT_SHA},
+            },
+        ],
+    }
 
 
 @pytest.fixture

@@ -20,10 +20,10 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -66,8 +66,7 @@ class FakeHub:
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def __enter__(self) -> FakeHub:
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                         daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -122,8 +121,9 @@ class FakeHub:
             return self._resolve(req, m, method)
         self._send(req, 404, {"error": f"no route for {method} {path}"})
 
-    def _send(self, req: BaseHTTPRequestHandler, status: int, payload: Any,
-              headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self, req: BaseHTTPRequestHandler, status: int, payload: Any, headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(payload).encode()
         req.send_response(status)
         req.send_header("Content-Type", "application/json")
@@ -172,7 +172,7 @@ class FakeHub:
         if self.query.get("recursive", ["false"])[0].lower() == "true":
             paths = sorted({*inside, *(d for p in inside for d in _parents(p) if d.startswith(prefix))})
         else:
-            paths = sorted({prefix + p[len(prefix):].split("/")[0] for p in inside})
+            paths = sorted({prefix + p[len(prefix) :].split("/")[0] for p in inside})
         return 200, [_entry(p, files) for p in paths]
 
     def _info(self, m: re.Match, _body: bytes) -> tuple[int, Any] | tuple[int, Any, dict[str, str]]:
@@ -183,8 +183,15 @@ class FakeHub:
         if oid is None:
             return 404, {"error": "Invalid rev id"}, {"X-Error-Code": "RevisionNotFound"}
         files = repo.files_at(oid) or {}
-        return 200, {"id": m["repo"], "sha": oid, "private": repo.private, "disabled": False, "gated": False,
-                     "tags": [], "siblings": [{"rfilename": p} for p in sorted(files)]}
+        return 200, {
+            "id": m["repo"],
+            "sha": oid,
+            "private": repo.private,
+            "disabled": False,
+            "gated": False,
+            "tags": [],
+            "siblings": [{"rfilename": p} for p in sorted(files)],
+        }
 
     def _paths_info(self, m: re.Match, body: bytes) -> tuple[int, Any] | tuple[int, Any, dict[str, str]]:
         repo = self._repo(m)
@@ -201,8 +208,7 @@ class FakeHub:
         if self._repo(m) is None:
             return self._missing()
         # "regular" for everything: contents come inline in the commit, no LFS server needed.
-        files = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
-                 for f in json.loads(body)["files"]]
+        files = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in json.loads(body)["files"]]
         return 200, {"files": files}
 
     def _commit(self, m: re.Match, body: bytes) -> tuple[int, Any] | tuple[int, Any, dict[str, str]]:
@@ -223,8 +229,11 @@ class FakeHub:
         content = sorted((p, hashlib.sha1(b).hexdigest()) for p, b in files.items())
         oid = hashlib.sha1(f"{len(repo.commits)}{content}".encode()).hexdigest()
         repo.commits.append({"oid": oid, "message": lines[0]["value"]["summary"], "files": files})
-        return 200, {"commitUrl": f"{self.url}/datasets/{m['repo']}/commit/{oid}", "commitOid": oid,
-                     "pullRequestUrl": None}
+        return 200, {
+            "commitUrl": f"{self.url}/datasets/{m['repo']}/commit/{oid}",
+            "commitOid": oid,
+            "pullRequestUrl": None,
+        }
 
     def _tag(self, m: re.Match, body: bytes) -> tuple[int, Any] | tuple[int, Any, dict[str, str]]:
         repo = self._repo(m)
@@ -263,18 +272,22 @@ def _entry(path: str, files: dict[str, bytes]) -> dict[str, Any]:
     return {"type": "directory", "path": path, "oid": hashlib.sha1(path.encode()).hexdigest()}
 
 
-def load_with_datasets(hub_url: str, repo: str, wanted: list[tuple[str, str]], home: Path
-                       ) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def load_with_datasets(
+    hub_url: str, repo: str, wanted: list[tuple[str, str]], home: Path
+) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """`datasets.load_dataset(repo, config, revision=revision)` for each (config, revision),
     as a user runs it: a fresh process whose only way to the Hub is `HF_ENDPOINT`."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE") and not k.startswith("HF_")}
     env.update(HF_ENDPOINT=hub_url, HF_HOME=str(home), HF_HUB_DISABLE_TELEMETRY="1")
-    code = ("import datasets, json, sys\n"
-            "repo, wanted = sys.argv[1], json.loads(sys.argv[2])\n"
-            "rows = [datasets.load_dataset(repo, c, revision=r, split='test').to_list() for c, r in wanted]\n"
-            "print(json.dumps(rows, default=str))\n")
-    done = subprocess.run([sys.executable, "-c", code, repo, json.dumps(wanted)], env=env, capture_output=True,
-                          text=True, timeout=300)
+    code = (
+        "import datasets, json, sys\n"
+        "repo, wanted = sys.argv[1], json.loads(sys.argv[2])\n"
+        "rows = [datasets.load_dataset(repo, c, revision=r, split='test').to_list() for c, r in wanted]\n"
+        "print(json.dumps(rows, default=str))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, repo, json.dumps(wanted)], env=env, capture_output=True, text=True, timeout=300
+    )
     if done.returncode != 0:
         raise AssertionError(f"load_dataset({repo!r}, ...) failed:\n{done.stderr[-3000:]}")
     return dict(zip(wanted, json.loads(done.stdout.strip().splitlines()[-1])))

@@ -93,8 +93,10 @@ def test_card_renders_for_every_shipped_recipe(recipe: Path, tmp_path):
     require_recipe_extras(recipe)
     loaded = parse_recipe(recipe)
     stages = [{"stage": "00_load", "docs_in": 4, "docs_out": 4, "queries_in": 0, "queries_out": 0}]
-    stages += [{"stage": f"{i:02d}_{s.name}", "docs_in": 4, "docs_out": 4, "queries_in": 5, "queries_out": 5}
-               for i, s in enumerate(loaded.recipe.stage_objects(), start=1)]
+    stages += [
+        {"stage": f"{i:02d}_{s.name}", "docs_in": 4, "docs_out": 4, "queries_in": 5, "queries_out": 5}
+        for i, s in enumerate(loaded.recipe.stage_objects(), start=1)
+    ]
     bench = mini_bench()
     folder = write_beir(bench, tmp_path / "out")
     publish_outputs(bench, folder, {"recipe": loaded.recipe.name, "stages": stages}, loaded)
@@ -110,7 +112,7 @@ def test_recipe_secrets_are_masked_and_env_names_kept():
         "  gen: {model: m, api_key: sk-live-abcdefghijklmnopqrstuv, api_key_env: OPENAI_API_KEY}\n"
         "  judge:\n"
         "    model: j  # comment kept\n"
-        "    hf_token: \"hf_abcdefghijklmnopqrstuvwxyz\"\n"
+        '    hf_token: "hf_abcdefghijklmnopqrstuvwxyz"\n'
         "    password: |\n      two\n      lines\n"
         "    token: ${HF_TOKEN}\n"
         "    max_tokens: 512\n"
@@ -159,14 +161,31 @@ def test_card_shows_the_effective_recipe_masked_and_the_file_as_written(tmp_path
 
     monkeypatch.setenv("BB_CARD_URL", SECRET_URL.replace("alice:pa55word@", ""))
     recipe = tmp_path / "quickstart.yaml"
-    recipe.write_text(find_recipe("quickstart").read_text(encoding="utf-8") + (
-        "models:\n  judge: {model: j, base_url: '${BB_CARD_URL}'}\n"), encoding="utf-8")
+    recipe.write_text(
+        find_recipe("quickstart").read_text(encoding="utf-8")
+        + ("models:\n  judge: {model: j, base_url: '${BB_CARD_URL}'}\n"),
+        encoding="utf-8",
+    )
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, [
-        "build", str(recipe), "--out", str(out), "--run-dir", str(tmp_path / "runs"),
-        "--set", "stages.sample_by_length.n_docs=12", "--set", "description=overridden",
-        "--set", "models.gen.model=g", "--set", "models.gen.base_url=http://h:8000/v1?key=hunter2",
-    ])
+    result = CliRunner().invoke(
+        app,
+        [
+            "build",
+            str(recipe),
+            "--out",
+            str(out),
+            "--run-dir",
+            str(tmp_path / "runs"),
+            "--set",
+            "stages.sample_by_length.n_docs=12",
+            "--set",
+            "description=overridden",
+            "--set",
+            "models.gen.model=g",
+            "--set",
+            "models.gen.base_url=http://h:8000/v1?key=hunter2",
+        ],
+    )
     assert result.exit_code == 0, result.output
     card = (out / "README.md").read_text(encoding="utf-8")
     for secret in ("hunter2", "k3y", "t0k", "s1g"):
@@ -181,11 +200,17 @@ def test_card_shows_the_effective_recipe_masked_and_the_file_as_written(tmp_path
     file_text = written.split("```yaml\n", 1)[1].split("```", 1)[0]
     assert "n_docs: 36" in file_text and "# Quickstart:" in file_text
     assert "${BB_CARD_URL}" in file_text
+
+
 def test_card_language_holds_iso_639_1_codes_and_keeps_script_tags(tmp_path):
     bench = mini_bench()
     langs = {"en": "eng-Latn", "zh": "cmn-Hans"}
-    bench = Bench.of(bench.corpus.with_columns(pl.col("lang").replace_strict(langs)),
-                     bench.queries.with_columns(pl.col("lang").replace_strict(langs)), bench.qrels, bench.drops)
+    bench = Bench.of(
+        bench.corpus.with_columns(pl.col("lang").replace_strict(langs)),
+        bench.queries.with_columns(pl.col("lang").replace_strict(langs)),
+        bench.qrels,
+        bench.drops,
+    )
     folder = write_beir(bench, tmp_path / "mini", stats=mini_run_stats())
     published = publish_outputs(bench, folder, mini_run_stats(), None)
     meta = front_matter((folder / "README.md").read_text(encoding="utf-8"))
@@ -194,18 +219,41 @@ def test_card_language_holds_iso_639_1_codes_and_keeps_script_tags(tmp_path):
     assert {"eng-Latn-corpus", "cmn-Hans-queries"} <= set(published.configs)
 
 
-@pytest.mark.parametrize(("lang", "code"), [("fra-Latn", "fr"), ("cmn-Hans", "zh"), ("cmn-Hant", "zh"),
-                                            ("en", "en"), ("zh-cn", "zh"), ("xyz-Latn", None), ("und", None)])
+@pytest.mark.parametrize(
+    ("lang", "code"),
+    [
+        ("fra-Latn", "fr"),
+        ("cmn-Hans", "zh"),
+        ("cmn-Hant", "zh"),
+        ("en", "en"),
+        ("zh-cn", "zh"),
+        ("xyz-Latn", None),
+        ("und", None),
+    ],
+)
 def test_iso_639_1_codes(lang, code):
     assert iso_639_1(lang) == code
+
+
 def test_card_shows_kept_share_by_position_third_per_qc_stage(mini_folder):
     stats = mini_run_stats()
-    stats["stages"].append({
-        "stage": "03_span_contrast", "docs_in": 4, "docs_out": 4, "queries_in": 5, "queries_out": 3,
-        "dropped": {"contrast_not_higher:bm25": 2}, "llm": NO_LLM, "prompts": {},
-        "kept_by_third": {"beginning": {"in": 2, "kept": 2, "share": 1.0},
-                          "middle": {"in": 1, "kept": 1, "share": 1.0},
-                          "end": {"in": 2, "kept": 0, "share": 0.0}}})
+    stats["stages"].append(
+        {
+            "stage": "03_span_contrast",
+            "docs_in": 4,
+            "docs_out": 4,
+            "queries_in": 5,
+            "queries_out": 3,
+            "dropped": {"contrast_not_higher:bm25": 2},
+            "llm": NO_LLM,
+            "prompts": {},
+            "kept_by_third": {
+                "beginning": {"in": 2, "kept": 2, "share": 1.0},
+                "middle": {"in": 1, "kept": 1, "share": 1.0},
+                "end": {"in": 2, "kept": 0, "share": 0.0},
+            },
+        }
+    )
     publish_outputs(mini_bench(), mini_folder, stats, None)
     card = (mini_folder / "README.md").read_text(encoding="utf-8")
     assert "### Quality control by evidence position" in card

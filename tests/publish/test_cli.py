@@ -17,8 +17,15 @@ app.command()(stats_command)
 def test_stats_prints_tables_and_writes_stats_json_and_plots(mini_folder):
     result = CliRunner().invoke(app, [str(mini_folder)], terminal_width=160)
     assert result.exit_code == 0, result.output
-    for title in ("counts", "evidence position", "position tags", "query types", "languages",
-                  "removed rows by stage and reason", "LLM usage"):
+    for title in (
+        "counts",
+        "evidence position",
+        "position tags",
+        "query types",
+        "languages",
+        "removed rows by stage and reason",
+        "LLM usage",
+    ):
         assert title in result.output
     assert "not_sampled" in result.output and "llm_failed" in result.output
     stats = json.loads((mini_folder / "stats.json").read_text())
@@ -26,7 +33,10 @@ def test_stats_prints_tables_and_writes_stats_json_and_plots(mini_folder):
     assert stats["recipe"] == "mini" and stats["counts"]["queries"] == 5
     assert stats["positions"]["tags"] == {"beginning": 2, "middle": 1, "end": 2}
     assert sorted(p.name for p in (mini_folder / "plots").glob("*.png")) == [
-        "length_histogram.png", "position_by_length.png", "position_histogram.png"]
+        "length_histogram.png",
+        "position_by_length.png",
+        "position_histogram.png",
+    ]
     assert not (mini_folder / "README.md").exists()  # stats alone leaves the card to the build
 
 

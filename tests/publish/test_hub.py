@@ -20,13 +20,31 @@ from tests.publish.conftest import TOKEN, mini_bench, mini_run_stats
 
 REPO = "org/bench"
 EXPECTED = [
-    "CHANGELOG.md", "README.md", "corpus.jsonl", "corpus/en/law.parquet", "corpus/en/web.parquet",
-    "corpus/zh/web.parquet", "documents/en/law.parquet", "documents/en/web.parquet", "documents/zh/web.parquet",
-    "drops.parquet", "plots/length_histogram.png",
-    "plots/position_by_length.png", "plots/position_histogram.png", "positions/en/law.parquet",
-    "positions/en/web.parquet", "positions/zh/web.parquet", "qrels/en/law.parquet",
-    "qrels/en/web.parquet", "qrels/test.tsv", "qrels/zh/web.parquet", "queries.jsonl",
-    "queries/en/law.parquet", "queries/en/web.parquet", "queries/zh/web.parquet", "stats.json",
+    "CHANGELOG.md",
+    "README.md",
+    "corpus.jsonl",
+    "corpus/en/law.parquet",
+    "corpus/en/web.parquet",
+    "corpus/zh/web.parquet",
+    "documents/en/law.parquet",
+    "documents/en/web.parquet",
+    "documents/zh/web.parquet",
+    "drops.parquet",
+    "plots/length_histogram.png",
+    "plots/position_by_length.png",
+    "plots/position_histogram.png",
+    "positions/en/law.parquet",
+    "positions/en/web.parquet",
+    "positions/zh/web.parquet",
+    "qrels/en/law.parquet",
+    "qrels/en/web.parquet",
+    "qrels/test.tsv",
+    "qrels/zh/web.parquet",
+    "queries.jsonl",
+    "queries/en/law.parquet",
+    "queries/en/web.parquet",
+    "queries/zh/web.parquet",
+    "stats.json",
 ]
 
 

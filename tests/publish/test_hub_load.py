@@ -23,18 +23,29 @@ app.command()(push_command)
 
 def _grown(bench: Bench) -> Bench:
     """The mini bench with one more document and one more query on it."""
-    doc = pl.DataFrame({"doc_id": ["d5"], "title": ["five"], "text": ["e" * 800], "lang": ["en"],
-                        "domain": ["web"], "n_tokens": [250]})
-    query = pl.DataFrame({"query_id": ["q6"], "text": ["Where is E?"], "doc_id": ["d5"], "lang": ["en"],
-                          "rel_pos": [0.4]})
-    return bench.replace(corpus=pl.concat([bench.corpus, doc]), queries=pl.concat([bench.queries, query]),
-                         qrels=pl.concat([bench.qrels, pl.DataFrame({"query_id": ["q6"], "doc_id": ["d5"], "score": [1]})]))
+    doc = pl.DataFrame(
+        {"doc_id": ["d5"], "title": ["five"], "text": ["e" * 800], "lang": ["en"], "domain": ["web"], "n_tokens": [250]}
+    )
+    query = pl.DataFrame(
+        {"query_id": ["q6"], "text": ["Where is E?"], "doc_id": ["d5"], "lang": ["en"], "rel_pos": [0.4]}
+    )
+    return bench.replace(
+        corpus=pl.concat([bench.corpus, doc]),
+        queries=pl.concat([bench.queries, query]),
+        qrels=pl.concat([bench.qrels, pl.DataFrame({"query_id": ["q6"], "doc_id": ["d5"], "score": [1]})]),
+    )
 
 
 def _inputs(prompt_sha: str, model: str) -> dict:
-    return {"build_bench": "0.1.0", "recipe": {"name": "mini", "models": {"gen": {"model": model}}},
-            "sources": [{"type": "jsonl", "path": "docs.jsonl", "sha256": "0" * 64}], "tokenizer": "words",
-            "models": {"gen": model}, "rerankers": {}, "prompts": {"02_generate_queries": {"posir_generate": prompt_sha}}}
+    return {
+        "build_bench": "0.1.0",
+        "recipe": {"name": "mini", "models": {"gen": {"model": model}}},
+        "sources": [{"type": "jsonl", "path": "docs.jsonl", "sha256": "0" * 64}],
+        "tokenizer": "words",
+        "models": {"gen": model},
+        "rerankers": {},
+        "prompts": {"02_generate_queries": {"posir_generate": prompt_sha}},
+    }
 
 
 def _eval(ndcg: float, psi: float) -> dict:
@@ -54,16 +65,22 @@ def _folder(bench: Bench, where, inputs: dict, figures: dict):
 
 
 def test_two_tagged_pushes_load_back_by_revision(hub, tmp_path):
-    releases = (("v1.0.0", mini_bench(), _inputs("ab" * 32, "gpt-4o-mini"), _eval(0.5, 0.2)),
-                ("v1.1.0", _grown(mini_bench()), _inputs("cd" * 32, "gpt-4.1-mini"), _eval(0.55, 0.125)))
+    releases = (
+        ("v1.0.0", mini_bench(), _inputs("ab" * 32, "gpt-4o-mini"), _eval(0.5, 0.2)),
+        ("v1.1.0", _grown(mini_bench()), _inputs("cd" * 32, "gpt-4.1-mini"), _eval(0.55, 0.125)),
+    )
     for tag, bench, inputs, figures in releases:
         folder = _folder(bench, tmp_path / tag, inputs, figures)
         pushed = CliRunner().invoke(app, [str(folder), "--repo", REPO, "--tag", tag])
         assert pushed.exit_code == 0, pushed.output
     repo = hub.repos[REPO]
     assert list(repo.tags) == ["v1.0.0", "v1.1.0"] and len(repo.commits) == 2
-    loaded = load_with_datasets(hub.url, REPO, [(c, t) for t in ("v1.0.0", "v1.1.0") for c in ("corpus", "queries")]
-                                + [("default", "v1.1.0")], tmp_path / "hf_home")
+    loaded = load_with_datasets(
+        hub.url,
+        REPO,
+        [(c, t) for t in ("v1.0.0", "v1.1.0") for c in ("corpus", "queries")] + [("default", "v1.1.0")],
+        tmp_path / "hf_home",
+    )
     assert sorted(r["_id"] for r in loaded["corpus", "v1.0.0"]) == ["d1", "d2", "d3", "d4"]
     assert sorted(r["_id"] for r in loaded["queries", "v1.0.0"]) == ["q1", "q2", "q3", "q4", "q5"]
     assert sorted(r["_id"] for r in loaded["corpus", "v1.1.0"]) == ["d1", "d2", "d3", "d4", "d5"]

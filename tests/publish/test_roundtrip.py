@@ -39,8 +39,9 @@ def test_position_fields_move_to_the_positions_config(quickstart_build, offline)
     positions = load(folder, "positions", offline)
     assert positions.column_names[0] == "query-id"
     assert set(positions.column_names) == {"query-id", *bench.queries.columns} - {"query_id", "text"}
-    assert {"spans", "rel_pos", "position_bin", "position_tag", "length_bucket", "pos_char_span"} \
-        <= set(positions.column_names)
+    assert {"spans", "rel_pos", "position_bin", "position_tag", "length_bucket", "pos_char_span"} <= set(
+        positions.column_names
+    )
     assert sorted(positions["query-id"]) == sorted(bench.queries["query_id"].to_list())
     documents = load(folder, "documents", offline)
     assert set(documents.column_names) == {"corpus-id", *bench.corpus.columns} - {"doc_id", "title", "text"}
@@ -49,11 +50,33 @@ def test_position_fields_move_to_the_positions_config(quickstart_build, offline)
 def test_language_and_domain_configs_split_without_copying(mini_folder, offline):
     published = publish_outputs(mini_bench(), mini_folder, mini_run_stats(), None)
     assert published.configs == [
-        "default", "corpus", "en-corpus", "zh-corpus", "law-corpus", "web-corpus",
-        "queries", "en-queries", "zh-queries", "law-queries", "web-queries",
-        "qrels", "en-qrels", "zh-qrels", "law-qrels", "web-qrels",
-        "positions", "en-positions", "zh-positions", "law-positions", "web-positions",
-        "documents", "en-documents", "zh-documents", "law-documents", "web-documents", "drops",
+        "default",
+        "corpus",
+        "en-corpus",
+        "zh-corpus",
+        "law-corpus",
+        "web-corpus",
+        "queries",
+        "en-queries",
+        "zh-queries",
+        "law-queries",
+        "web-queries",
+        "qrels",
+        "en-qrels",
+        "zh-qrels",
+        "law-qrels",
+        "web-qrels",
+        "positions",
+        "en-positions",
+        "zh-positions",
+        "law-positions",
+        "web-positions",
+        "documents",
+        "en-documents",
+        "zh-documents",
+        "law-documents",
+        "web-documents",
+        "drops",
     ]
     assert sorted(load(mini_folder, "zh-corpus", offline)["_id"]) == ["d3", "d4"]
     assert load(mini_folder, "law-queries", offline)["_id"] == ["q2"]
@@ -66,9 +89,19 @@ def test_a_bench_without_queries_has_only_a_corpus_config(mini_folder, offline):
     bench = mini_bench()
     bench = bench.drop_queries({q: "test" for q in bench.queries["query_id"]}, "99_test")
     published = publish_outputs(bench, mini_folder, mini_run_stats(), None)
-    assert published.configs == ["corpus", "en-corpus", "zh-corpus", "law-corpus", "web-corpus",
-                                 "documents", "en-documents", "zh-documents", "law-documents", "web-documents",
-                                 "drops"]
+    assert published.configs == [
+        "corpus",
+        "en-corpus",
+        "zh-corpus",
+        "law-corpus",
+        "web-corpus",
+        "documents",
+        "en-documents",
+        "zh-documents",
+        "law-documents",
+        "web-documents",
+        "drops",
+    ]
     assert load(mini_folder, "corpus", offline).num_rows == 4
 
 

@@ -8,8 +8,8 @@ import pytest
 from builder.bench import Bench
 from builder.publish.beir import write_beir
 from builder.publish.multilingual import write_multilingual
-from builder.recipe.sections import MultilingualOutput
 from builder.publish.paths import safe_component
+from builder.recipe.sections import MultilingualOutput
 
 HOSTILE = ["/abs/path", "../..", ".", "", "a/b", "x\x00y", "..\\up", "qrels", "CORPUS.JSONL"]
 
@@ -29,10 +29,23 @@ def test_plain_names_are_kept_and_others_mapped():
 
 def _bench(langs: list[str], column: str = "lang") -> Bench:
     n = len(langs)
-    corpus = pl.DataFrame({"doc_id": [f"d{i}" for i in range(n)], "text": [f"text {i}" for i in range(n)],
-                           column: langs, "domain": langs, "title": [""] * n})
-    queries = pl.DataFrame({"query_id": [f"q{i}" for i in range(n)], "text": ["?"] * n,
-                            "doc_id": [f"d{i}" for i in range(n)], column: langs})
+    corpus = pl.DataFrame(
+        {
+            "doc_id": [f"d{i}" for i in range(n)],
+            "text": [f"text {i}" for i in range(n)],
+            column: langs,
+            "domain": langs,
+            "title": [""] * n,
+        }
+    )
+    queries = pl.DataFrame(
+        {
+            "query_id": [f"q{i}" for i in range(n)],
+            "text": ["?"] * n,
+            "doc_id": [f"d{i}" for i in range(n)],
+            column: langs,
+        }
+    )
     qrels = queries.select("query_id", "doc_id", pl.lit(1).alias("score"))
     return Bench.of(corpus, queries, qrels)
 

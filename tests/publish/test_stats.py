@@ -11,29 +11,32 @@ from builder.publish.stats import compute_stats
 from tests.publish.conftest import LLM, mini_bench, mini_run_stats
 
 
-@pytest.mark.parametrize(("text", "lang", "expected"), [
-    ("What is a closure?", "en", "what"),
-    ("what's new", "en", "what"),
-    ("How do I install it", "en", "how"),
-    ("Why is the sky blue?", "en", "why"),
-    ("Which word is missing?", "en", "which"),
-    ("When did it start?", "en", "when"),
-    ("Where is Paris?", "en", "where"),
-    ("Whose idea was it?", "en", "who"),
-    ("Aspirin lowers the risk of stroke.", "en", "claim"),
-    ("Is it safe?", "en", "other"),
-    ("", "en", "other"),
-    ("天空为什么是蓝色的？", "zh", "why"),
-    ("什么时候开始下雨", "zh", "when"),
-    ("这是什么", "zh", "what"),
-    ("如何安装软件", "zh", "how"),
-    ("北京在哪里", "zh", "where"),
-    ("哪个更好？", "zh", "which"),
-    ("谁写了这本书", "zh", "who"),
-    ("他明天来吗", "zh", "other"),
-    ("吸烟有害健康。", "zh", "claim"),
-    ("为什么", None, "why"),
-])
+@pytest.mark.parametrize(
+    ("text", "lang", "expected"),
+    [
+        ("What is a closure?", "en", "what"),
+        ("what's new", "en", "what"),
+        ("How do I install it", "en", "how"),
+        ("Why is the sky blue?", "en", "why"),
+        ("Which word is missing?", "en", "which"),
+        ("When did it start?", "en", "when"),
+        ("Where is Paris?", "en", "where"),
+        ("Whose idea was it?", "en", "who"),
+        ("Aspirin lowers the risk of stroke.", "en", "claim"),
+        ("Is it safe?", "en", "other"),
+        ("", "en", "other"),
+        ("天空为什么是蓝色的？", "zh", "why"),
+        ("什么时候开始下雨", "zh", "when"),
+        ("这是什么", "zh", "what"),
+        ("如何安装软件", "zh", "how"),
+        ("北京在哪里", "zh", "where"),
+        ("哪个更好？", "zh", "which"),
+        ("谁写了这本书", "zh", "who"),
+        ("他明天来吗", "zh", "other"),
+        ("吸烟有害健康。", "zh", "claim"),
+        ("为什么", None, "why"),
+    ],
+)
 def test_query_type(text, lang, expected):
     assert query_type(text, lang) == expected
 
@@ -53,7 +56,16 @@ def test_figures_of_the_mini_bench():
     grid = stats["position_by_length"]["matrix"]
     assert grid[0][0] == 1 and grid[0][19] == 1 and grid[1][10] == 1 and sum(map(sum, grid)) == 5
     assert stats["query_types"]["by_interrogative"] == {
-        "what": 1, "how": 1, "why": 1, "which": 0, "when": 0, "where": 1, "who": 0, "claim": 1, "other": 0}
+        "what": 1,
+        "how": 1,
+        "why": 1,
+        "which": 0,
+        "when": 0,
+        "where": 1,
+        "who": 0,
+        "claim": 1,
+        "other": 0,
+    }
 
 
 def test_groups_drops_and_llm_usage():
@@ -70,12 +82,18 @@ def test_groups_drops_and_llm_usage():
     assert [r["dropped"] for r in stats["stage_table"]] == [0, 2, 1]
     # A record written before cached tokens were counted reads as none cached.
     # No price in the record: its money is unknown; a stage that starts with no queries has no yield.
-    assert stats["llm"]["stages"] == [{"stage": "02_generate_queries", **LLM, "cached_tokens": 0,
-                                       "usd": None, "yield": None}]
+    assert stats["llm"]["stages"] == [
+        {"stage": "02_generate_queries", **LLM, "cached_tokens": 0, "usd": None, "yield": None}
+    ]
     assert stats["llm"]["total"]["calls"] == 4 and stats["llm"]["total"]["cache_hits"] == 1
     assert stats["llm"]["kept_queries"] == 5
-    assert stats["llm"]["per_kept_query"] == {"calls": 0.8, "prompt_tokens": 20.0, "completion_tokens": 4.0,
-                                              "cached_tokens": 0.0, "usd": None}
+    assert stats["llm"]["per_kept_query"] == {
+        "calls": 0.8,
+        "prompt_tokens": 20.0,
+        "completion_tokens": 4.0,
+        "cached_tokens": 0.0,
+        "usd": None,
+    }
 
 
 def test_positions_come_from_spans_when_there_is_no_rel_pos():

@@ -18,32 +18,61 @@ from builder.publish.stats import compute_stats
 from builder.run.report import print_run_summary
 from builder.run.runner import RunResult
 
-DOCS = {"d1": "alpha beta gamma delta", "d2": "kappa mu nu xi omicron pi",
-        "d3": "rho psi tau upsilon phi chi omega eta", "d4": "theta sigma zeta one two three four five six seven"}
+DOCS = {
+    "d1": "alpha beta gamma delta",
+    "d2": "kappa mu nu xi omicron pi",
+    "d3": "rho psi tau upsilon phi chi omega eta",
+    "d4": "theta sigma zeta one two three four five six seven",
+}
 # (query, doc, span end, third): every span starts the document and holds its first two words.
-QUERIES = [("alpha beta", "d1", 10, "beginning"), ("kappa lambda", "d2", 8, "beginning"),
-           ("rho chord", "d3", 7, "end"), ("iota omega", "d4", 11, "end")]
+QUERIES = [
+    ("alpha beta", "d1", 10, "beginning"),
+    ("kappa lambda", "d2", 8, "beginning"),
+    ("rho chord", "d3", 7, "end"),
+    ("iota omega", "d4", 11, "end"),
+]
 
 
 def _bench() -> Bench:
-    corpus = pl.DataFrame({"doc_id": list(DOCS), "title": [""] * 4, "text": list(DOCS.values()), "lang": ["en"] * 4,
-                           "domain": ["web"] * 4, "n_tokens": [len(t.split()) for t in DOCS.values()]})
+    corpus = pl.DataFrame(
+        {
+            "doc_id": list(DOCS),
+            "title": [""] * 4,
+            "text": list(DOCS.values()),
+            "lang": ["en"] * 4,
+            "domain": ["web"] * 4,
+            "n_tokens": [len(t.split()) for t in DOCS.values()],
+        }
+    )
     queries = pl.DataFrame(
-        {"query_id": [f"q{i}" for i in range(1, 5)], "text": [q[0] for q in QUERIES], "doc_id": [q[1] for q in QUERIES],
-         "lang": ["en"] * 4, "position_tag": [q[3] for q in QUERIES],
-         "spans": [[{"start": 0, "end": q[2], "method": "exact", "score": 1.0}] for q in QUERIES]},
-        schema_overrides={"spans": SPAN_DTYPE})
+        {
+            "query_id": [f"q{i}" for i in range(1, 5)],
+            "text": [q[0] for q in QUERIES],
+            "doc_id": [q[1] for q in QUERIES],
+            "lang": ["en"] * 4,
+            "position_tag": [q[3] for q in QUERIES],
+            "spans": [[{"start": 0, "end": q[2], "method": "exact", "score": 1.0}] for q in QUERIES],
+        },
+        schema_overrides={"spans": SPAN_DTYPE},
+    )
     qrels = pl.DataFrame({"query_id": queries["query_id"], "doc_id": queries["doc_id"], "score": [1] * 4})
     return Bench.of(corpus=corpus, queries=queries, qrels=qrels)
 
 
 def test_confounds_per_third_by_hand():
     found = compute_stats(_bench(), {"stages": []}, confound_min_group=2)["confounds"]
-    assert (found["grouping"], found["min_group"], found["compared_groups"]) == ("position_tag", 2, ["beginning", "end"])
+    assert (found["grouping"], found["min_group"], found["compared_groups"]) == (
+        "position_tag",
+        2,
+        ["beginning", "end"],
+    )
     begin, end = found["groups"]
     # Overlap: beginning 2/2 and 1/2, end 1/2 and 0/2; both variances 0.125.
-    assert (begin["n"], begin["overlap"], end["overlap"]) == (2, {"mean": 0.75, "sd": 0.3536},
-                                                              {"mean": 0.25, "sd": 0.3536})
+    assert (begin["n"], begin["overlap"], end["overlap"]) == (
+        2,
+        {"mean": 0.75, "sd": 0.3536},
+        {"mean": 0.25, "sd": 0.3536},
+    )
     # BM25 with the four 2-word spans as the corpus: each matched word scores idf / (1 + k1),
     # idf = ln(1 + 3.5 / 1.5); the beginning's spans hold 2 and 1 query words, the end's 1 and 0.
     word = math.log(1 + 3.5 / 1.5) / 2.5
@@ -59,7 +88,8 @@ def test_confounds_per_third_by_hand():
         "confound: position_tag beginning and end differ in span_bm25 (standardized mean difference +1.41): "
         "PSI over position_tag measures it too",
         "confound: position_tag beginning and end differ in doc_words (standardized mean difference -2.83): "
-        "PSI over position_tag measures it too"]
+        "PSI over position_tag measures it too",
+    ]
 
 
 def test_confound_warnings_join_the_builds_warnings_and_need_large_groups():
@@ -86,8 +116,12 @@ def test_the_quickstart_names_its_confounds_in_stats_card_and_terminal(quickstar
     folder = quickstart_build["folder"]
     warnings = _quickstart_warnings(folder)
     # The same six eval reports on the quickstart (its thirds hold 34, 38 and 32 queries).
-    assert "confound: position_tag middle and end differ in overlap (standardized mean difference -0.28): " \
-           "PSI over position_tag measures it too" in warnings and len(warnings) == 6
+    assert (
+        "confound: position_tag middle and end differ in overlap (standardized mean difference -0.28): "
+        "PSI over position_tag measures it too"
+        in warnings
+        and len(warnings) == 6
+    )
     card = (folder / "README.md").read_text(encoding="utf-8")
     assert all(f"- {w}" in card for w in warnings)
     assert "### Confounds of position" in card

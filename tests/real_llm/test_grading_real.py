@@ -22,8 +22,10 @@ def test_grades_with_the_span_set_aside_parse_from_a_real_model(llama, tmp_path)
         ctx = qc_ctx(tmp_path, llms={"judge": backend})
         out = LLMRelevance(RelevanceParams(llm="judge", without_span="set_aside")).run(_bench(), ctx)
     reasons = out.drops["reason"].to_list()
-    print(f"\nkept {out.queries.height} of {len(QUERIES)}; dropped {reasons}; "
-          f"grades with span {ctx.stats['llm_grades_with_span']}, without {ctx.stats['llm_grades_without_span']}")
+    print(
+        f"\nkept {out.queries.height} of {len(QUERIES)}; dropped {reasons}; "
+        f"grades with span {ctx.stats['llm_grades_with_span']}, without {ctx.stats['llm_grades_without_span']}"
+    )
     assert ctx.stats["contrast_layout"] == "set_aside"
     for histogram in (ctx.stats["llm_grades_with_span"], ctx.stats["llm_grades_without_span"]):
         assert sum(histogram.values()) == len(QUERIES)

@@ -96,8 +96,10 @@ def test_build_installs_once_and_later_calls_do_nothing(cache, fake_sdist):
 def test_concurrent_builds_build_once(cache, fake_sdist):
     lines: list[str] = []
     results: list[Path] = []
-    threads = [threading.Thread(target=lambda: results.append(build(sdist=fake_sdist, jobs=1, log=lines.append)))
-               for _ in range(2)]
+    threads = [
+        threading.Thread(target=lambda: results.append(build(sdist=fake_sdist, jobs=1, log=lines.append)))
+        for _ in range(2)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -194,11 +196,18 @@ def test_the_server_dies_with_the_process_that_started_it(cache, tmp_path):
     from tests.conftest import REPO
 
     _install_fake_server()
-    starter = ("import sys, time\nfrom pathlib import Path\nfrom builder.testing import llama_server\n"
-               f"llama_server.packaged_model = lambda: Path({str(tmp_path / 'm.gguf')!r})\n"
-               "server = llama_server.LlamaServer().start()\nprint(server._process.pid, flush=True)\ntime.sleep(120)\n")
-    parent = subprocess.Popen([sys.executable, "-c", starter], stdout=subprocess.PIPE, text=True, cwd=REPO,
-                              env={**os.environ, "BUILD_BENCH_CACHE": str(cache)})
+    starter = (
+        "import sys, time\nfrom pathlib import Path\nfrom builder.testing import llama_server\n"
+        f"llama_server.packaged_model = lambda: Path({str(tmp_path / 'm.gguf')!r})\n"
+        "server = llama_server.LlamaServer().start()\nprint(server._process.pid, flush=True)\ntime.sleep(120)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", starter],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "BUILD_BENCH_CACHE": str(cache)},
+    )
     assert parent.stdout is not None
     child = psutil.Process(int(parent.stdout.readline()))
     assert child.is_running() and child.status() != psutil.STATUS_ZOMBIE

@@ -23,8 +23,11 @@ def _backend(server: LlamaServer, **settings: Any) -> OpenAIBackend:
 
 
 def _post(server: LlamaServer, body: dict[str, Any]) -> dict[str, Any]:
-    request = urllib.request.Request(f"{server.base_url}/chat/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"{server.base_url}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=120) as reply:
         return json.loads(reply.read())
 
@@ -42,8 +45,12 @@ def test_a_repeated_prompt_reports_cached_tokens(llama):
     """The server's prompt cache shows in `usage.prompt_tokens_details.cached_tokens`:
     the raw reply is read here, before any client code can reshape it."""
     article = " ".join(f"Paragraph {i} says that the river rose by {i} centimetres overnight." for i in range(40))
-    body = {"model": MODEL_ALIAS, "max_tokens": 4, "temperature": 0.0,
-            "messages": [{"role": "user", "content": f"{article}\nHow much did the river rise in paragraph 7?"}]}
+    body = {
+        "model": MODEL_ALIAS,
+        "max_tokens": 4,
+        "temperature": 0.0,
+        "messages": [{"role": "user", "content": f"{article}\nHow much did the river rise in paragraph 7?"}],
+    }
     first, second = _post(llama, body), _post(llama, body)
     print(f"\nfirst usage: {first['usage']}\nsecond usage: {second['usage']}")
     prompt = first["usage"]["prompt_tokens"]

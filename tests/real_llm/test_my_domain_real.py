@@ -31,8 +31,12 @@ MODEL_SETTINGS = ("base_url", "model", "max_concurrency", "timeout_s")
 
 def _sets(base_url: str) -> list[str]:
     values = {"base_url": base_url, "model": MODEL_ALIAS, "max_concurrency": "2", "timeout_s": "900"}
-    sets = [arg for llm in ("gen", "judge") for key in MODEL_SETTINGS
-            for arg in ("--set", f"models.{llm}.{key}={values[key]}")]
+    sets = [
+        arg
+        for llm in ("gen", "judge")
+        for key in MODEL_SETTINGS
+        for arg in ("--set", f"models.{llm}.{key}={values[key]}")
+    ]
     # The recipe leaves 4,096 tokens for notes before the JSON; SmolLM2 fills them with
     # repetition, minutes per answer on 2 busy cores. A cut answer is an llm_truncated drop.
     return [*sets, "--set", "models.gen.max_tokens=1024"]
@@ -61,9 +65,20 @@ def test_my_domain_builds_against_the_real_model(llama, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "MY_DOCS"}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     out, runs = tmp_path / "out", tmp_path / "runs"
-    command = [sys.executable, "-c", "import sys; from builder.cli import main; main(sys.argv[1:])",
-               "build", str(RECIPE), "--limit", str(LIMIT), "--out", str(out), "--run-dir", str(runs),
-               *_sets(llama.base_url)]
+    command = [
+        sys.executable,
+        "-c",
+        "import sys; from builder.cli import main; main(sys.argv[1:])",
+        "build",
+        str(RECIPE),
+        "--limit",
+        str(LIMIT),
+        "--out",
+        str(out),
+        "--run-dir",
+        str(runs),
+        *_sets(llama.base_url),
+    ]
     started = time.monotonic()
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=1400)
     seconds = time.monotonic() - started
@@ -75,8 +90,9 @@ def test_my_domain_builds_against_the_real_model(llama, tmp_path):
     print("\n".join(failure) or f"queries written: {(out / 'queries.jsonl').is_file()}")
 
     assert [r["stage"].split("_", 1)[1] for r in records][:3] == ["load", "sample_by_length", "generate_queries"]
-    unparseable = {r["stage"]: r["dropped"]["llm_unparseable"] for r in records
-                   if r.get("dropped", {}).get("llm_unparseable")}
+    unparseable = {
+        r["stage"]: r["dropped"]["llm_unparseable"] for r in records if r.get("dropped", {}).get("llm_unparseable")
+    }
     assert unparseable == {}, f"answers lost as llm_unparseable: {unparseable}"
     if done.returncode == 0:
         assert (out / "queries.jsonl").read_text(encoding="utf-8").strip(), done.stdout[-2000:]

@@ -27,8 +27,20 @@ stages:
 @pytest.mark.timeout(1800)
 def test_the_agreement_script_runs_on_a_real_model(llama, write_recipe, monkeypatch):
     monkeypatch.chdir(REPO)
-    report = _script().main(["--base-url", llama.base_url, "--model", MODEL_ALIAS, "--recipe",
-                             str(write_recipe(SHORT)), "--pairs", "30", "--questions-per-call", "1"])
+    report = _script().main(
+        [
+            "--base-url",
+            llama.base_url,
+            "--model",
+            MODEL_ALIAS,
+            "--recipe",
+            str(write_recipe(SHORT)),
+            "--pairs",
+            "30",
+            "--questions-per-call",
+            "1",
+        ]
+    )
     print("\n" + "\n".join(report.lines()))
     assert report.asked == 30
     assert report.failed <= 3, report.verdicts

@@ -35,7 +35,7 @@ def test_the_sample_is_stratified_by_position_and_kept(quickstart):
     groups = {}
     for item in items:
         groups[item["group"]] = groups.get(item["group"], 0) + 1
-        assert item["document"][item["spans"][0][0]:item["spans"][0][1]]
+        assert item["document"][item["spans"][0][0] : item["spans"][0][1]]
     assert groups == {"beginning": 20, "middle": 21, "end": 19}  # of 34, 38 and 32 queries
     assert load_or_draw(quickstart, 0.1, 7) == items  # drawn once: every reviewer sees the same items
 
@@ -57,13 +57,19 @@ def test_judgments_save_as_made_and_resume_per_reviewer(quickstart):
             assert "scrollIntoView" in html
             assert "http://" not in html and "https://" not in html  # nothing loads from elsewhere
         first = items[0]["query_id"]
-        _post(base + "/api/judgments", {"query_id": first, "span_answers": "partly", "understandable": "yes",
-                                        "better_elsewhere": "no"})
-        _post(base + "/api/judgments", {"query_id": first, "span_answers": "yes", "understandable": "yes",
-                                        "better_elsewhere": "no"})
+        _post(
+            base + "/api/judgments",
+            {"query_id": first, "span_answers": "partly", "understandable": "yes", "better_elsewhere": "no"},
+        )
+        _post(
+            base + "/api/judgments",
+            {"query_id": first, "span_answers": "yes", "understandable": "yes", "better_elsewhere": "no"},
+        )
         with pytest.raises(urllib.error.HTTPError) as refused:
-            _post(base + "/api/judgments", {"query_id": first, "span_answers": "maybe", "understandable": "yes",
-                                            "better_elsewhere": "no"})
+            _post(
+                base + "/api/judgments",
+                {"query_id": first, "span_answers": "maybe", "understandable": "yes", "better_elsewhere": "no"},
+            )
         assert refused.value.code == 400
         with urllib.request.urlopen(base + "/api/items", timeout=10) as response:
             state = json.load(response)
@@ -110,14 +116,37 @@ LLM_GRADES = [4, 1, 0, 3, 2, None]  # the LLM judge's 0-4 grade per item; None: 
 def _two_reviewers(folder: Path) -> None:
     review = folder / "review"
     review.mkdir()
-    items = [{"query_id": f"q{i}", "text": f"query {i}", "doc_id": "d", "group": "beginning" if i < 3 else "end",
-              "lang": "en", "spans": [[0, 4]], "document": "text of d", "llm_grade": LLM_GRADES[i]}
-             for i in range(6)]
+    items = [
+        {
+            "query_id": f"q{i}",
+            "text": f"query {i}",
+            "doc_id": "d",
+            "group": "beginning" if i < 3 else "end",
+            "lang": "en",
+            "spans": [[0, 4]],
+            "document": "text of d",
+            "llm_grade": LLM_GRADES[i],
+        }
+        for i in range(6)
+    ]
     (review / "sample.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
     for name, answers in (("ada", A), ("bo", B)):
-        (review / f"judgments-{name}.jsonl").write_text("".join(
-            json.dumps({"query_id": f"q{i}", "reviewer": name, "span_answers": a, "understandable": "yes",
-                        "better_elsewhere": "no", "at": "2026-01-01T00:00:00"}) + "\n" for i, a in enumerate(answers)))
+        (review / f"judgments-{name}.jsonl").write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "query_id": f"q{i}",
+                        "reviewer": name,
+                        "span_answers": a,
+                        "understandable": "yes",
+                        "better_elsewhere": "no",
+                        "at": "2026-01-01T00:00:00",
+                    }
+                )
+                + "\n"
+                for i, a in enumerate(answers)
+            )
+        )
 
 
 def test_report_gives_precision_with_intervals_and_kappa_into_stats_and_card(quickstart):
@@ -134,12 +163,18 @@ def test_report_gives_precision_with_intervals_and_kappa_into_stats_and_card(qui
         "below 0.5: beginning",
     ]
     review = json.loads((quickstart / "stats.json").read_text())["review"]
-    assert review["precision_by_group"]["beginning"] == {"n": 3, "correct": 1, "precision": 0.3333,
-                                                         "ci95": [0.0615, 0.7923]}
+    assert review["precision_by_group"]["beginning"] == {
+        "n": 3,
+        "correct": 1,
+        "precision": 0.3333,
+        "ci95": [0.0615, 0.7923],
+    }
     assert review["n_judgments"] == 12 and review["below_threshold"] == ["beginning"]
     assert review["llm_kappa"] == {"ada": {"n": 5, "kappa": 0.6875}, "bo": {"n": 5, "kappa": 0.6667}}
     card = (quickstart / "README.md").read_text()
-    assert "with the LLM judge's grades (3-4 yes, 2 partly, 0-1 no): Cohen's κ ada 0.6875 (n=5); bo 0.6667 (n=5)" in card
+    assert (
+        "with the LLM judge's grades (3-4 yes, 2 partly, 0-1 no): Cohen's κ ada 0.6875 (n=5); bo 0.6667 (n=5)" in card
+    )
     assert card.count("## Human review") == 1 and "| beginning | 3 | 0.33 | 0.06–0.79 |" in card
     assert card.index("## Human review") < card.index("## Citation")
     runner.invoke(app, ["review", str(quickstart), "--report"])
@@ -147,7 +182,9 @@ def test_report_gives_precision_with_intervals_and_kappa_into_stats_and_card(qui
     exported = runner.invoke(app, ["export-mteb", str(quickstart), *FLAGS])
     assert exported.exit_code == 0, exported.output
     # The quickstart's questions come from templates, not an LLM: MTEB's word for that, reviewed.
-    assert "annotations_creators='automatic-and-reviewed'" in (quickstart / "mteb" / "quickstart_retrieval.py").read_text()
+    assert (
+        "annotations_creators='automatic-and-reviewed'" in (quickstart / "mteb" / "quickstart_retrieval.py").read_text()
+    )
 
 
 def test_review_needs_a_reviewer_name_and_report_needs_judgments(quickstart):

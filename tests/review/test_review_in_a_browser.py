@@ -17,8 +17,15 @@ from tests.mteb_export.conftest import built_quickstart, quickstart  # noqa: F40
 INSTALL = "apt-get install -y chromium chromium-driver && pip install selenium"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run", "--window-size=1200,800"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--window-size=1200,800",
+]
 
 
 @pytest.fixture
@@ -47,9 +54,10 @@ def test_a_reviewer_judges_three_items_reloads_and_finds_them_saved(quickstart, 
         browser.get(f"http://127.0.0.1:{server.server_address[1]}/")
         wait.until(lambda d: d.find_element(By.ID, "position").text == f"1/{len(items)}")
         mark = browser.find_element(By.TAG_NAME, "mark")
-        assert mark.text == items[0]["document"][items[0]["spans"][0][0]:items[0]["spans"][0][1]].strip()
+        assert mark.text == items[0]["document"][items[0]["spans"][0][0] : items[0]["spans"][0][1]].strip()
         assert browser.execute_script(  # the span is scrolled into view
-            "const r = arguments[0].getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight;", mark)
+            "const r = arguments[0].getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight;", mark
+        )
         if os.environ.get("REVIEW_SCREENSHOT"):
             browser.save_screenshot(os.environ["REVIEW_SCREENSHOT"])
         body = browser.find_element(By.TAG_NAME, "body")
@@ -64,7 +72,8 @@ def test_a_reviewer_judges_three_items_reloads_and_finds_them_saved(quickstart, 
         wait.until(lambda d: d.find_element(By.ID, "position").text == f"3/{len(items)}")
         checked = browser.execute_script(
             "return ['span_answers','understandable','better_elsewhere'].map("
-            "q => document.querySelector(`input[name=${q}]:checked`).value);")
+            "q => document.querySelector(`input[name=${q}]:checked`).value);"
+        )
         assert checked == ["no", "yes", "no"]
     finally:
         server.shutdown()

@@ -18,8 +18,8 @@ from builder.backends.llm.config import Price
 from builder.cli import app
 from builder.publish.hub import PushError, push
 from builder.recipe.model import parse_recipe
-from builder.run.budget import budget_overrides
 from builder.recipe.yaml_text import RecipeError
+from builder.run.budget import budget_overrides
 from builder.run.outcome import EmptyResult
 from builder.run.runner import Runner, RunOptions
 from tests.fixtures.scripted_llm import scripted_llm
@@ -58,11 +58,14 @@ def test_tokens_and_money_count_each_request_at_its_worst_until_it_is_answered()
     assert gate.admit(ask("z" * 20), 20, price) is None
 
 
-@pytest.mark.parametrize(("budget", "message"), [
-    ("{calls: 0}", "budget.calls: Input should be greater than or equal to 1"),
-    ("{dollars: 3}", "budget.dollars: unknown key 'dollars'"),
-    ("{usd: 1.5}", "budget.usd: model 'gen' has no price"),
-])
+@pytest.mark.parametrize(
+    ("budget", "message"),
+    [
+        ("{calls: 0}", "budget.calls: Input should be greater than or equal to 1"),
+        ("{dollars: 3}", "budget.dollars: unknown key 'dollars'"),
+        ("{usd: 1.5}", "budget.usd: model 'gen' has no price"),
+    ],
+)
 def test_a_bad_budget_names_its_recipe_line(write_recipe, budget, message):
     text = RECIPE.replace("BASE", "http://127.0.0.1:9/v1") + f"budget: {budget}\n"
     with pytest.raises(RecipeError) as caught:
@@ -73,8 +76,11 @@ def test_a_bad_budget_names_its_recipe_line(write_recipe, budget, message):
 
 def test_the_budget_flag_becomes_recipe_settings_and_names_itself_when_wrong():
     assert budget_overrides("calls=40,usd=0.5") == ["budget.calls=40", "budget.usd=0.5"]
-    for bad, why in (("calls", "expected name=value"), ("calls=x", "calls must be a whole number"),
-                     ("coins=3", "unknown limit 'coins' (calls, tokens, usd)")):
+    for bad, why in (
+        ("calls", "expected name=value"),
+        ("calls=x", "calls must be a whole number"),
+        ("coins=3", "unknown limit 'coins' (calls, tokens, usd)"),
+    ):
         with pytest.raises(ValueError, match=re.escape(why)):
             budget_overrides(bad)
     result = CliRunner().invoke(app, ["build", "quickstart", "--budget", "calls=many"])
@@ -90,17 +96,18 @@ def _build(path: Path, root: Path, budget: int, console: Console | None = None) 
 
 
 @pytest.mark.timeout(300)
-def test_a_budget_stops_the_build_and_a_larger_one_resumes_without_asking_again(write_recipe, fake_openai,
-                                                                                tmp_path):
+def test_a_budget_stops_the_build_and_a_larger_one_resumes_without_asking_again(write_recipe, fake_openai, tmp_path):
     srv = fake_openai(responder=scripted_llm)
     path = write_recipe(RECIPE.replace("BASE", srv.base_url))
     console = Console(record=True, width=400)
     _build(path, tmp_path, 60, console)
     assert len(srv.requests) == 60  # the gate let exactly its 60 calls through
     said = [line for line in console.export_text().splitlines() if "budget" in line]
-    assert said == ["04_localize_spans: budget spent (calls 60 of 60): 15 requests not sent; the stages keep what "
-                    "they got and the output is marked incomplete; run again with a higher budget to resume "
-                    "(answers already received are not asked again)"]
+    assert said == [
+        "04_localize_spans: budget spent (calls 60 of 60): 15 requests not sent; the stages keep what "
+        "they got and the output is marked incomplete; run again with a higher budget to resume "
+        "(answers already received are not asked again)"
+    ]
     out = tmp_path / "out"
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
     assert stats["budget"]["limit"] == {"calls": 60}
@@ -124,21 +131,21 @@ def test_a_budget_stops_the_build_and_a_larger_one_resumes_without_asking_again(
 
     clean = fake_openai(responder=scripted_llm)
     whole = tmp_path / "whole"
-    Runner(parse_recipe(write_recipe(RECIPE.replace("BASE", clean.base_url))),
-           RunOptions(run_root=whole / "runs", out_dir=whole / "out")).run()
+    Runner(
+        parse_recipe(write_recipe(RECIPE.replace("BASE", clean.base_url))),
+        RunOptions(run_root=whole / "runs", out_dir=whole / "out"),
+    ).run()
     assert len(clean.requests) == FULL_CALLS
     assert (out / "queries.jsonl").read_bytes() == (whole / "out" / "queries.jsonl").read_bytes()
 
 
 @pytest.mark.timeout(300)
-def test_a_budget_spent_before_any_query_is_placed_writes_nothing_and_says_why(write_recipe, fake_openai,
-                                                                              tmp_path):
+def test_a_budget_spent_before_any_query_is_placed_writes_nothing_and_says_why(write_recipe, fake_openai, tmp_path):
     srv = fake_openai(responder=scripted_llm)
     path = write_recipe(RECIPE.replace("BASE", srv.base_url))
     with pytest.raises(EmptyResult, match="the budget was spent in 03_generate_queries"):
         _build(path, tmp_path, 30, Console(record=True, width=400))
     assert len(srv.requests) == 30 and not (tmp_path / "out").exists()
-
 
 
 @pytest.mark.timeout(300)

@@ -28,8 +28,10 @@ runner = CliRunner()
 
 
 def _build(recipe: Path, root: Path, *extra: str) -> dict[str, Any]:
-    result = runner.invoke(app, ["build", str(recipe), "--run-dir", str(root / "runs"), "--out", str(root / "out"),
-                                 "--allow-empty", *extra])
+    result = runner.invoke(
+        app,
+        ["build", str(recipe), "--run-dir", str(root / "runs"), "--out", str(root / "out"), "--allow-empty", *extra],
+    )
     assert result.exit_code == 0, result.output
     return json.loads((root / "out" / "stats.json").read_text())
 
@@ -59,8 +61,19 @@ def test_failed_answers_are_reasked_on_request_and_the_cache_can_be_cleared(writ
 
     working["on"] = True
     assert _queries(_build(recipe, tmp_path, "--fresh")) == 0 and srv.request_count == asked  # cache answers
-    reasked = runner.invoke(app, ["build", str(recipe), "--run-dir", str(runs), "--out", str(tmp_path / "out"),
-                                  "--reask-failed", "--allow-empty"])
+    reasked = runner.invoke(
+        app,
+        [
+            "build",
+            str(recipe),
+            "--run-dir",
+            str(runs),
+            "--out",
+            str(tmp_path / "out"),
+            "--reask-failed",
+            "--allow-empty",
+        ],
+    )
     assert reasked.exit_code == 0, reasked.output
     # Only the stage whose answers failed runs again; the one before it comes from its checkpoint.
     assert "01_sample_by_length: unchanged, loaded from checkpoint" in reasked.output
@@ -92,8 +105,10 @@ def test_the_cache_command_refuses_clearly(tmp_path):
 
 def test_a_cache_from_an_older_version_is_shown_and_cleared(tmp_path):
     with sqlite3.connect(tmp_path / "llm_cache.sqlite") as db:
-        db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,"
-                   " completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL) WITHOUT ROWID")
+        db.execute(
+            "CREATE TABLE answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,"
+            " completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL) WITHOUT ROWID"
+        )
         db.executemany("INSERT INTO answers VALUES (?, 'old', 1, 2, 0.0)", [("a",), ("b",)])
     db.close()
     shown = _cache(str(tmp_path))

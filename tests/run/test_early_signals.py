@@ -55,10 +55,19 @@ EXPECTED = {signal.SIGINT: 130, signal.SIGTERM: 143}
 def test_a_signal_during_start_up_imports_gives_the_stop_line_and_status(tmp_path, signum, after_s):
     recipe = tmp_path / "early.yaml"
     recipe.write_text(RECIPE, encoding="utf-8")
-    cmd = [sys.executable, "-c", CHILD, str(recipe), "--run-dir", str(tmp_path / "runs"),
-           "--out", str(tmp_path / "out")]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    cmd = [
+        sys.executable,
+        "-c",
+        CHILD,
+        str(recipe),
+        "--run-dir",
+        str(tmp_path / "runs"),
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
     assert proc.stderr is not None
     first = proc.stderr.readline()
     assert first.startswith(READY), first
@@ -77,16 +86,31 @@ def _limit_files(limit: int):
     def preexec() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # as a shell with `ulimit -f` does not kill on it
+
     return preexec
 
 
 def test_a_file_size_limit_ends_a_build_in_one_line(tmp_path):
     recipe = tmp_path / "early.yaml"
     recipe.write_text(RECIPE, encoding="utf-8")
-    cmd = [sys.executable, "-c", "from builder.cli import main; main()", str(recipe),
-           "--run-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, preexec_fn=_limit_files(4096),
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    cmd = [
+        sys.executable,
+        "-c",
+        "from builder.cli import main; main()",
+        str(recipe),
+        "--run-dir",
+        str(tmp_path / "runs"),
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    done = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_limit_files(4096),
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]

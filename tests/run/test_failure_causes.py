@@ -48,14 +48,17 @@ def test_a_failed_build_names_the_cause_in_its_message_drops_and_stats(case, wri
     reply, cause = CASES[case]
     srv = fake_openai(responder=lambda body: reply)
     recipe = write_recipe(RECIPE.replace("BASE", srv.base_url))
-    failed = runner.invoke(app, ["build", str(recipe), "--run-dir", str(tmp_path / "runs"),
-                                 "--out", str(tmp_path / "out")])
+    failed = runner.invoke(
+        app, ["build", str(recipe), "--run-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]
+    )
     assert failed.exit_code == 1, failed.output
     assert "every LLM call failed" in failed.output and cause in failed.output, failed.output
     assert "Traceback" not in failed.output
 
-    kept = runner.invoke(app, ["build", str(recipe), "--run-dir", str(tmp_path / "runs"),
-                               "--out", str(tmp_path / "out"), "--allow-empty"])
+    kept = runner.invoke(
+        app,
+        ["build", str(recipe), "--run-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--allow-empty"],
+    )
     assert kept.exit_code == 0, kept.output
     drops = pl.read_parquet(tmp_path / "out" / "drops.parquet").filter(pl.col("reason") == "llm_failed")
     assert drops.height > 0 and "cause" in drops.columns

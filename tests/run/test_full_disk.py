@@ -33,8 +33,9 @@ stages:
 def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     place = tmp_path / "tiny_disk"
     place.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(place)],
-                             capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(place)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a 64 KiB tmpfs here (needs root): {mounted.stderr.strip()[:120]}")
     try:
@@ -57,8 +58,9 @@ def test_a_full_disk_is_one_line_naming_the_folder(write_recipe, tmp_path, tiny_
     recipe = write_recipe(TINY)
     folders = {"--out": tmp_path / "out", "--run-dir": tmp_path / "runs"}
     folders[option] = tiny_disk / option.strip("-")
-    result = runner.invoke(app, ["build", str(recipe), "--out", str(folders["--out"]),
-                                 "--run-dir", str(folders["--run-dir"])])
+    result = runner.invoke(
+        app, ["build", str(recipe), "--out", str(folders["--out"]), "--run-dir", str(folders["--run-dir"])]
+    )
     line = _one_line(result)
     assert f"no space left for {option} {folders[option]}" in line
     assert "free on its file system" in line

@@ -62,8 +62,7 @@ def _build(recipe: Path) -> str:
 
 def _state(folder: Path) -> dict[str, tuple[int, int]]:
     """(inode, mtime) of the folder and of everything in it."""
-    return {str(p.relative_to(folder)): (p.stat().st_ino, p.stat().st_mtime_ns)
-            for p in [folder, *folder.rglob("*")]}
+    return {str(p.relative_to(folder)): (p.stat().st_ino, p.stat().st_mtime_ns) for p in [folder, *folder.rglob("*")]}
 
 
 def test_a_current_output_is_not_rewritten(recipe: Path) -> None:
@@ -120,7 +119,10 @@ def _imported_by_a_rerun(recipe: Path) -> str:
         "except SystemExit as exit:\n    assert not exit.code, exit.code\n"
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")]),
+    }
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=root, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip().splitlines()[-1]

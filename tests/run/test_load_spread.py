@@ -26,36 +26,49 @@ PARAMS = SampleParams(buckets=[0, 5, 20, 10_000], weights=[1, 1, 1], n_docs=12)
 
 
 def _rows(n: int) -> list[dict]:
-    return [{"id": f"d{i}", "text": " ".join(f"w{i}x{k}" for k in range(1 + (i * 7) % 30)),
-             "lang": "en" if i % 3 else "fr"} for i in range(n)]
+    return [
+        {"id": f"d{i}", "text": " ".join(f"w{i}x{k}" for k in range(1 + (i * 7) % 30)), "lang": "en" if i % 3 else "fr"}
+        for i in range(n)
+    ]
 
 
 def _write(tmp_path) -> list:
     rows = _rows(60)
     lines = [json.dumps(r) for r in rows[:30]]
     lines[0] = "\ufeff" + lines[0]  # a byte-order mark on line 1
-    lines[5:5] = ["", "{broken", "[1, 2]", json.dumps({"id": "d2", "text": "again"}),
-                  json.dumps({"id": "d4", "text": "new words"}),
-                  json.dumps({"id": "copy", "text": rows[3]["text"]}), json.dumps({"text": "no id"}),
-                  json.dumps({"id": "blank", "text": "  "}), json.dumps({"id": "s", "text": "bad \ud800"}),
-                  json.dumps({"id": "t\tab", "text": "tab in id"})]
+    lines[5:5] = [
+        "",
+        "{broken",
+        "[1, 2]",
+        json.dumps({"id": "d2", "text": "again"}),
+        json.dumps({"id": "d4", "text": "new words"}),
+        json.dumps({"id": "copy", "text": rows[3]["text"]}),
+        json.dumps({"text": "no id"}),
+        json.dumps({"id": "blank", "text": "  "}),
+        json.dumps({"id": "s", "text": "bad \ud800"}),
+        json.dumps({"id": "t\tab", "text": "tab in id"}),
+    ]
     data = ("\n".join(lines) + "\n").encode("utf-8")
     data = data.replace(b'"again"', b'"ag\xffain"', 1) + b'{"id": "u", "text": "\xff"}\n{"id": "last", "text": "end"}'
     (tmp_path / "a.jsonl").write_bytes(data)
     pl.DataFrame(rows[28:]).write_parquet(tmp_path / "b.parquet", row_group_size=7)
-    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps({"text": [r["text"], "x y"]}) for r in rows[50:56]),
-                                      encoding="utf-8")
+    (tmp_path / "c.jsonl").write_text(
+        "\n".join(json.dumps({"text": [r["text"], "x y"]}) for r in rows[50:56]), encoding="utf-8"
+    )
     fields = {"id": "id", "text": "text", "lang": "lang"}
-    return [JsonlSource(type="jsonl", path="a.jsonl", fields=fields),
-            ParquetSource(type="parquet", path="b.parquet", fields=fields, limit=20),
-            JsonlSource(type="jsonl", path="c.jsonl", fields={"id": None}, explode_text=True, id_prefix="c"),
-            PythonDocsSource(type="python_docs", limit=15)]
+    return [
+        JsonlSource(type="jsonl", path="a.jsonl", fields=fields),
+        ParquetSource(type="parquet", path="b.parquet", fields=fields, limit=20),
+        JsonlSource(type="jsonl", path="c.jsonl", fields={"id": None}, explode_text=True, id_prefix="c"),
+        PythonDocsSource(type="python_docs", limit=15),
+    ]
 
 
 def _local(specs, tmp_path, limit=None):
     picker = StreamingPicker(PARAMS, 3)
-    return load.stream_corpus(iter_documents(specs, tmp_path, limit), picker, WordCounter(),
-                              Console(file=io.StringIO()))
+    return load.stream_corpus(
+        iter_documents(specs, tmp_path, limit), picker, WordCounter(), Console(file=io.StringIO())
+    )
 
 
 def _spread(specs, tmp_path, executor, limit=None, console=None):
@@ -78,8 +91,17 @@ def test_spread_load_equals_the_local_load(tmp_path, monkeypatch, limit):
     assert 0 < corpus.filter(pl.col("text") != "").height <= PARAMS.n_docs
     if limit is None:
         assert {"line:7", "line:8", "line:9"} <= set(drops["id"])  # the blank line 6 counts
-        assert set(drops["reason"]) >= {"malformed_json", "row_not_object", "invalid_utf8", "duplicate_text",
-                                        "missing_id", "empty_text", "invalid_unicode", "bad_id", "duplicate_id"}
+        assert set(drops["reason"]) >= {
+            "malformed_json",
+            "row_not_object",
+            "invalid_utf8",
+            "duplicate_text",
+            "missing_id",
+            "empty_text",
+            "invalid_unicode",
+            "bad_id",
+            "duplicate_id",
+        }
     (line,) = out.getvalue().splitlines()
     assert line.startswith(f"00_load: read {want_corpus.height + want_drops.height:,}, kept {want_corpus.height},")
 
@@ -99,8 +121,11 @@ def test_a_whole_corpus_load_counts_through_the_executor(tmp_path, monkeypatch):
 
     _write(tmp_path)
     recipe = tmp_path / "r.yaml"
-    recipe.write_text("name: r\nsources:\n  - {type: jsonl, path: a.jsonl}\n  - {type: python_docs}\n"
-                      "stages:\n  - generate_queries: {mode: extractive}\n", encoding="utf-8")
+    recipe.write_text(
+        "name: r\nsources:\n  - {type: jsonl, path: a.jsonl}\n  - {type: python_docs}\n"
+        "stages:\n  - generate_queries: {mode: extractive}\n",
+        encoding="utf-8",
+    )
     parsed = parse_recipe(recipe).recipe
 
     class Counting(LocalExecutor):
@@ -119,8 +144,9 @@ def test_a_whole_corpus_load_counts_through_the_executor(tmp_path, monkeypatch):
     assert got[0].equals(want[0]) and got[1].equals(want[1])
 
 
-@pytest.mark.skipif(__import__("importlib").util.find_spec("ray") is None,
-                    reason="Ray is not installed: pip install -e '.[ray]'")
+@pytest.mark.skipif(
+    __import__("importlib").util.find_spec("ray") is None, reason="Ray is not installed: pip install -e '.[ray]'"
+)
 def test_spread_load_on_ray_equals_the_local_load(ray_local, tmp_path, monkeypatch):
     monkeypatch.setattr(shards, "SHARD_BYTES", 300)
     specs = _write(tmp_path)

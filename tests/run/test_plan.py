@@ -15,15 +15,19 @@ from builder.stages.sample_by_length import SampleByLength, SampleParams
 
 # CPython's reference topics have 28 to 8,571 words: narrow buckets leave far fewer
 # eligible documents than the 40 asked for.
-SAMPLE = ("sources: [{type: python_docs}]\ntokenizer: {kind: words}\nstages:\n"
-          "  - sample_by_length: {buckets: [100, 200, 400], weights: [1, 1], n_docs: 40, max_words: 350}\n")
+SAMPLE = (
+    "sources: [{type: python_docs}]\ntokenizer: {kind: words}\nstages:\n"
+    "  - sample_by_length: {buckets: [100, 200, 400], weights: [1, 1], n_docs: 40, max_words: 350}\n"
+)
 LLM = "models: {gen: {model: tiny-model, base_url: 'http://127.0.0.1:9/v1'}}\n"
 
 
 def test_plan_document_count_is_what_the_run_samples(write_recipe, tmp_path):
     recipe = write_recipe("name: sampled\n" + SAMPLE)
-    result = CliRunner().invoke(app, ["build", str(recipe), "--out", str(tmp_path / "out"),
-                                      "--run-dir", str(tmp_path / "runs"), "--allow-empty"])
+    result = CliRunner().invoke(
+        app,
+        ["build", str(recipe), "--out", str(tmp_path / "out"), "--run-dir", str(tmp_path / "runs"), "--allow-empty"],
+    )
     assert result.exit_code == 0, result.output
     (stats,) = (tmp_path / "runs").rglob("01_sample_by_length/stats.json")
     sampled = json.loads(stats.read_text())["docs_out"]
@@ -37,27 +41,35 @@ def test_plan_document_count_is_what_the_run_samples(write_recipe, tmp_path):
 
 def test_a_sampled_corpus_is_scaled_up():
     # Ten documents stand for thirty: 3 eligible in [0, 10) -> 9, 4 in [10, 20) -> 12, 3 too long.
-    sample = pl.DataFrame({"doc_id": [f"d{i}" for i in range(10)], "text": ["w"] * 10,
-                           "n_tokens": [1, 2, 3, 11, 12, 13, 14, 50, 60, 70]})
+    sample = pl.DataFrame(
+        {"doc_id": [f"d{i}" for i in range(10)], "text": ["w"] * 10, "n_tokens": [1, 2, 3, 11, 12, 13, 14, 50, 60, 70]}
+    )
     flow = Flow(docs=30, queries=0, doc_tokens=23.6, sample=sample, scale=3.0)
     stage = SampleByLength(SampleParams(buckets=[0, 10, 20], weights=[1, 1], n_docs=24))
     out, estimate = stage.plan(flow)
     assert out.docs == 9 + 12  # targets 12 and 12; the first bucket has only 9
     assert out.doc_tokens == (2 * 9 + 12.5 * 12) / 21
-    assert estimate.notes == ["eligible documents counted on a sample of 10 of 30: 21 of 24 wanted",
-                              "bucket [0, 10): takes 9 of 9 eligible (wants 12)",
-                              "bucket [10, 20): takes 12 of 12 eligible (wants 12)",
-                              "falls outside: 9 documents (outside_length_buckets 9); widen `buckets` "
-                              "(and weights) or the word limits to keep them"]
+    assert estimate.notes == [
+        "eligible documents counted on a sample of 10 of 30: 21 of 24 wanted",
+        "bucket [0, 10): takes 9 of 9 eligible (wants 12)",
+        "bucket [10, 20): takes 12 of 12 eligible (wants 12)",
+        "falls outside: 9 documents (outside_length_buckets 9); widen `buckets` "
+        "(and weights) or the word limits to keep them",
+    ]
 
 
 def test_plan_with_per_counts_each_stratum_and_what_falls_outside():
     # Two languages; per stratum 2 documents wanted in [0, 100) and 2 in [100, 200).
     # en: 3 short, 1 medium, 2 too long; de: 1 short, 2 medium, 1 too long.
-    sample = pl.DataFrame({
-        "doc_id": [f"d{i}" for i in range(10)], "text": ["w"] * 10,
-        "lang": ["en"] * 6 + ["de"] * 4, "domain": ["general"] * 10,
-        "n_tokens": [10, 20, 30, 150, 900, 4000, 40, 120, 130, 2500]})
+    sample = pl.DataFrame(
+        {
+            "doc_id": [f"d{i}" for i in range(10)],
+            "text": ["w"] * 10,
+            "lang": ["en"] * 6 + ["de"] * 4,
+            "domain": ["general"] * 10,
+            "n_tokens": [10, 20, 30, 150, 900, 4000, 40, 120, 130, 2500],
+        }
+    )
     flow = Flow(docs=10, queries=0, doc_tokens=0.0, sample=sample, scale=1.0)
     stage = SampleByLength(SampleParams(buckets=[0, 100, 200], weights=[1, 1], n_docs=4, per=["lang"]))
     out, estimate = stage.plan(flow)
@@ -108,12 +120,19 @@ def test_plan_reads_its_sources_in_a_stream_and_samples_the_rows_a_whole_read_wo
 
 
 def test_plan_states_how_long_a_request_to_a_dead_server_can_take(write_recipe):
-    recipe = write_recipe("name: bounded\n" + LLM.replace("base_url", "timeout_s: 30, max_retries: 2, base_url")
-                          + SAMPLE + "  - summarize: {llm: gen}\n", "plan.yaml")
+    recipe = write_recipe(
+        "name: bounded\n"
+        + LLM.replace("base_url", "timeout_s: 30, max_retries: 2, base_url")
+        + SAMPLE
+        + "  - summarize: {llm: gen}\n",
+        "plan.yaml",
+    )
     result = CliRunner().invoke(app, ["plan", str(recipe)])
     assert result.exit_code == 0, result.output
-    assert ("model gen: a request gives up after at most 93 s (3 attempts of at most timeout_s 30 s, "
-            "3 s of backoff); replies over 4,194,304 bytes are refused") in " ".join(result.output.split())
+    assert (
+        "model gen: a request gives up after at most 93 s (3 attempts of at most timeout_s 30 s, "
+        "3 s of backoff); replies over 4,194,304 bytes are refused"
+    ) in " ".join(result.output.split())
 
 
 def test_plan_of_my_domain_counts_long_documents_as_falling_outside(tmp_path, monkeypatch):
@@ -131,5 +150,7 @@ def test_plan_of_my_domain_counts_long_documents_as_falling_outside(tmp_path, mo
     rows = make_plan(parse_recipe(find_recipe("my_domain"), ["stages.sample_by_length.n_docs=30"]), None)
     assert rows[1].flow_out.docs == 4
     assert rows[2].estimate.calls == 4  # one generation call per document taken
-    assert ("falls outside: 6 documents (outside_length_buckets 6); widen `buckets` (and weights) or the "
-            "word limits to keep them") in rows[1].estimate.notes
+    assert (
+        "falls outside: 6 documents (outside_length_buckets 6); widen `buckets` (and weights) or the "
+        "word limits to keep them"
+    ) in rows[1].estimate.notes

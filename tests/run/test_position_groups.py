@@ -19,27 +19,39 @@ from builder.run.runner import RunResult
 
 def _bench(rel_pos: list[float]) -> Bench:
     n = len(rel_pos)
-    corpus = pl.DataFrame({"doc_id": ["d1"], "title": ["t"], "text": ["x " * 500], "lang": ["en"],
-                           "domain": ["web"], "n_tokens": [500]})
-    queries = pl.DataFrame({"query_id": [f"q{i}" for i in range(n)], "text": [f"question {i}" for i in range(n)],
-                            "doc_id": ["d1"] * n, "lang": ["en"] * n, "rel_pos": rel_pos})
+    corpus = pl.DataFrame(
+        {"doc_id": ["d1"], "title": ["t"], "text": ["x " * 500], "lang": ["en"], "domain": ["web"], "n_tokens": [500]}
+    )
+    queries = pl.DataFrame(
+        {
+            "query_id": [f"q{i}" for i in range(n)],
+            "text": [f"question {i}" for i in range(n)],
+            "doc_id": ["d1"] * n,
+            "lang": ["en"] * n,
+            "rel_pos": rel_pos,
+        }
+    )
     qrels = pl.DataFrame({"query_id": queries["query_id"], "doc_id": ["d1"] * n, "score": [1] * n})
     return Bench.of(corpus=corpus, queries=queries, qrels=qrels)
 
 
-NO_END = [0.1] * 10 + [0.5] * 10          # 20 queries, none in the last third
+NO_END = [0.1] * 10 + [0.5] * 10  # 20 queries, none in the last third
 ONE_END = [0.1] * 12 + [0.5] * 12 + [0.9]  # 1 of 25 (4 %) in the last third
 
 
-@pytest.mark.parametrize(("rel_pos", "expected"), [
-    (NO_END, "0 of its 20 queries (0%) locate their evidence in the end third"),
-    (ONE_END, "1 of its 25 queries (4%) locate their evidence in the end third"),
-])
+@pytest.mark.parametrize(
+    ("rel_pos", "expected"),
+    [
+        (NO_END, "0 of its 20 queries (0%) locate their evidence in the end third"),
+        (ONE_END, "1 of its 25 queries (4%) locate their evidence in the end third"),
+    ],
+)
 def test_a_thin_third_is_a_warning_in_stats(rel_pos, expected):
     warnings = compute_stats(_bench(rel_pos), {"stages": []})["warnings"]
     assert [w for w in warnings if "third" in w] == [
         f"the benchmark is lopsided: {expected} (under 5%); position-group figures on it "
-        "say little, so check the generation stage's thirds and the filters that removed queries"]
+        "say little, so check the generation stage's thirds and the filters that removed queries"
+    ]
 
 
 def test_even_thirds_and_a_bench_without_queries_warn_of_nothing():

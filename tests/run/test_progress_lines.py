@@ -31,8 +31,18 @@ def test_a_slow_piped_stage_prints_done_total_and_rate_every_interval(write_reci
     srv = fake_openai(responder=scripted_llm, latency_s=0.4)  # 6 answers one at a time: about 2.4 s
     recipe = write_recipe(RECIPE.replace("BASE", srv.base_url))
     monkeypatch.setenv(INTERVAL_ENV, "0.3")
-    result = CliRunner().invoke(app, ["build", str(recipe), "--run-dir", str(recipe.parent / "runs"),
-                                      "--out", str(recipe.parent / "out"), "--allow-empty"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "build",
+            str(recipe),
+            "--run-dir",
+            str(recipe.parent / "runs"),
+            "--out",
+            str(recipe.parent / "out"),
+            "--allow-empty",
+        ],
+    )
     assert result.exit_code == 0, result.output
     found = [(int(done), float(rate)) for done, rate in LINE.findall(result.output)]
     assert len(found) >= 4, result.output  # about 2.4 s at one line per 0.3 s
@@ -62,8 +72,10 @@ def test_scoring_reports_progress_per_chunk_and_scores_alike():
     assert scores == score_windowed(_Counting(), pairs)  # one call, same scores
 
 
-SPENT = re.compile(r"02_summarize summarizing: (\d+)/6 after [^;\n]*; LLM spent (\d+) of ~6 calls, "
-                   r"([\d,]+) of ~([\d,]+) tokens")
+SPENT = re.compile(
+    r"02_summarize summarizing: (\d+)/6 after [^;\n]*; LLM spent (\d+) of ~6 calls, "
+    r"([\d,]+) of ~([\d,]+) tokens"
+)
 
 
 @pytest.mark.timeout(120)
@@ -71,8 +83,18 @@ def test_the_progress_line_shows_spent_against_the_stage_estimate(write_recipe, 
     srv = fake_openai(responder=scripted_llm, latency_s=0.3)
     recipe = write_recipe(RECIPE.replace("BASE", srv.base_url))
     monkeypatch.setenv(INTERVAL_ENV, "0.25")
-    result = CliRunner().invoke(app, ["build", str(recipe), "--run-dir", str(recipe.parent / "runs"),
-                                      "--out", str(recipe.parent / "out"), "--allow-empty"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "build",
+            str(recipe),
+            "--run-dir",
+            str(recipe.parent / "runs"),
+            "--out",
+            str(recipe.parent / "out"),
+            "--allow-empty",
+        ],
+    )
     assert result.exit_code == 0, result.output
     found = [tuple(int(x.replace(",", "")) for x in m) for m in SPENT.findall(result.output)]
     assert len(found) >= 3, result.output
@@ -87,5 +109,6 @@ def test_the_spend_text_says_spent_against_estimated():
     from builder.stages.base import Estimate
 
     assert spend_text(12, 10_234, Estimate(calls=32, prompt_tokens=20_000, completion_tokens=5_000)) == (
-        "LLM spent 12 of ~32 calls, 10,234 of ~25,000 tokens")
+        "LLM spent 12 of ~32 calls, 10,234 of ~25,000 tokens"
+    )
     assert spend_text(12, 10_234, None) == "LLM spent 12 calls, 10,234 tokens"

@@ -40,8 +40,19 @@ def test_validate_accepts_a_new_output_dir(write_recipe, tmp_path, monkeypatch):
 def test_an_empty_folder_is_refused_as_from(write_recipe, tmp_path):
     recipe = write_recipe(TINY.replace("WHERE", str(tmp_path / "x")))
     (tmp_path / "empty").mkdir()
-    result = runner.invoke(app, ["build", str(recipe), "--run-dir", str(tmp_path / "runs"),
-                                 "--out", str(tmp_path / "new"), "--from", str(tmp_path / "empty")])
+    result = runner.invoke(
+        app,
+        [
+            "build",
+            str(recipe),
+            "--run-dir",
+            str(tmp_path / "runs"),
+            "--out",
+            str(tmp_path / "new"),
+            "--from",
+            str(tmp_path / "empty"),
+        ],
+    )
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "not a built release" in lines[0], result.output

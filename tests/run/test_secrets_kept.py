@@ -91,8 +91,9 @@ def test_a_server_that_cannot_be_reached_is_named_without_its_credentials(write_
 
 
 @pytest.mark.parametrize("command", ["validate", "plan", "build"])
-def test_a_base_url_with_a_password_is_refused_before_anything_is_sent(write_recipe, fake_openai, tmp_path,
-                                                                       command: str):
+def test_a_base_url_with_a_password_is_refused_before_anything_is_sent(
+    write_recipe, fake_openai, tmp_path, command: str
+):
     srv = fake_openai(responder=scripted_llm)
     recipe = write_recipe(RECIPE.replace("BASE", srv.base_url.replace("http://", "http://user:PassSecret3@")))
     extra = ["--run-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out")] if command == "build" else []
@@ -106,38 +107,57 @@ def test_a_base_url_with_a_password_is_refused_before_anything_is_sent(write_rec
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize(("text", "masked"), [
-    ("http://user:pw@host:8000/v1", "http://***@host:8000/v1"),
-    ("https://host/v1?api_key=abc&token=def&model=m", "https://host/v1?api_key=***&token=***&model=m"),
-    ("https://host/v1?X-Amz-Signature=abc", "https://host/v1?X-Amz-Signature=***"),
-    ("https://host/v1?max_tokens=12", "https://host/v1?max_tokens=12"),
-    ("key " + "sk-" + "abcdefghijklmnopqrstuv" + " used", "key *** used"),  # joined: no key-shaped literal
-])
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("http://user:pw@host:8000/v1", "http://***@host:8000/v1"),
+        ("https://host/v1?api_key=abc&token=def&model=m", "https://host/v1?api_key=***&token=***&model=m"),
+        ("https://host/v1?X-Amz-Signature=abc", "https://host/v1?X-Amz-Signature=***"),
+        ("https://host/v1?max_tokens=12", "https://host/v1?max_tokens=12"),
+        ("key " + "sk-" + "abcdefghijklmnopqrstuv" + " used", "key *** used"),  # joined: no key-shaped literal
+    ],
+)
 def test_mask_string(text: str, masked: str) -> None:
     assert mask_string(text) == masked
 
 
 def test_mask_mapping_masks_headers_and_urls_inside() -> None:
-    headers = {"Authorization": "Bearer abc", "X-Api-Key": "abc", "Content-Type": "application/json",
-               "Referer": "http://u:p@host/"}
-    assert mask_mapping(headers) == {"Authorization": "***", "X-Api-Key": "***",
-                                     "Content-Type": "application/json", "Referer": "http://***@host/"}
+    headers = {
+        "Authorization": "Bearer abc",
+        "X-Api-Key": "abc",
+        "Content-Type": "application/json",
+        "Referer": "http://u:p@host/",
+    }
+    assert mask_mapping(headers) == {
+        "Authorization": "***",
+        "X-Api-Key": "***",
+        "Content-Type": "application/json",
+        "Referer": "http://***@host/",
+    }
 
 
 def test_a_key_the_server_quotes_back_is_masked_whatever_its_shape(write_recipe, fake_openai, tmp_path):
     # Not shaped like any well-known token (no sk-, hf_, ghp_): only its value gives it away.
     key = "Zq9plainKEYvalue42"
-    quoted = json.dumps({"error": {"message": f"Incorrect API key provided: Bearer {key}. Check it.",
-                                   "type": "invalid_request_error"}})
+    quoted = json.dumps(
+        {"error": {"message": f"Incorrect API key provided: Bearer {key}. Check it.", "type": "invalid_request_error"}}
+    )
     srv = fake_openai(responder=lambda body: Reply(status=401, body=quoted))
-    recipe = write_recipe(RECIPE.replace("BASE", srv.base_url).replace(
-        "max_concurrency: 2,", "max_concurrency: 2, api_key_env: BB_QUOTED_KEY,"))
+    recipe = write_recipe(
+        RECIPE.replace("BASE", srv.base_url).replace(
+            "max_concurrency: 2,", "max_concurrency: 2, api_key_env: BB_QUOTED_KEY,"
+        )
+    )
     for extra in ([], ["--allow-empty"]):
-        built = runner.invoke(app, ["build", str(recipe), "--run-dir", str(tmp_path / "runs"),
-                                    "--out", str(tmp_path / "out"), *extra], env={"BB_QUOTED_KEY": key})
+        built = runner.invoke(
+            app,
+            ["build", str(recipe), "--run-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), *extra],
+            env={"BB_QUOTED_KEY": key},
+        )
         assert srv.request_count > 0
         assert "Incorrect API key provided" in built.output, built.output
         assert key not in built.output, built.output
-    found = [str(p) for p in sorted(tmp_path.rglob("*")) if p.is_file() and key.encode() in p.read_bytes()
-             and p != recipe]
+    found = [
+        str(p) for p in sorted(tmp_path.rglob("*")) if p.is_file() and key.encode() in p.read_bytes() and p != recipe
+    ]
     assert found == []

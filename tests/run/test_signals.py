@@ -56,8 +56,9 @@ SERVER_LATENCY_S = 60.0
 
 def _spawn(recipe: Path, root: Path) -> subprocess.Popen:
     cmd = [sys.executable, "-c", CHILD, str(recipe), "--run-dir", str(root / "runs"), "--out", str(root / "out")]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
 
 
 def _stop(proc: subprocess.Popen, sig: signal.Signals) -> str:
@@ -72,8 +73,11 @@ def _stop(proc: subprocess.Popen, sig: signal.Signals) -> str:
 
 
 def _stop_lines(err: str) -> list[str]:
-    return [line for line in err.splitlines() if "interrupted" in line or "Aborted" in line
-            or "Traceback" in line or "resume" in line]
+    return [
+        line
+        for line in err.splitlines()
+        if "interrupted" in line or "Aborted" in line or "Traceback" in line or "resume" in line
+    ]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
@@ -103,8 +107,9 @@ def test_a_signal_mid_stage_gives_one_line_and_a_rerun_resumes(sig, fake_openai,
     assert _stop_lines(err) == [f"interrupted by {sig.name}; {RESUME}"], err
     assert not (tmp_path / "out").exists()
     srv.latency_s = 0.0
-    again = CliRunner().invoke(app, ["build", str(recipe), "--run-dir", str(tmp_path / "runs"),
-                                     "--out", str(tmp_path / "out")])
+    again = CliRunner().invoke(
+        app, ["build", str(recipe), "--run-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]
+    )
     assert again.exit_code == 0, again.output
     assert "01_sample_by_length: unchanged, loaded from checkpoint" in " ".join(again.output.split())
     assert (tmp_path / "out" / "queries.jsonl").is_file()

@@ -43,10 +43,23 @@ stages:
 
 
 def _piped_build(recipe: Path, root: Path) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-c", "from builder.cli import main; main()", str(recipe),
-           "--run-dir", str(root / "runs"), "--out", str(root / "out")]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPO), INTERVAL_ENV: "0.1"})
+    cmd = [
+        sys.executable,
+        "-c",
+        "from builder.cli import main; main()",
+        str(recipe),
+        "--run-dir",
+        str(root / "runs"),
+        "--out",
+        str(root / "out"),
+    ]
+    return subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO), INTERVAL_ENV: "0.1"},
+    )
 
 
 def test_requests_that_outlast_timeout_s_are_named_in_progress_and_the_error(write_recipe, fake_openai, tmp_path):
@@ -54,8 +67,9 @@ def test_requests_that_outlast_timeout_s_are_named_in_progress_and_the_error(wri
     done = _piped_build(write_recipe(SLOW.replace("BASE", srv.base_url)), tmp_path)
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
-    assert re.search(r"02_generate_queries .*attempts timed out \(timeout_s=0\.5 s, the last waited 0\.\d s\)",
-                     output), output
+    assert re.search(
+        r"02_generate_queries .*attempts timed out \(timeout_s=0\.5 s, the last waited 0\.\d s\)", output
+    ), output
     error = next(line for line in done.stderr.splitlines() if line.startswith("error:"))
     assert "every LLM call failed" in error and "timeout_s=0.5 s" in error
     assert re.search(r"the attempt waited \d+\.\d s", error), error

@@ -11,18 +11,40 @@ from builder.records.stage_record import StageRecord
 
 # A stage record as checkpoints and stats.json held it before StageRecord existed.
 OLD_STAGE = {
-    "stage": "03_span_contrast", "docs_in": 4, "docs_out": 4, "docs_added": 0,
-    "queries_in": 5, "queries_out": 3, "queries_added": 0,
-    "dropped": {"contrast_not_higher:bm25": 2}, "seconds": 0.25,
-    "llm": {"calls": 2, "cache_hits": 0, "retries": 0, "failures": 0, "prompt_tokens": 9,
-            "completion_tokens": 3, "transport_failures": 0, "last_transport_error": None},
+    "stage": "03_span_contrast",
+    "docs_in": 4,
+    "docs_out": 4,
+    "docs_added": 0,
+    "queries_in": 5,
+    "queries_out": 3,
+    "queries_added": 0,
+    "dropped": {"contrast_not_higher:bm25": 2},
+    "seconds": 0.25,
+    "llm": {
+        "calls": 2,
+        "cache_hits": 0,
+        "retries": 0,
+        "failures": 0,
+        "prompt_tokens": 9,
+        "completion_tokens": 3,
+        "transport_failures": 0,
+        "last_transport_error": None,
+    },
     "prompts": {"relevance_grade": "ab" * 32},
     "span_contrast": {"bm25": {"higher": 3, "not_higher": 2, "no_score": 0}},
     "kept_by_third": {"beginning": {"in": 2, "kept": 2, "share": 1.0}},
     "llm_transport_failures": 1,
 }
-OLD_LOAD = {"stage": "00_load", "docs_in": 6, "docs_out": 6, "queries_in": 0, "queries_out": 0,
-            "dropped": {}, "seconds": 0.1, "tokenizer": "words"}
+OLD_LOAD = {
+    "stage": "00_load",
+    "docs_in": 6,
+    "docs_out": 6,
+    "queries_in": 0,
+    "queries_out": 0,
+    "dropped": {},
+    "seconds": 0.1,
+    "tokenizer": "words",
+}
 
 
 @pytest.mark.parametrize("old", [OLD_STAGE, OLD_LOAD])

@@ -24,13 +24,19 @@ def span(text: str, doc: str) -> list[dict[str, Any]]:
 
 def bench_of(docs: dict[str, str], queries: Sequence[dict[str, Any]]) -> Bench:
     """Documents by id; queries as dicts with query_id, text, doc_id and any extra column."""
-    corpus = pl.DataFrame({"doc_id": list(docs), "text": list(docs.values()),
-                           "n_tokens": [len(t.split()) for t in docs.values()]})
+    corpus = pl.DataFrame(
+        {"doc_id": list(docs), "text": list(docs.values()), "n_tokens": [len(t.split()) for t in docs.values()]}
+    )
     rows = [dict(q) for q in queries]
     overrides = {"spans": SPAN_DTYPE} if any("spans" in q for q in rows) else {}
     table = pl.DataFrame(rows, schema_overrides=overrides) if rows else None
-    qrels = pl.DataFrame({"query_id": [q["query_id"] for q in rows], "doc_id": [q["doc_id"] for q in rows],
-                          "score": [1] * len(rows)}) if rows else None
+    qrels = (
+        pl.DataFrame(
+            {"query_id": [q["query_id"] for q in rows], "doc_id": [q["doc_id"] for q in rows], "score": [1] * len(rows)}
+        )
+        if rows
+        else None
+    )
     return Bench.of(corpus, table, qrels)
 
 
@@ -61,8 +67,7 @@ def graders(fake_openai: Any) -> Iterator[Callable[..., OpenAIBackend]]:
 
     def make(name: str = "judge", responder: Any = None, **config: Any) -> OpenAIBackend:
         srv = fake_openai(responder=responder or with_grades())
-        backend = OpenAIBackend(name, OpenAIModelConfig(model=name, base_url=srv.base_url, **config),
-                                LLMCache.memory())
+        backend = OpenAIBackend(name, OpenAIModelConfig(model=name, base_url=srv.base_url, **config), LLMCache.memory())
         made.append(backend)
         return backend
 
@@ -71,9 +76,14 @@ def graders(fake_openai: Any) -> Iterator[Callable[..., OpenAIBackend]]:
         backend.close()
 
 
-def qc_ctx(tmp_path: Path, *, rerankers: dict[str, Any] | None = None,
-           configs: dict[str, AnyRerankerConfig] | None = None, llms: dict[str, Any] | None = None,
-           seed: int = 0) -> Any:
+def qc_ctx(
+    tmp_path: Path,
+    *,
+    rerankers: dict[str, Any] | None = None,
+    configs: dict[str, AnyRerankerConfig] | None = None,
+    llms: dict[str, Any] | None = None,
+    seed: int = 0,
+) -> Any:
     """A stage context whose `reranker(name)` serves ready objects or builds from configs."""
     ctx = make_ctx(tmp_path, llms=llms, seed=seed)
     ready = dict(rerankers or {})

@@ -8,9 +8,11 @@ SIZES = {"beginning": 7, "middle": 12, "end": 4}
 
 
 def _bench():
-    queries = [{"query_id": f"{tag}{i}", "text": "q", "doc_id": f"d{i % 3}", "position_tag": tag,
-                "position_bin": i % 2}
-               for tag, n in SIZES.items() for i in range(n)]
+    queries = [
+        {"query_id": f"{tag}{i}", "text": "q", "doc_id": f"d{i % 3}", "position_tag": tag, "position_bin": i % 2}
+        for tag, n in SIZES.items()
+        for i in range(n)
+    ]
     queries.append({"query_id": "untagged", "text": "q", "doc_id": "d0", "position_tag": None, "position_bin": 1})
     return bench_of({"d0": "a", "d1": "b", "d2": "c"}, queries)
 

@@ -27,8 +27,15 @@ def _bench(lengths: dict[str, list[int]], questions: dict[str, list[str]] | None
             doc_id = f"{tag}{k}"
             docs[doc_id] = _doc(words)
             text = (questions or {}).get(tag, ["What boils water quickly?"] * len(sizes))[k]
-            queries.append({"query_id": doc_id, "text": text, "doc_id": doc_id, "position_tag": tag,
-                            "spans": span("The kettle boils water quickly.", docs[doc_id])})
+            queries.append(
+                {
+                    "query_id": doc_id,
+                    "text": text,
+                    "doc_id": doc_id,
+                    "position_tag": tag,
+                    "spans": span("The kettle boils water quickly.", docs[doc_id]),
+                }
+            )
     return bench_of(docs, queries)
 
 
@@ -43,15 +50,23 @@ def test_trimming_removes_the_query_behind_the_largest_difference(tmp_path):
     assert figures["largest_smd_before"] == {"doc_words": 0.6954}
     assert figures["largest_smd_after"] == {"doc_words": 0.0}
     assert (figures["removed"], figures["reached"], figures["group_sizes"]) == (
-        1, True, {"beginning": 3, "middle": 3, "end": 3})
+        1,
+        True,
+        {"beginning": 3, "middle": 3, "end": 3},
+    )
     assert not ctx.warnings
 
 
 def test_question_types_are_balanced_as_shares(tmp_path):
     what, which = "What boils water quickly?", "Which kettle boils water quickly?"
-    bench = _bench({"beginning": [10] * 4, "middle": [10] * 4, "end": [10] * 4},
-                   {"beginning": [what, what, which, which], "middle": [what, what, which, which],
-                    "end": [what, what, what, which]})
+    bench = _bench(
+        {"beginning": [10] * 4, "middle": [10] * 4, "end": [10] * 4},
+        {
+            "beginning": [what, what, which, which],
+            "middle": [what, what, which, which],
+            "end": [what, what, what, which],
+        },
+    )
     ctx = make_ctx(tmp_path)
     out = BalanceConfounds(BalanceConfoundsParams(confounds=["question_type"], min_group=3)).run(bench, ctx)
     # 'what' shares 2/4, 2/4, 3/4: SMD 0.25 / sqrt((1/3 + 1/4) / 2) = 0.4629. The end third
@@ -70,14 +85,21 @@ def test_a_third_is_never_trimmed_below_min_group_and_the_shortfall_is_a_warning
     out = BalanceConfounds(BalanceConfoundsParams(confounds=["doc_words"], min_group=3)).run(bench, ctx)
     assert out.queries.height == 9 and out.drops.height == 0
     assert ctx.stats["confounds_balanced"]["reached"] is False
-    assert ctx.warnings == ["balance_confounds: position_tag groups still differ by more than SMD 0.1 in "
-                            "doc_words 3.883: no removal improves it without trimming a group below 3"]
+    assert ctx.warnings == [
+        "balance_confounds: position_tag groups still differ by more than SMD 0.1 in "
+        "doc_words 3.883: no removal improves it without trimming a group below 3"
+    ]
 
 
 def test_the_same_seed_removes_the_same_queries(tmp_path):
     lengths = {"beginning": [10, 11, 12, 13, 30], "middle": [10, 12, 14, 16, 18], "end": [9, 10, 25, 26, 27]}
-    runs = [BalanceConfounds(BalanceConfoundsParams(min_group=3)).run(_bench(lengths), make_ctx(tmp_path, seed=7))
-            .drops.select("id", "reason").rows() for _ in range(2)]
+    runs = [
+        BalanceConfounds(BalanceConfoundsParams(min_group=3))
+        .run(_bench(lengths), make_ctx(tmp_path, seed=7))
+        .drops.select("id", "reason")
+        .rows()
+        for _ in range(2)
+    ]
     assert runs[0] == runs[1] and runs[0]
 
 

@@ -16,12 +16,18 @@ from builder.stages.translate.cleanup import find_prefix, refusal_hit, shift
 from builder.stages.translate.rows import annotate_translated
 from tests.helpers import make_ctx
 
-EN = ("The cat sleeps on the sofa all afternoon. It likes warm places near the window. "
-      "In the evening, it eats and plays with a red ball.")
-FR = ("Le chat dort sur le canapé tout l'après-midi. Il aime les endroits chauds près de la fenêtre. "
-      "Le soir, il mange et joue avec une balle rouge.")
-DE = ("Die Katze schläft den ganzen Nachmittag auf dem Sofa. Sie mag warme Plätze am Fenster. "
-      "Am Abend frisst sie und spielt mit einem roten Ball.")
+EN = (
+    "The cat sleeps on the sofa all afternoon. It likes warm places near the window. "
+    "In the evening, it eats and plays with a red ball."
+)
+FR = (
+    "Le chat dort sur le canapé tout l'après-midi. Il aime les endroits chauds près de la fenêtre. "
+    "Le soir, il mange et joue avec une balle rouge."
+)
+DE = (
+    "Die Katze schläft den ganzen Nachmittag auf dem Sofa. Sie mag warme Plätze am Fenster. "
+    "Am Abend frisst sie und spielt mit einem roten Ball."
+)
 CITED = "Il aime les endroits chauds près de la fenêtre."
 REFUSAL = "I'm sorry, but I cannot translate this text for you."
 
@@ -29,31 +35,48 @@ REFUSAL = "I'm sorry, but I cannot translate this text for you."
 def _bench(translations: dict[str, str], query_texts: dict[str, str] | None = None, source: str = EN) -> Bench:
     """One English source doc per key plus its French 'translation'; one query each, citing CITED."""
     keys = list(translations)
-    corpus = pl.DataFrame({
-        "doc_id": keys + [f"{k}@fra-Latn" for k in keys], "title": [""] * 2 * len(keys),
-        "text": [source] * len(keys) + list(translations.values()),
-        "lang": ["eng-Latn"] * len(keys) + ["fra-Latn"] * len(keys), "domain": ["web"] * 2 * len(keys),
-        "source_doc_id": keys * 2, "piece_starts": [None] * len(keys) + [[0]] * len(keys),
-    }, schema_overrides={"piece_starts": pl.List(pl.Int64)})
+    corpus = pl.DataFrame(
+        {
+            "doc_id": keys + [f"{k}@fra-Latn" for k in keys],
+            "title": [""] * 2 * len(keys),
+            "text": [source] * len(keys) + list(translations.values()),
+            "lang": ["eng-Latn"] * len(keys) + ["fra-Latn"] * len(keys),
+            "domain": ["web"] * 2 * len(keys),
+            "source_doc_id": keys * 2,
+            "piece_starts": [None] * len(keys) + [[0]] * len(keys),
+        },
+        schema_overrides={"piece_starts": pl.List(pl.Int64)},
+    )
     corpus = corpus.with_columns(pl.Series("n_tokens", WordCounter().count_many(corpus["text"].to_list())))
     spans = [None] * len(keys) + [
         [{"start": t.index(CITED), "end": t.index(CITED) + len(CITED), "method": "marker", "score": 100.0}]
-        if CITED in t else None for t in translations.values()]
+        if CITED in t
+        else None
+        for t in translations.values()
+    ]
     qtext = query_texts or {}
-    queries = pl.DataFrame({
-        "query_id": [f"q{k}" for k in keys] + [f"q{k}@fra-Latn" for k in keys],
-        "text": ["Where does the cat like to be?"] * len(keys)
-        + [qtext.get(k, "Où le chat aime-t-il se reposer l'après-midi ?") for k in keys],
-        "doc_id": corpus["doc_id"].to_list(), "lang": corpus["lang"].to_list(),
-        "source_query_id": [f"q{k}" for k in keys] * 2,
-        "span_inherited": [False] * 2 * len(keys), "source_rel_pos": [0.3] * 2 * len(keys),
-        "source_length_bucket": ["Q1"] * 2 * len(keys),
-        "length_bucket_basis": [None] * len(keys) + ["source"] * len(keys),
-    }).with_columns(pl.Series("spans", spans, dtype=SPAN_DTYPE))
+    queries = pl.DataFrame(
+        {
+            "query_id": [f"q{k}" for k in keys] + [f"q{k}@fra-Latn" for k in keys],
+            "text": ["Where does the cat like to be?"] * len(keys)
+            + [qtext.get(k, "Où le chat aime-t-il se reposer l'après-midi ?") for k in keys],
+            "doc_id": corpus["doc_id"].to_list(),
+            "lang": corpus["lang"].to_list(),
+            "source_query_id": [f"q{k}" for k in keys] * 2,
+            "span_inherited": [False] * 2 * len(keys),
+            "source_rel_pos": [0.3] * 2 * len(keys),
+            "source_length_bucket": ["Q1"] * 2 * len(keys),
+            "length_bucket_basis": [None] * len(keys) + ["source"] * len(keys),
+        }
+    ).with_columns(pl.Series("spans", spans, dtype=SPAN_DTYPE))
     translated = queries.filter(pl.col("source_query_id") != pl.col("query_id"))
-    queries = pl.concat([queries.filter(pl.col("source_query_id") == pl.col("query_id")),
-                         annotate_translated(translated, corpus, WordCounter(), PositionOptions())],
-                        how="diagonal_relaxed")
+    queries = pl.concat(
+        [
+            queries.filter(pl.col("source_query_id") == pl.col("query_id")),
+            annotate_translated(translated, corpus, WordCounter(), PositionOptions()),
+        ],
+        how="diagonal_relaxed",
+    )
     qrels = queries.select("query_id", "doc_id", pl.lit(1).alias("score"))
     return Bench.of(corpus, queries, qrels)
 
@@ -71,7 +94,7 @@ def test_chatty_prefix_is_stripped_and_spans_move_with_it(tmp_path):
     assert doc["text"] == FR and doc["n_tokens"] == len(FR.split()) and doc["piece_starts"] == [0]
     q = out.queries.filter(pl.col("query_id") == "qa@fra-Latn").row(0, named=True)
     (span,) = q["spans"]
-    assert FR[span["start"]:span["end"]] == CITED and q["reference_texts"] == [CITED]
+    assert FR[span["start"] : span["end"]] == CITED and q["reference_texts"] == [CITED]
     assert q["rel_pos"] == FR.index(CITED) / len(FR) and q["pos_char_length"] == len(FR)
     assert q["text"] == "Où le chat aime-t-il se reposer ?"
     assert out.drops.is_empty()
@@ -79,12 +102,16 @@ def test_chatty_prefix_is_stripped_and_spans_move_with_it(tmp_path):
 
 
 def test_refusals_wrong_language_and_length_ratio_cascade(tmp_path):
-    bench = _bench({"ok": FR, "refused": REFUSAL, "german": DE, "copied": EN, "short": "Le chat."},
-                   {"ok": "I'm sorry, I can't help with translating that."})
+    bench = _bench(
+        {"ok": FR, "refused": REFUSAL, "german": DE, "copied": EN, "short": "Le chat."},
+        {"ok": "I'm sorry, I can't help with translating that."},
+    )
     out, ctx = _run(tmp_path, bench)
     assert sorted(out.drops.select("kind", "id", "reason").rows()) == [
-        ("doc", "copied@fra-Latn", "wrong_language"), ("doc", "german@fra-Latn", "wrong_language"),
-        ("doc", "refused@fra-Latn", "refusal"), ("doc", "short@fra-Latn", "length_ratio"),
+        ("doc", "copied@fra-Latn", "wrong_language"),
+        ("doc", "german@fra-Latn", "wrong_language"),
+        ("doc", "refused@fra-Latn", "refusal"),
+        ("doc", "short@fra-Latn", "length_ratio"),
         ("query", "qcopied@fra-Latn", "doc_removed:wrong_language"),
         ("query", "qgerman@fra-Latn", "doc_removed:wrong_language"),
         ("query", "qok@fra-Latn", "refusal"),
@@ -116,7 +143,9 @@ def test_llm_confirms_or_clears_suspects(tmp_path, fake_openai):
     out, ctx = _run(tmp_path, bench, llms={"judge": backend}, refusal_llm="judge")
     backend.close()
     assert sorted(out.drops.filter(pl.col("kind") == "doc").select("id", "reason").rows()) == [
-        ("a@fra-Latn", "refusal"), ("b@fra-Latn", "wrong_language")]
+        ("a@fra-Latn", "refusal"),
+        ("b@fra-Latn", "wrong_language"),
+    ]
     assert srv.request_count == 2  # the two suspects: a pattern hit and an English answer
     assert "1500" not in srv.requests[0]["messages"][-1]["content"]
     assert ctx.stats["clean_translations"]["fra-Latn"]["refusal_suspects"] == 2
@@ -139,11 +168,19 @@ def test_prefix_rules():
 def test_positions_must_match_translate():
     from builder.recipe.model import recipe_model
 
-    recipe = recipe_model().model_validate({"name": "t", "models": {"g": {"model": "m"}}, "stages": [
-        {"translate": {"llm": "g", "languages": ["fra-Latn"], "positions": {"n_bins": 10}}},
-        {"clean_translations": {}}]})
+    recipe = recipe_model().model_validate(
+        {
+            "name": "t",
+            "models": {"g": {"model": "m"}},
+            "stages": [
+                {"translate": {"llm": "g", "languages": ["fra-Latn"], "positions": {"n_bins": 10}}},
+                {"clean_translations": {}},
+            ],
+        }
+    )
     assert recipe.stage_objects()[1].problems(recipe) == [
-        ("positions", "must equal the translate stage's positions, or refreshed fields disagree")]
+        ("positions", "must equal the translate stage's positions, or refreshed fields disagree")
+    ]
 
 
 def test_languages_langdetect_cannot_name_are_not_judged(tmp_path):
@@ -162,9 +199,13 @@ def test_invalid_params(bad):
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed: pip install -e '.[ray]'")
 def test_ray_executor_cleans_exactly_as_local(ray_local, tmp_path):
     prefix = "Here is the French translation of your text:\n\n"
-    bench = _bench({"ok": FR, "pre": prefix + FR, "refused": REFUSAL, "german": DE, "copied": EN, "short": "Le chat."},
-                   {"ok": "I'm sorry, I can't help with translating that.",
-                    "pre": "Here is the translation: Où le chat aime-t-il se reposer ?"})
+    bench = _bench(
+        {"ok": FR, "pre": prefix + FR, "refused": REFUSAL, "german": DE, "copied": EN, "short": "Le chat."},
+        {
+            "ok": "I'm sorry, I can't help with translating that.",
+            "pre": "Here is the translation: Où le chat aime-t-il se reposer ?",
+        },
+    )
     local, local_ctx = _run(tmp_path, bench)
     ctx = replace(make_ctx(tmp_path), executor_factory=lambda: make_executor(ExecutorConfig(kind="ray", block_size=2)))
     on_ray = CleanTranslations(CleanTranslationsParams()).run(bench, ctx)
@@ -179,9 +220,12 @@ def test_refused_translations_are_marked_in_the_llm_cache(tmp_path):
     from builder.backends.llm.cache import Origin
 
     cache = LLMCache(tmp_path / "c.sqlite")
-    answers = {"refused": (REFUSAL, "02_translate"), "good": (FR, "02_translate"),
-               "query": ("I'm sorry, I can't help with translating that.", "02_translate"),
-               "other stage": (REFUSAL, "03_generate_queries")}
+    answers = {
+        "refused": (REFUSAL, "02_translate"),
+        "good": (FR, "02_translate"),
+        "query": ("I'm sorry, I can't help with translating that.", "02_translate"),
+        "other stage": (REFUSAL, "03_generate_queries"),
+    }
     for key, (text, stage) in answers.items():
         cache.put(key, text, 1, 1, origin=Origin("m", stage))
     bench = _bench({"ok": FR, "refused": REFUSAL}, {"ok": "I'm sorry, I can't help with translating that."})

@@ -14,8 +14,10 @@ from builder.stages.grid.padding import Piece, passages_of
 from builder.stages.grid.placement import place
 from tests.helpers import make_ctx
 
-OWN = ("Intro line here. The zebra sleeps under the moon at noon. Closing words.\n\n"
-       "Second paragraph has one long sentence with many words in it to be far too long.")
+OWN = (
+    "Intro line here. The zebra sleeps under the moon at noon. Closing words.\n\n"
+    "Second paragraph has one long sentence with many words in it to be far too long."
+)
 EVIDENCE = "The zebra sleeps under the moon at noon."  # 8 words
 DOCS = {
     "own": OWN,
@@ -24,8 +26,13 @@ DOCS = {
     "b": "Yesterday the zebra sleeps under the moon at noon, said Tom.\n\nBlue skies look calm.",
     "c": "Cold rivers run deep. Tall hills stand still.",
 }
-GOOD = {"Red apples grow fast.", "Green pears fall slowly.", "Blue skies look calm.",
-        "Cold rivers run deep.", "Tall hills stand still."}
+GOOD = {
+    "Red apples grow fast.",
+    "Green pears fall slowly.",
+    "Blue skies look calm.",
+    "Cold rivers run deep.",
+    "Tall hills stand still.",
+}
 
 
 def _span(text: str, piece: str) -> list[dict]:
@@ -35,11 +42,20 @@ def _span(text: str, piece: str) -> list[dict]:
 
 def tiny_bench() -> Bench:
     corpus = pl.DataFrame({"doc_id": list(DOCS), "text": list(DOCS.values()), "lang": "en", "domain": "zoo"})
-    spans = [_span(OWN, "zebra sleeps under the moon"), _span(OWN, "noon. Closing words.\n\nSecond"),
-             _span(OWN, "many words")]
-    queries = pl.DataFrame({"query_id": ["q1", "q2", "q3"], "text": ["zebra sleeps moon?"] * 3,
-                            "doc_id": ["own"] * 3, "lang": ["en"] * 3,
-                            "spans": pl.Series(spans, dtype=SPAN_DTYPE)})
+    spans = [
+        _span(OWN, "zebra sleeps under the moon"),
+        _span(OWN, "noon. Closing words.\n\nSecond"),
+        _span(OWN, "many words"),
+    ]
+    queries = pl.DataFrame(
+        {
+            "query_id": ["q1", "q2", "q3"],
+            "text": ["zebra sleeps moon?"] * 3,
+            "doc_id": ["own"] * 3,
+            "lang": ["en"] * 3,
+            "spans": pl.Series(spans, dtype=SPAN_DTYPE),
+        }
+    )
     qrels = pl.DataFrame({"query_id": ["q1", "q2", "q3"], "doc_id": ["own"] * 3, "score": [1] * 3})
     return Bench.of(corpus=corpus, queries=queries, qrels=qrels)
 
@@ -61,7 +77,11 @@ def test_passages_are_paragraphs_of_whole_sentences():
 def test_the_evidence_goes_between_sentences_nearest_the_depth():
     pieces = [Piece(0, "One two.", 2), Piece(0, "Three four.", 2), Piece(1, "Five six.", 2)]
     first = place(pieces, "EVIDENCE here.", 0.0)
-    assert (first.text, first.evidence_start, first.depth) == ("EVIDENCE here.\n\nOne two. Three four.\n\nFive six.", 0, 0.0)
+    assert (first.text, first.evidence_start, first.depth) == (
+        "EVIDENCE here.\n\nOne two. Three four.\n\nFive six.",
+        0,
+        0.0,
+    )
     middle = place(pieces, "EVIDENCE here.", 0.5)  # 2 or 4 of 6 tokens before: the earlier wins
     assert middle.text == "One two.\n\nEVIDENCE here.\n\nThree four.\n\nFive six."
     assert (middle.evidence_start, middle.depth) == (10, 1 / 3)
@@ -74,7 +94,8 @@ def test_grid_places_the_evidence_exactly_at_each_depth_and_length(tmp_path):
     stage = DepthGrid(GridParams(distractors=0, depths=[0, 0.5, 1], lengths=[12, 24], max_depth_error=0.5))
     out = stage.run(tiny_bench(), ctx)
     assert sorted(out.queries["setting"].unique().to_list()) == sorted(
-        cell_name(d, n) for d in (0, 0.5, 1) for n in (12, 24))
+        cell_name(d, n) for d in (0, 0.5, 1) for n in (12, 24)
+    )
     assert out.queries.height == out.corpus.height == out.qrels.height == 6  # q1 in six cells
     docs = {r["doc_id"]: r for r in out.corpus.iter_rows(named=True)}
     padding: dict[int, set[str]] = {}
@@ -82,8 +103,8 @@ def test_grid_places_the_evidence_exactly_at_each_depth_and_length(tmp_path):
         doc = docs[q["doc_id"]]
         text = doc["text"]
         span = q["spans"][0]
-        assert text[span["start"]:span["end"]] == "zebra sleeps under the moon"
-        assert text[q["evidence_start"]:q["evidence_end"]] == EVIDENCE
+        assert text[span["start"] : span["end"]] == "zebra sleeps under the moon"
+        assert text[q["evidence_start"] : q["evidence_end"]] == EVIDENCE
         assert text.count(EVIDENCE) == 1
         assert doc["n_tokens"] == q["grid_length"]  # four-word sentences fill it exactly
         assert doc["domain"] == q["setting"] and doc["source_domain"] == "zoo"
@@ -113,25 +134,35 @@ def _sentences(text: str) -> list[str]:
 
 def test_padding_that_runs_out_drops_the_query(tmp_path):
     bench = tiny_bench()
-    small = Bench.of(corpus=bench.corpus.filter(pl.col("doc_id").is_in(["own", "c"])),
-                     queries=bench.queries.head(1), qrels=bench.qrels.head(1))
-    out = DepthGrid(GridParams(distractors=0, depths=[0, 1], lengths=[12, 24])).run(small, make_ctx(tmp_path, label="02_depth_grid"))
+    small = Bench.of(
+        corpus=bench.corpus.filter(pl.col("doc_id").is_in(["own", "c"])),
+        queries=bench.queries.head(1),
+        qrels=bench.qrels.head(1),
+    )
+    out = DepthGrid(GridParams(distractors=0, depths=[0, 1], lengths=[12, 24])).run(
+        small, make_ctx(tmp_path, label="02_depth_grid")
+    )
     assert out.queries.is_empty()
     assert out.drops.select("id", "reason").rows() == [("q1", "padding_exhausted")]
 
 
 def test_a_length_below_every_evidence_is_a_parameter_error(tmp_path):
     with pytest.raises(StageParamError) as caught:
-        DepthGrid(GridParams(distractors=0, depths=[0], lengths=[4, 24])).run(tiny_bench(), make_ctx(tmp_path, label="02_depth_grid"))
+        DepthGrid(GridParams(distractors=0, depths=[0], lengths=[4, 24])).run(
+            tiny_bench(), make_ctx(tmp_path, label="02_depth_grid")
+        )
     assert caught.value.param == "lengths"
     assert str(caught.value).startswith("length 4 is below the evidence of every query (the shortest holds 8 tokens)")
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"depths": [0, 1.5]}, "depths are shares of the document from 0 to 1; got 1.5"),
-    ({"depths": [0.5, 0.5]}, "each depth may be listed once"),
-    ({"lengths": [0, 512]}, "lengths are token counts of at least 1; got 0"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"depths": [0, 1.5]}, "depths are shares of the document from 0 to 1; got 1.5"),
+        ({"depths": [0.5, 0.5]}, "each depth may be listed once"),
+        ({"lengths": [0, 512]}, "lengths are token counts of at least 1; got 0"),
+    ],
+)
 def test_bad_depths_and_lengths_are_refused(params, message):
     from pydantic import ValidationError
 
@@ -147,5 +178,6 @@ def test_plan_counts_one_document_per_query_and_cell():
     assert (out.docs, out.queries, out.doc_tokens) == (240, 240, 768.0)
     assert estimate.notes == ["6 cells (3 depths x 2 lengths): at most 240 queries and 240 documents"]
     _, estimate = DepthGrid(GridParams(depths=[0, 0.5, 1], lengths=[512, 1024], max_queries=40)).plan(
-        Flow(docs=36, queries=108, doc_tokens=800.0))
+        Flow(docs=36, queries=108, doc_tokens=800.0)
+    )
     assert estimate.notes == ["6 cells (3 depths x 2 lengths): at most 240 queries and 840 documents"]

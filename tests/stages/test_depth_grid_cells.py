@@ -27,11 +27,15 @@ DOCS = {
     "d3": "Hikers said the falcon nests on the cliff above the bay, every spring.\n\nEpsilon words lie here.",
     # A passage that answers q2 by BM25 without repeating its evidence.
     "d4": "An otter swims a river.\n\nZeta words stay here.",
-    **{f"f{k}": f"Calm words {k} one. Calm words {k} two.\n\nSoft words {k} three. Soft words {k} four."
-       for k in range(8)},
+    **{
+        f"f{k}": f"Calm words {k} one. Calm words {k} two.\n\nSoft words {k} three. Soft words {k} four."
+        for k in range(8)
+    },
 }
-QUERIES = {"q1": ("falcon nests cliff?", "d1", "falcon nests on the cliff"),
-           "q2": ("otter swims river?", "d2", "otter swims in the cold river")}
+QUERIES = {
+    "q1": ("falcon nests cliff?", "d1", "falcon nests on the cliff"),
+    "q2": ("otter swims river?", "d2", "otter swims in the cold river"),
+}
 
 
 def cells_bench(docs: dict[str, str] = DOCS) -> Bench:
@@ -40,9 +44,15 @@ def cells_bench(docs: dict[str, str] = DOCS) -> Bench:
     for _, doc, span in QUERIES.values():
         start = docs[doc].index(span)
         spans.append([{"start": start, "end": start + len(span), "method": "exact", "score": 100.0}])
-    queries = pl.DataFrame({"query_id": list(QUERIES), "text": [t for t, _, _ in QUERIES.values()],
-                            "doc_id": [d for _, d, _ in QUERIES.values()], "lang": "en",
-                            "spans": pl.Series(spans, dtype=SPAN_DTYPE)})
+    queries = pl.DataFrame(
+        {
+            "query_id": list(QUERIES),
+            "text": [t for t, _, _ in QUERIES.values()],
+            "doc_id": [d for _, d, _ in QUERIES.values()],
+            "lang": "en",
+            "spans": pl.Series(spans, dtype=SPAN_DTYPE),
+        }
+    )
     qrels = queries.select("query_id", "doc_id", pl.lit(1).alias("score"))
     return Bench.of(corpus=corpus, queries=queries, qrels=qrels)
 
@@ -55,8 +65,16 @@ def _pool_judge(bench: Bench, params: GridParams) -> BM25Judge:
 
 def _grid(tmp_path, bench: Bench | None = None, **params) -> tuple[Bench, dict, GridParams]:
     bench = bench or cells_bench()
-    p = GridParams(**{"depths": [0, 0.5, 1], "lengths": [24, 40], "distractors": 0, "max_depth_error": 1.0,
-                      "length_tolerance": 0.2, **params})
+    p = GridParams(
+        **{
+            "depths": [0, 0.5, 1],
+            "lengths": [24, 40],
+            "distractors": 0,
+            "max_depth_error": 1.0,
+            "length_tolerance": 0.2,
+            **params,
+        }
+    )
     ctx = make_ctx(tmp_path, label="02_depth_grid")
     return DepthGrid(p).run(bench, ctx), ctx.stats["grid"], p
 
@@ -77,8 +95,8 @@ def test_the_cell_check_finds_a_planted_leak(tmp_path):
     out, _, p = _grid(tmp_path)
     doc = out.queries.filter(pl.col("query_id") == f"q2@{cell_name(0, 24)}")["doc_id"][0]
     planted = out.corpus.with_columns(
-        pl.when(pl.col("doc_id") == doc).then(pl.col("text") + "\n\n" + FALCON)
-        .otherwise(pl.col("text")).alias("text"))
+        pl.when(pl.col("doc_id") == doc).then(pl.col("text") + "\n\n" + FALCON).otherwise(pl.col("text")).alias("text")
+    )
     found = leaks(planted, out.queries, None, p.near_duplicate_ratio)
     assert found == [f"{cell_name(0, 24)}: q1@{cell_name(0, 24)} in {doc}: holds the evidence or span"]
 
@@ -125,8 +143,12 @@ def test_distractors_the_pool_cannot_fill_are_counted(tmp_path):
 def test_a_pool_of_short_documents_fills_cells_or_drops_them_with_a_reason(tmp_path):
     # Every padding document shorter than the padding needed: cells take several of them,
     # skipping a sentence too long for what is left, or the query goes with its reason.
-    short = {"d1": DOCS["d1"], "d2": DOCS["d2"], **{f"s{k}": f"Tiny note {k}." for k in range(12)},
-             "table": " ".join(f"cell{k}" for k in range(30))}
+    short = {
+        "d1": DOCS["d1"],
+        "d2": DOCS["d2"],
+        **{f"s{k}": f"Tiny note {k}." for k in range(12)},
+        "table": " ".join(f"cell{k}" for k in range(30)),
+    }
     bench = cells_bench(short)
     out, grid, p = _grid(tmp_path, bench, lengths=[20])
     assert out.queries.height == 6
@@ -134,8 +156,7 @@ def test_a_pool_of_short_documents_fills_cells_or_drops_them_with_a_reason(tmp_p
     assert not any("cell1" in t for t in out.corpus["text"])
     out, grid, p = _grid(tmp_path, bench, lengths=[20, 100])
     assert out.queries.is_empty()
-    assert sorted(out.drops.select("id", "reason").rows()) == [("q1", "padding_exhausted"),
-                                                               ("q2", "padding_exhausted")]
+    assert sorted(out.drops.select("id", "reason").rows()) == [("q1", "padding_exhausted"), ("q2", "padding_exhausted")]
 
 
 def test_a_depth_farther_than_the_tolerance_drops_the_query(tmp_path):
@@ -144,8 +165,10 @@ def test_a_depth_farther_than_the_tolerance_drops_the_query(tmp_path):
     bench = cells_bench(docs)
     out, grid, _ = _grid(tmp_path, bench, lengths=[40], depths=[0, 0.5, 1], max_depth_error=0.1)
     assert out.queries.is_empty()
-    assert sorted(out.drops.select("id", "reason").rows()) == [("q1", "depth_beyond_tolerance"),
-                                                               ("q2", "depth_beyond_tolerance")]
+    assert sorted(out.drops.select("id", "reason").rows()) == [
+        ("q1", "depth_beyond_tolerance"),
+        ("q2", "depth_beyond_tolerance"),
+    ]
     out, grid, _ = _grid(tmp_path, bench, lengths=[40], depths=[0, 0.5, 1], max_depth_error=0.5)
     assert out.queries.height == 6 and grid["largest_depth_gap"] == 0.5
 
@@ -156,8 +179,10 @@ def test_a_pool_of_only_the_queries_sources_is_a_parameter_error(tmp_path):
     with pytest.raises(StageParamError) as caught:
         _grid(tmp_path, cells_bench({"d1": DOCS["d1"], "d2": DOCS["d2"]}))
     assert caught.value.param == "padding"
-    assert str(caught.value).startswith("the padding corpus (the bench's documents) leaves nothing to pad with: "
-                                        "each of its 2 documents is a query's source")
+    assert str(caught.value).startswith(
+        "the padding corpus (the bench's documents) leaves nothing to pad with: "
+        "each of its 2 documents is a query's source"
+    )
 
 
 def test_two_questions_on_one_sentence_keep_the_first(tmp_path):
@@ -165,10 +190,20 @@ def test_two_questions_on_one_sentence_keep_the_first(tmp_path):
     bench = cells_bench()
     start = DOCS["d1"].index("cliff above the bay")
     span = [{"start": start, "end": start + len("cliff above the bay"), "method": "exact", "score": 100.0}]
-    extra = pl.DataFrame({"query_id": ["q3"], "text": ["where does the falcon nest?"], "doc_id": ["d1"], "lang": ["en"],
-                          "spans": pl.Series([span], dtype=SPAN_DTYPE)})
-    bench = Bench.of(corpus=bench.corpus, queries=pl.concat([bench.queries, extra]),
-                     qrels=pl.concat([bench.qrels, extra.select("query_id", "doc_id", pl.lit(1, dtype=pl.Int64).alias("score"))]))
+    extra = pl.DataFrame(
+        {
+            "query_id": ["q3"],
+            "text": ["where does the falcon nest?"],
+            "doc_id": ["d1"],
+            "lang": ["en"],
+            "spans": pl.Series([span], dtype=SPAN_DTYPE),
+        }
+    )
+    bench = Bench.of(
+        corpus=bench.corpus,
+        queries=pl.concat([bench.queries, extra]),
+        qrels=pl.concat([bench.qrels, extra.select("query_id", "doc_id", pl.lit(1, dtype=pl.Int64).alias("score"))]),
+    )
     out, _, p = _grid(tmp_path, bench)
     assert sorted(out.queries["source_query_id"].unique().to_list()) == ["q1", "q2"]
     assert out.drops.select("id", "reason").rows() == [("q3", "evidence_shared_with_another_query")]

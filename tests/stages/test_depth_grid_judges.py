@@ -17,8 +17,13 @@ from tests.stages.qc_factories import ShortWindow, qc_ctx
 from tests.stages.test_depth_grid import EVIDENCE, tiny_bench
 
 QUERY = "zebra moon"
-PASSAGES = ("red apples grow", "a zebra ran far away from home today", "the moon rose", "zebra and moon",
-            "green pears fall")
+PASSAGES = (
+    "red apples grow",
+    "a zebra ran far away from home today",
+    "the moon rose",
+    "zebra and moon",
+    "green pears fall",
+)
 # BM25 for "zebra moon": "zebra and moon" 0.69 > the evidence 0.52 > "the moon rose" 0.34 >
 # "a zebra ran far away from home today" 0.19 > the fruit 0.
 BM25_EVIDENCE = "the zebra sleeps under the moon"
@@ -33,12 +38,15 @@ def _bm25(score_ratio: float | None, rank_margin: int | None) -> list[str | None
 RANK = "answers_query:bm25_rank"
 
 
-@pytest.mark.parametrize("margin, expected", [
-    (0, [None, None, None, RANK, None]),  # only the passage above the evidence
-    (1, [None, None, RANK, RANK, None]),  # and the one just below it
-    (2, [None, RANK, RANK, RANK, None]),
-    (5, [None, RANK, RANK, RANK, None]),  # never a passage sharing no word with the query
-])
+@pytest.mark.parametrize(
+    "margin, expected",
+    [
+        (0, [None, None, None, RANK, None]),  # only the passage above the evidence
+        (1, [None, None, RANK, RANK, None]),  # and the one just below it
+        (2, [None, RANK, RANK, RANK, None]),
+        (5, [None, RANK, RANK, RANK, None]),  # never a passage sharing no word with the query
+    ],
+)
 def test_bm25_rank_margin_leaves_out_passages_at_or_just_below_the_evidence(margin, expected):
     assert _bm25(None, margin) == expected
 
@@ -52,8 +60,11 @@ def test_bm25_score_share_is_checked_before_the_rank():
 def _run(params: GridParams, ctx, only: str | None = None):
     bench = tiny_bench()
     if only:
-        bench = Bench.of(corpus=bench.corpus, queries=bench.queries.filter(pl.col("query_id") == only),
-                         qrels=bench.qrels.filter(pl.col("query_id") == only))
+        bench = Bench.of(
+            corpus=bench.corpus,
+            queries=bench.queries.filter(pl.col("query_id") == only),
+            qrels=bench.qrels.filter(pl.col("query_id") == only),
+        )
     return DepthGrid(params).run(bench, ctx)
 
 
@@ -140,7 +151,9 @@ def test_the_llm_judge_stops_once_the_padding_is_full(tmp_path, judge_server):
     for batch, calls, excluded in ((1, 2, {}), (16, 5, left_out)):
         backend, server = judge_server()
         ctx = _grid_ctx(tmp_path, llms={"judge": backend})
-        out = _run(GridParams(distractors=0, depths=[0], lengths=[12], judge="llm", llm="judge", judge_batch=batch), ctx)
+        out = _run(
+            GridParams(distractors=0, depths=[0], lengths=[12], judge="llm", llm="judge", judge_batch=batch), ctx
+        )
         assert out.corpus["text"].to_list() == [f"{EVIDENCE}\n\nCold rivers run deep."]
         assert len(server.requests) == calls
         assert ctx.stats["grid"]["padding_excluded"] == excluded  # what was judged and left out
@@ -154,15 +167,21 @@ def test_a_passage_the_llm_cannot_grade_is_left_out_with_the_failure(tmp_path, j
     assert out.queries.is_empty()  # without the apples the padding holds 12 of the 16 tokens needed
     assert out.drops.select("id", "reason").rows() == [("q1", "padding_exhausted")]
     assert ctx.stats["grid"]["padding_excluded"] == {
-        "answers_query:llm": 1, "judge_failed:llm_unparseable": 1, "near_duplicate_of_evidence": 1}
+        "answers_query:llm": 1,
+        "judge_failed:llm_unparseable": 1,
+        "near_duplicate_of_evidence": 1,
+    }
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"judge": "reranker"}, "judge reranker needs `reranker:` naming a rerankers: entry"),
-    ({"judge": "llm"}, "judge llm needs `llm:` naming a models: entry"),
-    ({"max_score_ratio": None}, "judge bm25 needs max_score_ratio or rank_margin"),
-    ({"rank_margin": -1}, "greater than or equal to 0"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"judge": "reranker"}, "judge reranker needs `reranker:` naming a rerankers: entry"),
+        ({"judge": "llm"}, "judge llm needs `llm:` naming a models: entry"),
+        ({"max_score_ratio": None}, "judge bm25 needs max_score_ratio or rank_margin"),
+        ({"rank_margin": -1}, "greater than or equal to 0"),
+    ],
+)
 def test_a_judge_without_what_it_needs_is_refused(params, message):
     with pytest.raises(ValidationError, match=message):
         GridParams(**params)
@@ -171,10 +190,14 @@ def test_a_judge_without_what_it_needs_is_refused(params, message):
 def test_plan_counts_one_llm_call_per_padding_paragraph():
     from builder.stages.base import Flow
 
-    stage = DepthGrid(GridParams(distractors=0, depths=[0, 1], lengths=[512, 1024], judge="llm", llm="judge", max_queries=10))
+    stage = DepthGrid(
+        GridParams(distractors=0, depths=[0, 1], lengths=[512, 1024], judge="llm", llm="judge", max_queries=10)
+    )
     _, estimate = stage.plan(Flow(docs=5, queries=30, doc_tokens=800.0))
     # 1,024 tokens of padding at 25 a paragraph: 41 paragraphs a walk, 410 for ten walks, but
     # the pool (5 documents of 800 tokens) holds only 160; each graded against the 10 queries.
     assert (estimate.calls, estimate.prompt_tokens, estimate.completion_tokens) == (1600, 1600 * 275, 1600 * 2)
-    assert estimate.notes[1] == ("llm judge: each padding paragraph met (taken as 25 tokens) graded against "
-                                 "every query, in rounds of 16 per walk")
+    assert estimate.notes[1] == (
+        "llm judge: each padding paragraph met (taken as 25 tokens) graded against "
+        "every query, in rounds of 16 per walk"
+    )

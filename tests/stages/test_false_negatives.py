@@ -15,10 +15,10 @@ def grader(fake_openai):
 
 DOCS = {
     "tower": "The Eiffel Tower was completed in 1889 for the world fair in Paris. It is made of wrought "
-             "iron and stands 330 metres tall. Millions of tourists climb its stairs every year.",
+    "iron and stands 330 metres tall. Millions of tourists climb its stairs every year.",
     # A near-duplicate of "tower": the same opening sentence in a shorter text.
     "planted": "The Eiffel Tower was completed in 1889 for the world fair in Paris. Its wrought iron "
-               "frame is painted every seven years.",
+    "frame is painted every seven years.",
     "rome": "The Colosseum in Rome is an ancient amphitheatre built under the Flavian emperors.",
     "fruit": "Bananas are a yellow fruit rich in potassium and grow in tropical climates.",
 }
@@ -37,7 +37,9 @@ def test_posir_mode_removes_the_document_and_cascades(tmp_path):
     ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()})
     out = FalseNegatives(FalseNegativeParams()).run(_bench(), ctx)
     assert sorted(out.drops.select("kind", "id", "reason").rows()) == [
-        ("doc", "planted", "false_negative"), ("query", "q_planted", "doc_removed:false_negative")]
+        ("doc", "planted", "false_negative"),
+        ("query", "q_planted", "doc_removed:false_negative"),
+    ]
     assert out.queries["query_id"].to_list() == ["q_tower", "q_rome"]
     assert sorted(out.corpus["doc_id"]) == ["fruit", "rome", "tower"]
     detail = pl.read_parquet(tmp_path / "false_negatives.parquet")
@@ -52,7 +54,8 @@ def test_problems_name_unknown_unfit_and_raw_rerankers(write_recipe):
     path = write_recipe(
         "name: t\nsources: [{type: python_docs}]\nrerankers:\n  raw: {backend: bm25}\n"
         "  judge: {backend: llm_judge, llm: missing, prompt: nope}\n"
-        "stages:\n  - generate_queries: {mode: extractive}\n  - false_negatives: {mode: fineweb_posq, retriever: judge, rerankers: [raw, bm52]}\n")
+        "stages:\n  - generate_queries: {mode: extractive}\n  - false_negatives: {mode: fineweb_posq, retriever: judge, rerankers: [raw, bm52]}\n"
+    )
     with pytest.raises(RecipeError) as caught:
         parse_recipe(path)
     problems = caught.value.problems
@@ -67,6 +70,7 @@ def test_problems_name_unknown_unfit_and_raw_rerankers(write_recipe):
 def _judges(grader, votes_for_planted: int):
     """Three judges; the first `votes_for_planted` grade every pair by word overlap, the
     others always answer 0."""
+
     def never(body):
         user = body["messages"][-1]["content"]
         if "<questions>" not in user:
@@ -80,11 +84,14 @@ def _judges(grader, votes_for_planted: int):
 @pytest.mark.parametrize("votes, dropped", [(2, True), (1, False)])
 def test_fineweb_mode_needs_two_judges_to_confirm(tmp_path, grader, votes, dropped, per_call):
     judges = _judges(grader, votes)
-    configs = {"bm25": BM25Config(normalize=True),
-               "judge": LLMJudgeConfig(backend="llm_judge", llm="j0", questions_per_call=per_call)}
+    configs = {
+        "bm25": BM25Config(normalize=True),
+        "judge": LLMJudgeConfig(backend="llm_judge", llm="j0", questions_per_call=per_call),
+    }
     ctx = qc_ctx(tmp_path, configs=configs, llms=judges)
-    params = FalseNegativeParams(mode="fineweb_posq", rerankers=["bm25", "judge"], judges=list(judges),
-                                 questions_per_call=per_call)
+    params = FalseNegativeParams(
+        mode="fineweb_posq", rerankers=["bm25", "judge"], judges=list(judges), questions_per_call=per_call
+    )
     out = FalseNegatives(params).run(_bench(), ctx)
     assert out.corpus.height == 4
     expected = [("query", "q_tower", "false_negative_confirmed")] if dropped else []
@@ -122,10 +129,21 @@ def test_params_reject_judges_in_posir_mode():
 
 def _late_evidence_bench():
     filler = " ".join(f"filler{k}" for k in range(200))
-    docs = {"positive": f"{filler} the comet glows green at dusk",
-            "other": "comet sightings are rare in this town and the sky is cloudy"}
-    return bench_of(docs, [{"query_id": "q", "text": "why does the comet glow green", "doc_id": "positive",
-                            "spans": span("the comet glows green at dusk", docs["positive"])}])
+    docs = {
+        "positive": f"{filler} the comet glows green at dusk",
+        "other": "comet sightings are rare in this town and the sky is cloudy",
+    }
+    return bench_of(
+        docs,
+        [
+            {
+                "query_id": "q",
+                "text": "why does the comet glow green",
+                "doc_id": "positive",
+                "spans": span("the comet glows green at dusk", docs["positive"]),
+            }
+        ],
+    )
 
 
 def test_a_short_window_reranker_reads_the_whole_positive(tmp_path):
@@ -180,8 +198,11 @@ def test_posir_mode_removes_documents_only_for_queries_that_survive(tmp_path):
     assert sorted(out.corpus["doc_id"]) == ["a", "c", "e", "f"]
     assert sorted(out.queries["query_id"]) == ["qa", "qc", "qe", "qe2"]
     assert sorted(out.drops.select("kind", "id", "reason").rows()) == [
-        ("doc", "b", "false_negative"), ("doc", "d", "false_negative"),
-        ("query", "qb", "doc_removed:false_negative"), ("query", "qd", "doc_removed:false_negative")]
+        ("doc", "b", "false_negative"),
+        ("doc", "d", "false_negative"),
+        ("query", "qb", "doc_removed:false_negative"),
+        ("query", "qd", "doc_removed:false_negative"),
+    ]
     assert ctx.stats["false_negative_flagged_docs"] == 4 and ctx.stats["false_negative_docs"] == 2
     assert ctx.stats["false_negative_removed_share_documents"] == round(2 / 6, 4)
     assert ctx.stats["false_negative_removed_share_queries"] == round(2 / 6, 4)
@@ -191,8 +212,10 @@ def test_posir_mode_removes_documents_only_for_queries_that_survive(tmp_path):
 def test_a_large_removal_warns_above_the_threshold(tmp_path):
     ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()})
     FalseNegatives(FalseNegativeParams(warn_above=0.2)).run(_bench(), ctx)
-    assert ctx.warnings == ["false-negative removal took 25% of the documents (1 of 4; warn_above 20%)",
-                            "false-negative removal took 33% of the queries (1 of 3; warn_above 20%)"]
+    assert ctx.warnings == [
+        "false-negative removal took 25% of the documents (1 of 4; warn_above 20%)",
+        "false-negative removal took 33% of the queries (1 of 3; warn_above 20%)",
+    ]
     ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()})
     FalseNegatives(FalseNegativeParams(warn_above=0.4)).run(_bench(), ctx)
     assert ctx.warnings == []
@@ -207,4 +230,6 @@ def test_each_removal_names_the_documents_that_caused_it(tmp_path):
     ctx = qc_ctx(tmp_path / "posir", configs={"bm25": BM25Config()})
     out = FalseNegatives(FalseNegativeParams()).run(_bench(), ctx)
     assert sorted(out.drops.select("kind", "id", "rivals").rows()) == [
-        ("doc", "planted", ["tower"]), ("query", "q_planted", ["tower"])]
+        ("doc", "planted", ["tower"]),
+        ("query", "q_planted", ["tower"]),
+    ]

@@ -49,7 +49,13 @@ def test_tiny_squad_exact(tmp_path):
     assert ctx.stats["unanswerable_skipped"] == 2  # never queries: counted, not dropped
     assert ctx.stats["contexts_without_queries"] == 1
     assert ctx.stats["queries_per_char_bucket"] == {
-        "0-100": 3, "100-200": 1, "200-300": 0, "300-400": 0, "400-500": 0, "500+": 0}
+        "0-100": 3,
+        "100-200": 1,
+        "200-300": 0,
+        "300-400": 0,
+        "400-500": 0,
+        "500+": 0,
+    }
 
 
 def test_hf_layout_jsonl_and_parquet_match_squad_json(tmp_path):
@@ -72,7 +78,10 @@ def test_malformed_hf_rows_are_counted_drops(tmp_path):
     bench, _ = _run(tmp_path, path)
     assert bench.queries["query_id"].to_list() == ["q1"]
     assert bench.drops.select("id", "reason").rows() == [
-        ("row:1", "malformed_json"), ("row:2", "row_not_object"), ("row:3", "missing_id")]
+        ("row:1", "malformed_json"),
+        ("row:2", "row_not_object"),
+        ("row:3", "missing_id"),
+    ]
 
 
 def test_prefix_title_and_custom_buckets(tmp_path):
@@ -101,9 +110,8 @@ def test_shared_squad_dev_half_buckets_and_spans(tmp_path, shared_data):
     assert bench.drops.height == 0
     assert ctx.stats["unanswerable_skipped"] == 3168
     counts = Counter(bench.queries["char_bucket"].to_list())
-    assert counts == {"0-100": 615, "100-200": 487, "200-300": 395, "300-400": 366,
-                      "400-500": 328, "500+": 719}
+    assert counts == {"0-100": 615, "100-200": 487, "200-300": 395, "300-400": 366, "400-500": 328, "500+": 719}
     texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
     for doc_id, answer, spans in bench.queries.select("doc_id", "answer", "spans").iter_rows():
         (span,) = spans
-        assert texts[doc_id][span["start"]:span["end"]] == answer
+        assert texts[doc_id][span["start"] : span["end"]] == answer

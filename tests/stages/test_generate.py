@@ -8,12 +8,12 @@ import pytest
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.bench import Bench
 from builder.ids import query_id
-from builder.testing.openai_server import Reply
 from builder.stages.generate.checks import BackgroundDetector
 from builder.stages.generate.extractive import sentences
 from builder.stages.generate.generate_queries import GenerateParams, GenerateQueries
 from builder.stages.generate.whole_document import generate_whole_document
 from builder.stages.translate.languages import detect_base
+from builder.testing.openai_server import Reply
 from builder.textutil.positions import requested_of_region
 from tests.helpers import make_ctx
 
@@ -26,15 +26,24 @@ DOC = (
 
 
 def _bench(*docs: str) -> Bench:
-    return Bench.of(pl.DataFrame({
-        "doc_id": [f"d{i}" for i in range(len(docs))], "text": list(docs), "lang": ["en"] * len(docs),
-        "summary": ["about atoms"] * len(docs),
-    }))
+    return Bench.of(
+        pl.DataFrame(
+            {
+                "doc_id": [f"d{i}" for i in range(len(docs))],
+                "text": list(docs),
+                "lang": ["en"] * len(docs),
+                "summary": ["about atoms"] * len(docs),
+            }
+        )
+    )
 
 
 def _backend(srv) -> OpenAIBackend:
-    return OpenAIBackend("gen", OpenAIModelConfig(model="m", base_url=srv.base_url, backoff_initial_s=0.01,
-                                                   max_retries=1, max_reasks=1), LLMCache.memory())
+    return OpenAIBackend(
+        "gen",
+        OpenAIModelConfig(model="m", base_url=srv.base_url, backoff_initial_s=0.01, max_retries=1, max_reasks=1),
+        LLMCache.memory(),
+    )
 
 
 def test_sentences_are_trimmed_spans():
@@ -65,8 +74,16 @@ def test_whole_document_mode_over_http(tmp_path, fake_openai):
         if "garbage doc" in user:
             return "no json at all"
         region = next(r for r in ("first", "middle", "final") if f"the {r} third" in user)
-        return "```json\n" + json.dumps({"usable": True, "questions": [
-            {"question": f"Q about {region}?", "answer": "A", "type": "fact lookup"}]}) + "\n```"
+        return (
+            "```json\n"
+            + json.dumps(
+                {
+                    "usable": True,
+                    "questions": [{"question": f"Q about {region}?", "answer": "A", "type": "fact lookup"}],
+                }
+            )
+            + "\n```"
+        )
 
     srv = fake_openai(responder=reply)
     ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
@@ -77,10 +94,12 @@ def test_whole_document_mode_over_http(tmp_path, fake_openai):
     # requested_position is canonical; the prompt and the ids keep the prompt's words.
     assert len(rows) == 2 and all(t == f"Q about {requested_of_region(r)}?" for _, t, r in rows)
     assert [qid for qid, *_ in rows] == [
-        query_id("d0", f"generate_queries:whole_document:{requested_of_region(r)}", t) for _, t, r in rows]
+        query_id("d0", f"generate_queries:whole_document:{requested_of_region(r)}", t) for _, t, r in rows
+    ]
     assert sorted(out.drops.select("kind", "id", "reason").rows()) == [
         ("doc", "d1", "doc_unusable"),
-        ("query", "d2/g0", "llm_unparseable"), ("query", "d2/g1", "llm_unparseable"),
+        ("query", "d2/g0", "llm_unparseable"),
+        ("query", "d2/g1", "llm_unparseable"),
     ]
     assert (tmp_path / "unparseable.jsonl").exists()
     (prompt,) = (m["content"] for m in srv.requests[0]["messages"])
@@ -91,14 +110,18 @@ def test_whole_document_mode_over_http(tmp_path, fake_openai):
 
 def _reasoning_reply(final_block: str):
     """A model that follows posir_generate's steps: notes in prose, then the JSON."""
+
     def reply(body):
         user = body["messages"][0]["content"]
         region = next(r for r in ("first", "middle", "final") if f"the {r} third" in user)
-        answer = json.dumps({"usable": True, "questions": [
-            {"question": f"Q about {region}?", "answer": "A", "type": "fact lookup"}]})
-        return ("1. Searchers: physics students revising [exam season] for the atomic model.\n"
-                "2. Question types: fact lookup and cause and reason, e.g. types [1, 3].\n"
-                "3. Register: short and casual.\n4. Questions:\n" + final_block.format(answer=answer))
+        answer = json.dumps(
+            {"usable": True, "questions": [{"question": f"Q about {region}?", "answer": "A", "type": "fact lookup"}]}
+        )
+        return (
+            "1. Searchers: physics students revising [exam season] for the atomic model.\n"
+            "2. Question types: fact lookup and cause and reason, e.g. types [1, 3].\n"
+            "3. Register: short and casual.\n4. Questions:\n" + final_block.format(answer=answer)
+        )
 
     return reply
 
@@ -127,8 +150,11 @@ def test_posir_reasoning_then_bare_json_is_read(tmp_path, fake_openai):
 
 
 def test_posir_json_only_prompt_stays_available(tmp_path, fake_openai):
-    srv = fake_openai(responder=lambda body: json.dumps({"usable": True, "questions": [
-        {"question": "Q?", "answer": "A", "type": "yes/no"}]}))
+    srv = fake_openai(
+        responder=lambda body: json.dumps(
+            {"usable": True, "questions": [{"question": "Q?", "answer": "A", "type": "yes/no"}]}
+        )
+    )
     ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
     params = GenerateParams(llm="gen", questions_per_call=1, prompt="posir_generate_json")
     out = GenerateQueries(params).run(_bench(DOC), ctx)
@@ -163,8 +189,11 @@ def test_chunked_mode_takes_the_models_list_up_to_the_cap(tmp_path, fake_openai)
     def chunk(body: dict) -> str:
         return "the start" if "<excerpt>\nw0 " in body["messages"][-1]["content"] else "the end"
 
-    srv = fake_openai(responder=lambda body: json.dumps([
-        {"question": f"Question {k} on {chunk(body)}?", "answer": "x", "type": "complicated"} for k in range(5)]))
+    srv = fake_openai(
+        responder=lambda body: json.dumps(
+            [{"question": f"Question {k} on {chunk(body)}?", "answer": "x", "type": "complicated"} for k in range(5)]
+        )
+    )
     ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
     doc = " ".join(f"w{i}" for i in range(60))  # two chunks of 30 words
     params = GenerateParams(mode="chunked", llm="gen", chunk_size=30, questions_per_call=3)
@@ -188,12 +217,15 @@ def test_summary_prompt_asks_for_up_to_400_words_by_default(tmp_path, fake_opena
     assert "400 words" in prompt and "key information" in prompt
 
 
-@pytest.mark.parametrize("bad", [
-    {"mode": "whole_document"},
-    {"mode": "extractive", "llm": "gen"},
-    {"mode": "extractive", "region_weights": {"first": 0}},
-    {"mode": "extractive", "avoid_overlap": True},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"mode": "whole_document"},
+        {"mode": "extractive", "llm": "gen"},
+        {"mode": "extractive", "region_weights": {"first": 0}},
+        {"mode": "extractive", "avoid_overlap": True},
+    ],
+)
 def test_invalid_params(bad):
     with pytest.raises(ValueError):
         GenerateParams(**bad)
@@ -203,9 +235,15 @@ def test_calls_on_one_document_are_distinct_requests_and_repeated_questions_drop
     # Both calls draw the same third; before, their prompts were identical, the second answer
     # came from the cache, and the question was kept twice.
     def reply(body):
-        return json.dumps({"usable": True, "questions": [
-            {"question": "Who studied alpha particles?", "answer": "Rutherford"},
-            {"question": "who studied  ALPHA particles?", "answer": "Rutherford"}]})
+        return json.dumps(
+            {
+                "usable": True,
+                "questions": [
+                    {"question": "Who studied alpha particles?", "answer": "Rutherford"},
+                    {"question": "who studied  ALPHA particles?", "answer": "Rutherford"},
+                ],
+            }
+        )
 
     srv = fake_openai(responder=reply)
     ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
@@ -218,24 +256,35 @@ def test_calls_on_one_document_are_distinct_requests_and_repeated_questions_drop
     first = query_id("d0", "generate_queries:whole_document:first", "Who studied alpha particles?")
     second = query_id("d0", "generate_queries:whole_document:first", "who studied  ALPHA particles?")
     assert out.queries["query_id"].to_list() == [first]
-    assert sorted(out.drops.select("id", "reason").rows()) == sorted([
-        (second, "duplicate_query"), (f"{first}-2", "duplicate_query"), (f"{second}-2", "duplicate_query")])
+    assert sorted(out.drops.select("id", "reason").rows()) == sorted(
+        [(second, "duplicate_query"), (f"{first}-2", "duplicate_query"), (f"{second}-2", "duplicate_query")]
+    )
 
 
 def test_questions_in_another_language_than_their_document_drop(tmp_path, fake_openai):
-    questions = {"en": "Who discovered the neutron in Cambridge?", "de": "Wer entdeckte das Neutron in Cambridge?",
-                 "zh": "谁在剑桥发现了中子？", "short": "Wer denn?"}
-    srv = fake_openai(responder=lambda body: json.dumps({"usable": True, "questions": [
-        {"question": q, "answer": "Chadwick"} for q in questions.values()]}))
+    questions = {
+        "en": "Who discovered the neutron in Cambridge?",
+        "de": "Wer entdeckte das Neutron in Cambridge?",
+        "zh": "谁在剑桥发现了中子？",
+        "short": "Wer denn?",
+    }
+    srv = fake_openai(
+        responder=lambda body: json.dumps(
+            {"usable": True, "questions": [{"question": q, "answer": "Chadwick"} for q in questions.values()]}
+        )
+    )
     ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
     out = GenerateQueries(GenerateParams(llm="gen", questions_per_call=4)).run(_bench(DOC), ctx)
     # Too short to tell ("Wer denn?") is not judged, so it stays.
     assert out.queries["text"].to_list() == [questions["en"], questions["short"]]
     (region,) = set(out.queries["requested_position"])
     assert sorted(out.drops.select("id", "reason").rows()) == sorted(
-        (query_id("d0", f"generate_queries:whole_document:{requested_of_region(region)}", questions[lang]),
-         "query_wrong_language")
-        for lang in ("de", "zh"))
+        (
+            query_id("d0", f"generate_queries:whole_document:{requested_of_region(region)}", questions[lang]),
+            "query_wrong_language",
+        )
+        for lang in ("de", "zh")
+    )
     assert ctx.stats["query_language"] == {"checked": 3, "too_short": 1, "wrong": 2}
 
 
@@ -244,24 +293,36 @@ def test_questions_are_handed_on_before_the_last_answer_arrives(tmp_path, fake_o
     # must be heard in between, not once every answer is in.
     def reply(body):
         if "late doc" in body["messages"][0]["content"]:
-            return Reply(text=json.dumps({"usable": True, "questions": [
-                {"question": "Late question about the text?", "answer": "A"}]}), delay_s=1.0)
+            return Reply(
+                text=json.dumps(
+                    {"usable": True, "questions": [{"question": "Late question about the text?", "answer": "A"}]}
+                ),
+                delay_s=1.0,
+            )
         return json.dumps({"usable": True, "questions": [{"question": " Who found the neutron? ", "answer": "A"}]})
 
     srv = fake_openai(responder=reply)
     ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
     told: list[tuple[float, list[str]]] = []
-    outcome = generate_whole_document(_bench(DOC, "late doc").corpus, ctx,
-                                      GenerateParams(llm="gen", questions_per_call=1),
-                                      lambda texts: told.append((time.perf_counter(), texts)))
+    outcome = generate_whole_document(
+        _bench(DOC, "late doc").corpus,
+        ctx,
+        GenerateParams(llm="gen", questions_per_call=1),
+        lambda texts: told.append((time.perf_counter(), texts)),
+    )
     assert [texts for _, texts in told] == [["Who found the neutron?"], ["Late question about the text?"]]
     assert told[0][0] < max(srv.answered) - 0.5
     assert [d.text for d in outcome.drafts] == ["Who found the neutron?", "Late question about the text?"]
 
 
 def test_the_background_detector_agrees_with_detect_base():
-    texts = ["Who discovered the neutron in Cambridge?", "Wer entdeckte das Neutron in Cambridge?",
-             "谁在剑桥发现了中子？", "Qui a découvert le neutron à Cambridge ?", "Wer denn?"]
+    texts = [
+        "Who discovered the neutron in Cambridge?",
+        "Wer entdeckte das Neutron in Cambridge?",
+        "谁在剑桥发现了中子？",
+        "Qui a découvert le neutron à Cambridge ?",
+        "Wer denn?",
+    ]
     detector = BackgroundDetector()
     try:
         detector.submit(texts[:3])  # the rest are first asked for by `detect`
@@ -273,9 +334,13 @@ def test_the_background_detector_agrees_with_detect_base():
 def test_region_weights_take_the_position_tag_names_as_well():
     # beginning/middle/end, as position_tag says; first/middle/final stay readable in older recipes.
     assert GenerateParams(mode="extractive", region_weights={"beginning": 2, "end": 0.5}).region_weights == {
-        "beginning": 2.0, "end": 0.5}
+        "beginning": 2.0,
+        "end": 0.5,
+    }
     assert GenerateParams(mode="extractive", region_weights={"first": 1, "middle": 1}).region_weights == {
-        "beginning": 1.0, "middle": 1.0}
+        "beginning": 1.0,
+        "middle": 1.0,
+    }
     with pytest.raises(ValueError, match="names the beginning twice"):
         GenerateParams(mode="extractive", region_weights={"beginning": 1, "first": 1})
 
@@ -312,16 +377,32 @@ def test_avoid_overlap_asks_for_questions_worded_apart_from_their_evidence(tmp_p
     for avoid in (False, True):
         srv = fake_openai(responder=reply)
         ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
-        params = GenerateParams(mode=mode, llm="gen", questions_per_call=1, avoid_overlap=avoid, chunk_size=200,
-                                prompt="posir_generate_json" if mode == "whole_document" else None)
+        params = GenerateParams(
+            mode=mode,
+            llm="gen",
+            questions_per_call=1,
+            avoid_overlap=avoid,
+            chunk_size=200,
+            prompt="posir_generate_json" if mode == "whole_document" else None,
+        )
         GenerateQueries(params).run(_bench(DOC), ctx)
         sent[avoid] = srv.requests[0]["messages"][-1]["content"]
     assert AVOID_OVERLAP in sent[True] and AVOID_OVERLAP not in sent[False]
     assert sent[True].replace(f"\n\n{AVOID_OVERLAP}", "") == sent[False]
     # Off, the prompt renders as it did before the option (cached answers stay valid).
     name = "posir_generate_json" if mode == "whole_document" else "chunk_qa"
-    variables = ({"summary": "about atoms", "chunk": DOC, "max_questions": 1} if mode == "chunked" else
-                 {"document": DOC, "n_questions": 1, "region_instruction": "first third.", "question_types": [],
-                  "styles": [], "call_number": 1, "calls": 1})
+    variables = (
+        {"summary": "about atoms", "chunk": DOC, "max_questions": 1}
+        if mode == "chunked"
+        else {
+            "document": DOC,
+            "n_questions": 1,
+            "region_instruction": "first third.",
+            "question_types": [],
+            "styles": [],
+            "call_number": 1,
+            "calls": 1,
+        }
+    )
     template = PromptLibrary().get(name)
     assert template.render(**variables) == template.render(**variables, wording="")

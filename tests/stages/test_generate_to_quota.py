@@ -15,18 +15,26 @@ from builder.stages.generate.to_quota import GenerateToQuota, ToQuotaParams
 from tests.stages.qc_factories import bench_of, qc_ctx
 
 # Three sentences per third; in d0 and d1 every final-third sentence names a zebra.
-CLEAN = ("Copper wires carry electric current between distant towns. "
-         "Engineers measured voltage drops along every copper line. "
-         "Farmers planted barley across the northern valley fields. ")
-MIDDLE = ("Rivers flooded the lowland meadows during spring storms. "
-          "Bakers sold rye bread in crowded market squares. "
-          "Sailors mapped rocky harbours along the western coast. ")
-END = ("Painters mixed bright pigments inside cold stone studios. "
-       "Miners hauled heavy coal carts through narrow tunnels. "
-       "Weavers spun woollen thread beside glowing peat fires. ")
-ZEBRA_END = ("Zebra painters mixed bright pigments inside cold studios. "
-             "Zebra miners hauled heavy coal carts through tunnels. "
-             "Zebra weavers spun woollen thread beside peat fires. ")
+CLEAN = (
+    "Copper wires carry electric current between distant towns. "
+    "Engineers measured voltage drops along every copper line. "
+    "Farmers planted barley across the northern valley fields. "
+)
+MIDDLE = (
+    "Rivers flooded the lowland meadows during spring storms. "
+    "Bakers sold rye bread in crowded market squares. "
+    "Sailors mapped rocky harbours along the western coast. "
+)
+END = (
+    "Painters mixed bright pigments inside cold stone studios. "
+    "Miners hauled heavy coal carts through narrow tunnels. "
+    "Weavers spun woollen thread beside glowing peat fires. "
+)
+ZEBRA_END = (
+    "Zebra painters mixed bright pigments inside cold studios. "
+    "Zebra miners hauled heavy coal carts through tunnels. "
+    "Zebra weavers spun woollen thread beside peat fires. "
+)
 DOCS = {f"d{k}": CLEAN + MIDDLE + (ZEBRA_END if k < 2 else END) for k in range(4)}
 
 
@@ -51,12 +59,23 @@ class ZebraAverse:
 
 
 def _run(tmp_path, quota: int):
-    params = ToQuotaParams(column="requested_position", quota=quota, stages=[
-        {"generate_queries": {"mode": "whole_document", "llm": "gen", "prompt": "posir_generate_json",
-                              "questions_per_call": 1, "check_language": False}},
-        {"localize_spans": {"llm": "gen"}},
-        {"span_contrast": {"rerankers": ["zebra"]}},
-    ])
+    params = ToQuotaParams(
+        column="requested_position",
+        quota=quota,
+        stages=[
+            {
+                "generate_queries": {
+                    "mode": "whole_document",
+                    "llm": "gen",
+                    "prompt": "posir_generate_json",
+                    "questions_per_call": 1,
+                    "check_language": False,
+                }
+            },
+            {"localize_spans": {"llm": "gen"}},
+            {"span_contrast": {"rerankers": ["zebra"]}},
+        ],
+    )
     gen = MockLLMBackend("gen", OpenAIModelConfig(model="any-model"), seed=0)
     ctx = qc_ctx(tmp_path, llms={"gen": gen}, rerankers={"zebra": ZebraAverse()})
     out = GenerateToQuota(params).run(bench_of(DOCS, []), ctx)
@@ -67,12 +86,16 @@ def test_rounds_stop_once_every_quota_is_met(tmp_path):
     out, stats = _run(tmp_path, quota=2)
     # Round 1 asks two documents per third; d0's and d1's final-third questions fail the
     # contrast, so round 2 asks only the final third, of the next two documents.
-    assert stats["rounds"] == [{"round": 1, "calls": 6, "kept": 4, "yield": 0.6667},
-                               {"round": 2, "calls": 2, "kept": 2, "yield": 1.0}]
+    assert stats["rounds"] == [
+        {"round": 1, "calls": 6, "kept": 4, "yield": 0.6667},
+        {"round": 2, "calls": 2, "kept": 2, "yield": 1.0},
+    ]
     assert (stats["round_count"], stats["stopped"]) == (2, "quotas_met")
-    assert stats["groups"] == {"beginning": {"asked": 2, "kept": 2, "left": 2},
-                               "end": {"asked": 4, "kept": 2, "left": 0},
-                               "middle": {"asked": 2, "kept": 2, "left": 2}}
+    assert stats["groups"] == {
+        "beginning": {"asked": 2, "kept": 2, "left": 2},
+        "end": {"asked": 4, "kept": 2, "left": 0},
+        "middle": {"asked": 2, "kept": 2, "left": 2},
+    }
     assert sorted(out.queries["requested_position"].to_list()) == ["beginning"] * 2 + ["end"] * 2 + ["middle"] * 2
     assert sorted(set(out.queries.filter(out.queries["requested_position"] == "end")["doc_id"])) == ["d2", "d3"]
     assert out.drops["reason"].to_list() == ["contrast_not_higher:zebra"] * 2
@@ -89,19 +112,24 @@ def test_rounds_stop_when_the_short_group_runs_out_of_candidates(tmp_path):
 
 def test_without_a_quota_the_target_is_the_reach_of_the_scarcest_third():
     stratum = ()
-    tallies = {("beginning", stratum): Tally(left=["b"] * 10, asked=5, kept=5),
-               ("middle", stratum): Tally(left=["m"] * 10, asked=5, kept=15),
-               ("end", stratum): Tally(left=[], asked=5, kept=10)}
+    tallies = {
+        ("beginning", stratum): Tally(left=["b"] * 10, asked=5, kept=5),
+        ("middle", stratum): Tally(left=["m"] * 10, asked=5, kept=15),
+        ("end", stratum): Tally(left=[], asked=5, kept=10),
+    }
     # The end third has nothing left: 10 is what balance would keep.
     assert targets(tallies, None, prior=3.0) == {stratum: 10}
     assert plan_round(tallies, None, prior=3.0, first_share=0.34) == {("beginning", stratum): 5}
 
 
-@pytest.mark.parametrize("stages", [
-    [{"localize_spans": {"llm": "gen"}}],
-    [{"generate_queries": {"mode": "extractive"}}],
-    [{"generate_queries": {"mode": "chunked", "llm": "gen"}}, {"no_such_stage": {}}],
-])
+@pytest.mark.parametrize(
+    "stages",
+    [
+        [{"localize_spans": {"llm": "gen"}}],
+        [{"generate_queries": {"mode": "extractive"}}],
+        [{"generate_queries": {"mode": "chunked", "llm": "gen"}}, {"no_such_stage": {}}],
+    ],
+)
 def test_the_wrapped_stages_start_with_llm_generation_and_exist(stages):
     with pytest.raises(ValueError):
         ToQuotaParams(stages=stages)
@@ -114,11 +142,13 @@ def test_a_wrapped_stage_naming_an_undeclared_model_is_a_recipe_problem(write_re
     path = write_recipe(
         "name: t\nsources: [{type: python_docs}]\nmodels: {gen: {model: m}}\nstages:\n"
         "  - generate_to_quota:\n      stages:\n        - generate_queries: {mode: whole_document, llm: nope}\n"
-        "        - localize_spans: {llm: gen}\n")
+        "        - localize_spans: {llm: gen}\n"
+    )
     with pytest.raises(RecipeError) as caught:
         parse_recipe(path)
     assert [(p.loc, p.message) for p in caught.value.problems] == [
-        (("stages", 0, "generate_to_quota", "stages.0.llm"), "model 'nope' is not declared under models:")]
+        (("stages", 0, "generate_to_quota", "stages.0.llm"), "model 'nope' is not declared under models:")
+    ]
 
 
 class SameQuestionEverywhere(MockLLMBackend):
@@ -129,17 +159,33 @@ class SameQuestionEverywhere(MockLLMBackend):
         from builder.backends.llm.mock_prompts import identify
 
         if identify(request.messages) == "chunk_qa":
-            question = {"question": "Why did engineers measure voltage drops along every copper line?",
-                        "answer": "Engineers measured voltage drops along every copper line.", "type": "simple"}
+            question = {
+                "question": "Why did engineers measure voltage drops along every copper line?",
+                "answer": "Engineers measured voltage drops along every copper line.",
+                "type": "simple",
+            }
             return ChatResponse(json.dumps([question]), None, False, source="same")
         return super()._answer(request)
 
 
 def test_a_later_round_repeating_an_earlier_rounds_question_drops_it_as_a_repeat(tmp_path):
-    params = ToQuotaParams(column="chunk_tag", quota=1, rounds=2, stages=[
-        {"generate_queries": {"mode": "chunked", "llm": "gen", "chunk_size": 16, "chunk_unit": "words",
-                              "questions_per_call": 1, "check_language": False}},
-    ])
+    params = ToQuotaParams(
+        column="chunk_tag",
+        quota=1,
+        rounds=2,
+        stages=[
+            {
+                "generate_queries": {
+                    "mode": "chunked",
+                    "llm": "gen",
+                    "chunk_size": 16,
+                    "chunk_unit": "words",
+                    "questions_per_call": 1,
+                    "check_language": False,
+                }
+            },
+        ],
+    )
     gen = SameQuestionEverywhere("gen", OpenAIModelConfig(model="any-model"), seed=0)
     ctx = qc_ctx(tmp_path, llms={"gen": gen})
     bench = bench_of({"d0": CLEAN + MIDDLE + END + ZEBRA_END}, [])
@@ -149,5 +195,6 @@ def test_a_later_round_repeating_an_earlier_rounds_question_drops_it_as_a_repeat
     # copy, tagged beginning; round 2 asks the middle and the end again, and gets the copy.
     assert [(r["calls"], r["kept"]) for r in ctx.stats["rounds"]] == [(3, 1), (2, 0)]
     assert out.queries.select("text", "chunk_tag").rows() == [
-        ("Why did engineers measure voltage drops along every copper line?", "beginning")]
+        ("Why did engineers measure voltage drops along every copper line?", "beginning")
+    ]
     assert out.drops["reason"].to_list() == ["duplicate_query"] * 4

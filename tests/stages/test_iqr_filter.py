@@ -15,9 +15,15 @@ DEU = [10, 500, 20]  # too few documents to judge
 def _bench() -> Bench:
     sizes = FRA + DEU
     ids = [f"f{i}" for i in range(len(FRA))] + [f"g{i}" for i in range(len(DEU))]
-    corpus = pl.DataFrame({"doc_id": ids, "text": ["x"] * len(ids),
-                           "lang": ["fra-Latn"] * len(FRA) + ["deu-Latn"] * len(DEU),
-                           "domain": ["web"] * len(ids), "n_tokens": sizes})
+    corpus = pl.DataFrame(
+        {
+            "doc_id": ids,
+            "text": ["x"] * len(ids),
+            "lang": ["fra-Latn"] * len(FRA) + ["deu-Latn"] * len(DEU),
+            "domain": ["web"] * len(ids),
+            "n_tokens": sizes,
+        }
+    )
     queries = pl.DataFrame({"query_id": [f"q{d}" for d in ids], "text": ["?"] * len(ids), "doc_id": ids})
     qrels = pl.DataFrame({"query_id": [f"q{d}" for d in ids], "doc_id": ids, "score": [1] * len(ids)})
     return Bench.of(corpus, queries, qrels)
@@ -27,13 +33,23 @@ def test_bounds_and_cascades_on_a_hand_made_distribution(tmp_path):
     ctx = make_ctx(tmp_path)
     out = IQRFilter(IQRFilterParams()).run(_bench(), ctx)
     assert sorted(out.drops.select("kind", "id", "reason").rows()) == [
-        ("doc", "f1", "iqr_lower"), ("doc", "f9", "iqr_upper"),
-        ("query", "qf1", "doc_removed:iqr_lower"), ("query", "qf9", "doc_removed:iqr_upper"),
+        ("doc", "f1", "iqr_lower"),
+        ("doc", "f9", "iqr_upper"),
+        ("query", "qf1", "doc_removed:iqr_lower"),
+        ("query", "qf9", "doc_removed:iqr_upper"),
     ]
     assert {"f10", "f11", "g0", "g1", "g2"} <= set(out.corpus["doc_id"])
     stratum = ctx.stats["iqr_filter"]["lang=fra-Latn|domain=web"]
-    assert stratum == {"n": 12, "q1": 203.0, "q3": 225.0, "low": 137.0, "high": 258.0, "checked": True,
-                       "iqr_lower": 1, "iqr_upper": 1}
+    assert stratum == {
+        "n": 12,
+        "q1": 203.0,
+        "q3": 225.0,
+        "low": 137.0,
+        "high": 258.0,
+        "checked": True,
+        "iqr_lower": 1,
+        "iqr_upper": 1,
+    }
     assert ctx.stats["iqr_filter"]["lang=deu-Latn|domain=web"]["checked"] is False
 
 

@@ -13,11 +13,15 @@ from tests.conftest import REPO
 from tests.helpers import make_ctx
 from tests.stages.qc_factories import bench_of, span
 
-DOC = ("Chadwick discovered the neutron in Cambridge in 1932. Rutherford scattered alpha particles "
-       "from gold foil. Moseley ordered the elements by nuclear charge.")
-EVIDENCE = {"beginning": "Chadwick discovered the neutron in Cambridge in 1932.",
-            "middle": "Rutherford scattered alpha particles from gold foil.",
-            "end": "Moseley ordered the elements by nuclear charge."}
+DOC = (
+    "Chadwick discovered the neutron in Cambridge in 1932. Rutherford scattered alpha particles "
+    "from gold foil. Moseley ordered the elements by nuclear charge."
+)
+EVIDENCE = {
+    "beginning": "Chadwick discovered the neutron in Cambridge in 1932.",
+    "middle": "Rutherford scattered alpha particles from gold foil.",
+    "end": "Moseley ordered the elements by nuclear charge.",
+}
 # BM25's tokens without stopwords (no stemming; "where", "did" count) and the share found
 # in the evidence:
 QUERIES = [
@@ -29,8 +33,13 @@ QUERIES = [
 
 
 def _bench():
-    return bench_of({"d": DOC}, [{"query_id": q, "text": t, "doc_id": "d", "position_tag": tag,
-                                  "spans": span(EVIDENCE[tag], DOC)} for q, tag, t in QUERIES])
+    return bench_of(
+        {"d": DOC},
+        [
+            {"query_id": q, "text": t, "doc_id": "d", "position_tag": tag, "spans": span(EVIDENCE[tag], DOC)}
+            for q, tag, t in QUERIES
+        ],
+    )
 
 
 def test_questions_above_the_share_go_and_the_overlap_by_third_is_reported(tmp_path):
@@ -59,12 +68,17 @@ def test_a_build_reports_the_achieved_overlap_by_third_in_stats_and_card(tmp_pat
     stats = json.loads((tmp_path / "out" / "stats.json").read_text(encoding="utf-8"))
     figures = stats["confound_controls"]["04_lexical_overlap"]["lexical_overlap"]
     dropped = [r for r in stats["drop_table"] if r["reason"] == "lexical_overlap"]
-    assert dropped == [{"stage": "04_lexical_overlap", "kind": "query", "reason": "lexical_overlap",
-                        "count": figures["dropped"]}] and figures["dropped"] > 0
+    assert (
+        dropped
+        == [{"stage": "04_lexical_overlap", "kind": "query", "reason": "lexical_overlap", "count": figures["dropped"]}]
+        and figures["dropped"] > 0
+    )
     # The stats' own overlap per third, on the queries kept, is the stage's "after".
     groups = {g["group"]: round(g["overlap"]["mean"], 4) for g in stats["confounds"]["groups"]}
     assert groups == figures["mean_after"]
     assert all(figures["mean_after"][g] < figures["mean_before"][g] for g in groups)
     card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
-    assert (f"`04_lexical_overlap` dropped {figures['dropped']} queries sharing more than 0.6 of their content "
-            "words with their evidence span") in card
+    assert (
+        f"`04_lexical_overlap` dropped {figures['dropped']} queries sharing more than 0.6 of their content "
+        "words with their evidence span"
+    ) in card

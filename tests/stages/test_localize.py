@@ -20,31 +20,42 @@ def _bench(refs: list[list[str] | None], requested: list[str] | None = None) -> 
     n = len(refs)
     return Bench.of(
         pl.DataFrame({"doc_id": ["d"], "text": [DOC], "n_tokens": [20]}),
-        pl.DataFrame({"query_id": [f"q{i}" for i in range(n)], "text": [f"question {i}?" for i in range(n)],
-                      "doc_id": ["d"] * n, "reference_texts": refs,
-                      "requested_position": requested or ["first"] * n},
-                     schema_overrides={"reference_texts": pl.List(pl.Utf8)}),
+        pl.DataFrame(
+            {
+                "query_id": [f"q{i}" for i in range(n)],
+                "text": [f"question {i}?" for i in range(n)],
+                "doc_id": ["d"] * n,
+                "reference_texts": refs,
+                "requested_position": requested or ["first"] * n,
+            },
+            schema_overrides={"reference_texts": pl.List(pl.Utf8)},
+        ),
         pl.DataFrame({"query_id": [f"q{i}" for i in range(n)], "doc_id": ["d"] * n, "score": [1] * n}),
     )
 
 
 def test_given_references_become_spans_and_drops(tmp_path):
-    bench = _bench([
-        ["The cat sat on the mat."],
-        ['A "quoted" phrase-with a dash'],
-        ["Repeat me."],
-        ["a dog barked loudly at night"],
-        [],
-        None,
-    ])
+    bench = _bench(
+        [
+            ["The cat sat on the mat."],
+            ['A "quoted" phrase-with a dash'],
+            ["Repeat me."],
+            ["a dog barked loudly at night"],
+            [],
+            None,
+        ]
+    )
     out = LocalizeSpans(LocalizeParams()).run(bench, make_ctx(tmp_path))
     spans = dict(out.queries.select("query_id", "spans").iter_rows())
     s = spans["q0"][0]
-    assert (DOC[s["start"]:s["end"]], s["method"], s["score"]) == ("The cat sat on the mat.", "exact", 100.0)
+    assert (DOC[s["start"] : s["end"]], s["method"], s["score"]) == ("The cat sat on the mat.", "exact", 100.0)
     s = spans["q1"][0]
-    assert DOC[s["start"]:s["end"]].startswith("A “quoted” phrase—with a dash") and s["method"] == "normalized"
+    assert DOC[s["start"] : s["end"]].startswith("A “quoted” phrase—with a dash") and s["method"] == "normalized"
     assert sorted(out.drops.select("id", "reason").rows()) == [
-        ("q2", "span_ambiguous"), ("q3", "span_not_found"), ("q4", "unanswerable"), ("q5", "no_reference_texts"),
+        ("q2", "span_ambiguous"),
+        ("q3", "span_not_found"),
+        ("q4", "unanswerable"),
+        ("q5", "no_reference_texts"),
     ]
     assert out.qrels["query_id"].to_list() == ["q0", "q1"]
     row = out.queries.row(0, named=True)
@@ -106,7 +117,7 @@ def test_exact_only_is_posir_rule(tmp_path):
     bench = _bench([["The cat  sat on\nthe mat."], ['A "quoted" phrase-with a dash'], ["The cat sat on the mta."]])
     out = LocalizeSpans(LocalizeParams(methods=["exact"])).run(bench, make_ctx(tmp_path))
     (span,) = out.queries.row(0, named=True)["spans"]
-    assert (DOC[span["start"]:span["end"]], span["method"]) == ("The cat sat on the mat.", "exact")
+    assert (DOC[span["start"] : span["end"]], span["method"]) == ("The cat sat on the mat.", "exact")
     assert sorted(out.drops.select("id", "reason").rows()) == [("q1", "span_not_found"), ("q2", "span_not_found")]
     default = LocalizeSpans(LocalizeParams()).run(bench, make_ctx(tmp_path))
     assert default.queries["query_id"].to_list() == ["q0", "q1", "q2"]
@@ -155,10 +166,16 @@ def _three_docs() -> Bench:
     n = len(rows)
     return Bench.of(
         pl.DataFrame({"doc_id": list(docs), "text": list(docs.values()), "n_tokens": [20, 20, 3]}),
-        pl.DataFrame({"query_id": [f"q{i}" for i in range(n)], "text": [f"question {i}?" for i in range(n)],
-                      "doc_id": [d for d, _ in rows], "reference_texts": [r for _, r in rows],
-                      "requested_position": ["first"] * n},
-                     schema_overrides={"reference_texts": pl.List(pl.Utf8)}),
+        pl.DataFrame(
+            {
+                "query_id": [f"q{i}" for i in range(n)],
+                "text": [f"question {i}?" for i in range(n)],
+                "doc_id": [d for d, _ in rows],
+                "reference_texts": [r for _, r in rows],
+                "requested_position": ["first"] * n,
+            },
+            schema_overrides={"reference_texts": pl.List(pl.Utf8)},
+        ),
         pl.DataFrame({"query_id": [f"q{i}" for i in range(n)], "doc_id": [d for d, _ in rows], "score": [1] * n}),
     )
 
@@ -184,14 +201,21 @@ def test_ray_executor_matches_local_spans_and_drops(ray_local, tmp_path):
     bench = _three_docs()
     local = LocalizeSpans(LocalizeParams()).run(bench, make_ctx(tmp_path))
     progress = _Counting()
-    ctx = replace(make_ctx(tmp_path), progress=progress,
-                  executor_factory=lambda: make_executor(ExecutorConfig(kind="ray", block_size=1)))
+    ctx = replace(
+        make_ctx(tmp_path),
+        progress=progress,
+        executor_factory=lambda: make_executor(ExecutorConfig(kind="ray", block_size=1)),
+    )
     on_ray = LocalizeSpans(LocalizeParams()).run(bench, ctx)
     assert on_ray.queries.equals(local.queries) and on_ray.drops.equals(local.drops)
     methods = {q: [s["method"] for s in spans] for q, spans in local.queries.select("query_id", "spans").iter_rows()}
     assert methods == {"q0": ["fuzzy"], "q1": ["exact"], "q3": ["normalized"], "q4": ["exact", "exact"]}
     assert sorted(local.drops.select("id", "reason").rows()) == [
-        ("q2", "span_not_found"), ("q5", "span_ambiguous"), ("q6", "unanswerable"), ("q7", "no_reference_texts")]
+        ("q2", "span_not_found"),
+        ("q5", "span_ambiguous"),
+        ("q6", "unanswerable"),
+        ("q7", "no_reference_texts"),
+    ]
     assert progress.seen == [("matching spans", 3, 3)]
 
 
@@ -208,14 +232,24 @@ class _RecordingExecutor(LocalExecutor):
 
 def test_match_queries_ships_each_document_once_and_keeps_query_order():
     texts = {"d": DOC, "r": RIVER}
-    wanted = [("r", ["Nothing else."]), ("d", ["The cat sat on the mat."]), ("r", ["Morning fog lifts slowly."]),
-              ("d", ["Repeat me."])]
+    wanted = [
+        ("r", ["Nothing else."]),
+        ("d", ["The cat sat on the mat."]),
+        ("r", ["Morning fog lifts slowly."]),
+        ("d", ["Repeat me."]),
+    ]
     executor = _RecordingExecutor()
     found = match_queries(executor, 2, texts, wanted, 90.0, ["exact", "normalized", "fuzzy"])
-    assert executor.blocks == [[(RIVER, [["Nothing else."], ["Morning fog lifts slowly."]])],
-                               [(DOC, [["The cat sat on the mat."], ["Repeat me."]])]]
+    assert executor.blocks == [
+        [(RIVER, [["Nothing else."], ["Morning fog lifts slowly."]])],
+        [(DOC, [["The cat sat on the mat."], ["Repeat me."]])],
+    ]
     assert [m if isinstance(m, str) else m[0]["start"] for m in found] == [
-        RIVER.index("Nothing"), DOC.index("The cat"), 0, "span_ambiguous"]
+        RIVER.index("Nothing"),
+        DOC.index("The cat"),
+        0,
+        "span_ambiguous",
+    ]
 
 
 def test_requested_position_is_read_in_either_vocabulary(tmp_path):

@@ -19,8 +19,12 @@ from tests.helpers import make_ctx
 
 TINY = FIXTURES / "redocred" / "tiny_redocred.json"
 ALPHA = document_key(json.loads(TINY.read_text())[0])  # the first document's probes are named by it
-TEMPLATES = {"P17": "Which country is {head} in?", "P131": "Where is {head}?",
-             "P206": "Which lake is near {head}?", "P361": "What is {head} part of?"}
+TEMPLATES = {
+    "P17": "Which country is {head} in?",
+    "P131": "Where is {head}?",
+    "P206": "Which lake is near {head}?",
+    "P361": "What is {head} part of?",
+}
 EV = "Alpha Town is a town in Betaland ."
 NEUTRAL = ["It has a river .", "The fair is held at Delta Lake .", "The weather is mild ."]
 HEAD_ONLY = ["Alpha Town hosts a fair .", "Locals love Alpha Town .", "Trains from alpha town run daily ."]
@@ -42,7 +46,7 @@ def _docs(bench: Bench, qid: str) -> dict[str, list[str]]:
     for doc_id, same, sentences in bench.corpus.select("doc_id", "same_text_ids", "sentences").iter_rows():
         for i in [doc_id, *same]:
             if i.startswith(f"{qid}-"):
-                out[i[len(qid) + 1:]] = list(sentences)
+                out[i[len(qid) + 1 :]] = list(sentences)
     return out
 
 
@@ -53,13 +57,21 @@ def test_identical_documents_are_written_once_and_judged_under_the_kept_id(tmp_p
     assert bench.corpus["text"].n_unique() == bench.corpus.height
     kept = f"position_i-{ALPHA}-0-pos01"
     row = bench.corpus.filter(pl.col("doc_id") == kept).row(0, named=True)
-    assert row["same_text_ids"] == [f"first_vs_last-{ALPHA}-0-evidence_first", f"brevity-{ALPHA}-0-evidence_and_rest",
-                                    f"answer_importance-{ALPHA}-0-answer_present"]
+    assert row["same_text_ids"] == [
+        f"first_vs_last-{ALPHA}-0-evidence_first",
+        f"brevity-{ALPHA}-0-evidence_and_rest",
+        f"answer_importance-{ALPHA}-0-answer_present",
+    ]
     # [*NEUTRAL, EV] is both pos04 and evidence_last.
     folded = [*row["same_text_ids"], f"first_vs_last-{ALPHA}-0-evidence_last"]
     assert sorted(bench.drops.select("id", "reason").rows()) == sorted((i, "duplicate_text") for i in folded)
     qrels = set(bench.qrels.select("query_id", "doc_id", "score").iter_rows())
-    for qid in (f"position_i-{ALPHA}-0", f"first_vs_last-{ALPHA}-0", f"brevity-{ALPHA}-0", f"answer_importance-{ALPHA}-0"):
+    for qid in (
+        f"position_i-{ALPHA}-0",
+        f"first_vs_last-{ALPHA}-0",
+        f"brevity-{ALPHA}-0",
+        f"answer_importance-{ALPHA}-0",
+    ):
         assert (qid, kept, 1) in qrels
     first_vs_last = bench.queries.filter(pl.col("setting") == "first_vs_last").row(0, named=True)
     assert first_vs_last["doc_id"] == kept
@@ -70,30 +82,58 @@ def test_identical_documents_are_written_once_and_judged_under_the_kept_id(tmp_p
 def test_tiny_fact_filter(tmp_path):
     bench, ctx = _run(tmp_path, TINY, templates=TEMPLATES)
     assert ctx.stats["facts"] == {
-        "documents": 2, "malformed_documents": 1, "eligible": 1,
-        "ineligible": {"no_template": 1, "not_single_evidence": 1, "evidence_lacks_head_or_tail": 2,
-                       "ambiguous_answer": 1}}
+        "documents": 2,
+        "malformed_documents": 1,
+        "eligible": 1,
+        "ineligible": {
+            "no_template": 1,
+            "not_single_evidence": 1,
+            "evidence_lacks_head_or_tail": 2,
+            "ambiguous_answer": 1,
+        },
+    }
     q = bench.queries.filter(pl.col("setting") == "brevity").row(0, named=True)
     assert (q["query_id"], q["text"], q["answer"], q["relation"]) == (
-        f"brevity-{ALPHA}-0", "Which country is Alpha Town in?", "Betaland", "P17")
+        f"brevity-{ALPHA}-0",
+        "Which country is Alpha Town in?",
+        "Betaland",
+        "P17",
+    )
     assert bench.queries["setting"].to_list() == [
-        "position_i", "first_vs_last", "brevity", "repetition", "answer_importance", "foil"]
+        "position_i",
+        "first_vs_last",
+        "brevity",
+        "repetition",
+        "answer_importance",
+        "foil",
+    ]
 
 
 def test_tiny_documents_per_setting(tmp_path):
     bench, _ = _run(tmp_path, TINY, templates=TEMPLATES)
     assert _docs(bench, f"position_i-{ALPHA}-0") == {
-        "pos01": [EV, *NEUTRAL], "pos02": [NEUTRAL[0], EV, *NEUTRAL[1:]],
-        "pos03": [*NEUTRAL[:2], EV, NEUTRAL[2]], "pos04": [*NEUTRAL, EV]}
-    assert _docs(bench, f"first_vs_last-{ALPHA}-0") == {"evidence_first": [EV, *NEUTRAL],
-                                                   "evidence_last": [*NEUTRAL, EV]}
+        "pos01": [EV, *NEUTRAL],
+        "pos02": [NEUTRAL[0], EV, *NEUTRAL[1:]],
+        "pos03": [*NEUTRAL[:2], EV, NEUTRAL[2]],
+        "pos04": [*NEUTRAL, EV],
+    }
+    assert _docs(bench, f"first_vs_last-{ALPHA}-0") == {
+        "evidence_first": [EV, *NEUTRAL],
+        "evidence_last": [*NEUTRAL, EV],
+    }
     assert _docs(bench, f"brevity-{ALPHA}-0") == {"evidence_only": [EV], "evidence_and_rest": [EV, *NEUTRAL]}
-    assert _docs(bench, f"repetition-{ALPHA}-0") == {"more_heads": [EV, *HEAD_ONLY[:2]],
-                                                "fewer_heads": [EV, *NEUTRAL[:2]]}
-    assert _docs(bench, f"answer_importance-{ALPHA}-0") == {"answer_present": [EV, *NEUTRAL],
-                                                       "answer_absent": [HEAD_ONLY[0], *NEUTRAL]}
-    assert _docs(bench, f"foil-{ALPHA}-0") == {"foil": ['"Alpha Town" "Alpha Town"', HEAD_ONLY[0]],
-                                          "evidence_buried": [*OMEGA, EV, *OMEGA]}
+    assert _docs(bench, f"repetition-{ALPHA}-0") == {
+        "more_heads": [EV, *HEAD_ONLY[:2]],
+        "fewer_heads": [EV, *NEUTRAL[:2]],
+    }
+    assert _docs(bench, f"answer_importance-{ALPHA}-0") == {
+        "answer_present": [EV, *NEUTRAL],
+        "answer_absent": [HEAD_ONLY[0], *NEUTRAL],
+    }
+    assert _docs(bench, f"foil-{ALPHA}-0") == {
+        "foil": ['"Alpha Town" "Alpha Town"', HEAD_ONLY[0]],
+        "evidence_buried": [*OMEGA, EV, *OMEGA],
+    }
     foil = bench.queries.filter(pl.col("setting") == "foil").row(0, named=True)
     assert foil["doc_id"] == f"foil-{ALPHA}-0-evidence_buried"
     assert foil["pairs"] == [{"doc_a": f"foil-{ALPHA}-0-foil", "doc_b": f"foil-{ALPHA}-0-evidence_buried"}]
@@ -106,7 +146,7 @@ def test_spans_point_at_the_evidence(tmp_path):
     bench, _ = _run(tmp_path, TINY, templates=TEMPLATES)
     texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
     for doc_id, spans in bench.queries.select("doc_id", "spans").iter_rows():
-        assert texts[doc_id][spans[0]["start"]:spans[0]["end"]] == EV
+        assert texts[doc_id][spans[0]["start"] : spans[0]["end"]] == EV
     for text, start, end in bench.corpus.select("text", "evidence_start", "evidence_end").iter_rows():
         assert (start is None) == (EV not in text)
         assert start is None or text[start:end] == EV
@@ -174,6 +214,7 @@ def test_shared_redocred_pairs_differ_only_in_their_factor(tmp_path, shared_data
         _check_differs_only_in_factor(q["setting"], docs)
         assert q["head"].lower() in q["text"].lower()
         assert {p["doc_a"] for p in q["pairs"]} | {p["doc_b"] for p in q["pairs"]} == {
-            kept_as[f"{q['query_id']}-{v}"] for v in docs}
+            kept_as[f"{q['query_id']}-{v}"] for v in docs
+        }
     again, _ = _run(tmp_path, path, seed=4, templates=recipe_templates, queries_per_setting=60)
     assert again.corpus.equals(bench.corpus) and again.queries.equals(bench.queries)

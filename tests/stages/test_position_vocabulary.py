@@ -20,17 +20,22 @@ _CANONICAL = {"first": "beginning", "middle": "middle", "final": "end"}
 
 def test_extractive_writes_canonical_names_and_keeps_its_ids(tmp_path):
     out = GenerateQueries(GenerateParams(mode="extractive", questions_per_call=3)).run(
-        _bench(DOC), make_ctx(tmp_path, seed=4))
+        _bench(DOC), make_ctx(tmp_path, seed=4)
+    )
     assert out.queries.select("query_id", "requested_position").rows() == [
-        ("d0-qd1f50abb", "beginning"), ("d0-q2e0559d5", "end"), ("d0-q5652bb4e", "beginning")]
+        ("d0-qd1f50abb", "beginning"),
+        ("d0-q2e0559d5", "end"),
+        ("d0-q5652bb4e", "beginning"),
+    ]
 
 
 def test_whole_document_writes_canonical_names_and_keeps_its_ids(tmp_path, fake_openai):
     def reply(body):
         user = body["messages"][0]["content"]  # the prompt still names the first / middle / final third
         word = next(w for w in _WHOLE_DOCUMENT_IDS if f"the {w} third" in user)
-        return json.dumps({"usable": True, "questions": [{"question": f"Q about {word}?", "answer": "A",
-                                                          "type": "fact lookup"}]})
+        return json.dumps(
+            {"usable": True, "questions": [{"question": f"Q about {word}?", "answer": "A", "type": "fact lookup"}]}
+        )
 
     srv = fake_openai(responder=reply)
     ctx = make_ctx(tmp_path, llms={"gen": _backend(srv)}, models={"gen": {"model": "m", "base_url": srv.base_url}})
@@ -45,12 +50,17 @@ def test_whole_document_writes_canonical_names_and_keeps_its_ids(tmp_path, fake_
 def test_steered_call_ids_keep_the_prompts_words():
     corpus = _bench(DOC).corpus
     assert region_calls(corpus, GenerateParams(mode="extractive")) == [
-        ("d0", "d0/first", "beginning"), ("d0", "d0/middle", "middle"), ("d0", "d0/final", "end")]
+        ("d0", "d0/first", "beginning"),
+        ("d0", "d0/middle", "middle"),
+        ("d0", "d0/final", "end"),
+    ]
 
 
 def test_region_weights_are_kept_in_the_canonical_names():
     assert GenerateParams(mode="extractive", region_weights={"first": 2, "final": 0.5}).region_weights == {
-        "beginning": 2, "end": 0.5}
+        "beginning": 2,
+        "end": 0.5,
+    }
     assert GenerateParams(mode="extractive").region_weights == {"beginning": 1.0, "middle": 1.0, "end": 1.0}
     with pytest.raises(ValueError, match="beginning twice"):
         GenerateParams(mode="extractive", region_weights={"beginning": 1, "first": 1})
@@ -59,8 +69,14 @@ def test_region_weights_are_kept_in_the_canonical_names():
 def _old_style(tmp_path):
     Bench.of(
         corpus=pl.DataFrame({"doc_id": ["d0"], "text": ["some text"], "lang": ["en"]}),
-        queries=pl.DataFrame({"query_id": ["q1", "q2", "q3", "q4"], "doc_id": ["d0"] * 4, "text": ["a", "b", "c", "d"],
-                              "requested_position": ["first", "middle", "final", None]}),
+        queries=pl.DataFrame(
+            {
+                "query_id": ["q1", "q2", "q3", "q4"],
+                "doc_id": ["d0"] * 4,
+                "text": ["a", "b", "c", "d"],
+                "requested_position": ["first", "middle", "final", None],
+            }
+        ),
         qrels=pl.DataFrame({"query_id": ["q1", "q2", "q3", "q4"], "doc_id": ["d0"] * 4, "score": [1] * 4}),
     ).save(tmp_path)
     return tmp_path

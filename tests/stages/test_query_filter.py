@@ -45,23 +45,34 @@ def _drops(bench) -> list[tuple[str, str, str]]:
 
 def test_first_reason_wins_and_drops_keep_the_order_found(tmp_path):
     ctx = make_ctx(tmp_path)
-    stage = Scripted([("query", "q3", "too_short"), ("query", "q1", None), ("query", "q1", "off_topic"),
-                      ("query", "q3", "off_topic")])
+    stage = Scripted(
+        [
+            ("query", "q3", "too_short"),
+            ("query", "q1", None),
+            ("query", "q1", "off_topic"),
+            ("query", "q3", "off_topic"),
+        ]
+    )
     out = stage.run(bench_of(DOCS, QUERIES), ctx)
     assert out.queries["query_id"].to_list() == ["q2", "q4"]
     assert out.qrels["query_id"].to_list() == ["q2", "q4"]
     assert _drops(out) == [("query", "q3", "too_short"), ("query", "q1", "off_topic")]
-    assert ctx.stats["kept_by_third"] == {"beginning": {"in": 1, "kept": 0, "share": 0.0},
-                                          "middle": {"in": 1, "kept": 1, "share": 1.0},
-                                          "end": {"in": 2, "kept": 1, "share": 0.5}}
+    assert ctx.stats["kept_by_third"] == {
+        "beginning": {"in": 1, "kept": 0, "share": 0.0},
+        "middle": {"in": 1, "kept": 1, "share": 1.0},
+        "end": {"in": 2, "kept": 1, "share": 0.5},
+    }
 
 
 def test_query_drops_come_before_document_drops_and_their_cascade(tmp_path):
     ctx = make_ctx(tmp_path)
     out = Scripted([("doc", "d2", "false_negative"), ("query", "q4", "unread")]).run(bench_of(DOCS, QUERIES), ctx)
     assert out.corpus["doc_id"].to_list() == ["d1"]
-    assert _drops(out) == [("query", "q4", "unread"), ("doc", "d2", "false_negative"),
-                           ("query", "q3", "doc_removed:false_negative")]
+    assert _drops(out) == [
+        ("query", "q4", "unread"),
+        ("doc", "d2", "false_negative"),
+        ("query", "q3", "doc_removed:false_negative"),
+    ]
 
 
 def test_a_filter_that_evens_categories_reports_no_thirds(tmp_path):

@@ -20,23 +20,25 @@ SIX = [f"d{i}/g0" for i in range(6)]
 
 def test_six_calls_over_equal_weights_are_dealt_two_to_each_third():
     assert deal_regions(SIX, EQUAL, seed=7) == {
-        "d0/g0": "beginning", "d1/g0": "end", "d2/g0": "end",
-        "d3/g0": "middle", "d4/g0": "middle", "d5/g0": "beginning",
+        "d0/g0": "beginning",
+        "d1/g0": "end",
+        "d2/g0": "end",
+        "d3/g0": "middle",
+        "d4/g0": "middle",
+        "d5/g0": "beginning",
     }
 
 
 def test_a_remainder_goes_where_the_seeded_offset_says():
     # Seven calls: one third gets the seventh, and which one follows the seed.
-    extra = {seed: Counter(deal_regions([*SIX, "d6/g0"], EQUAL, seed).values()).most_common(1)[0]
-             for seed in range(6)}
+    extra = {seed: Counter(deal_regions([*SIX, "d6/g0"], EQUAL, seed).values()).most_common(1)[0] for seed in range(6)}
     assert {count for _, count in extra.values()} == {3}
     assert {region for region, _ in extra.values()} == {"beginning", "middle", "end"}
 
 
 def test_a_region_of_weight_zero_is_never_dealt():
     dealt = deal_regions(SIX[:5], {"beginning": 1.0, "middle": 0.0, "end": 1.0}, seed=7)
-    assert dealt == {"d0/g0": "beginning", "d1/g0": "beginning", "d2/g0": "beginning", "d3/g0": "end",
-                     "d4/g0": "end"}
+    assert dealt == {"d0/g0": "beginning", "d1/g0": "beginning", "d2/g0": "beginning", "d3/g0": "end", "d4/g0": "end"}
 
 
 def test_unequal_weights_follow_a_smooth_round_robin():
@@ -61,27 +63,37 @@ def test_adding_a_call_redeals_only_the_calls_ranked_after_it():
     assert deal_regions([*SIX, "d6/g0"], EQUAL, seed=7) == {**before, "d6/g0": "beginning"}  # ranked last
 
 
-DOC = ("Alpha particles were studied by Rutherford in Manchester. They scatter strongly from gold foil. "
-       "The middle part talks about quantum numbers and orbitals. Finally the neutron was found by Chadwick.")
+DOC = (
+    "Alpha particles were studied by Rutherford in Manchester. They scatter strongly from gold foil. "
+    "The middle part talks about quantum numbers and orbitals. Finally the neutron was found by Chadwick."
+)
 
 
 def _corpus(langs: list[str]) -> Bench:
-    return Bench.of(pl.DataFrame({
-        "doc_id": [f"{lang}{i}" for i, lang in enumerate(langs)], "text": [f"{DOC} ({i})" for i in range(len(langs))],
-        "lang": langs, "domain": ["science"] * len(langs),
-    }))
+    return Bench.of(
+        pl.DataFrame(
+            {
+                "doc_id": [f"{lang}{i}" for i, lang in enumerate(langs)],
+                "text": [f"{DOC} ({i})" for i in range(len(langs))],
+                "lang": langs,
+                "domain": ["science"] * len(langs),
+            }
+        )
+    )
 
 
 def _ctx(tmp_path, fake_openai):
     def reply(body):
         user = body["messages"][0]["content"]
         region = next(r for r in ("first", "middle", "final") if f"the {r} third" in user)
-        return json.dumps({"usable": True, "questions": [{"question": f"What does the {region} third say?",
-                                                           "answer": "A"}]})
+        return json.dumps(
+            {"usable": True, "questions": [{"question": f"What does the {region} third say?", "answer": "A"}]}
+        )
 
     srv = fake_openai(responder=reply)
-    backend = OpenAIBackend("gen", OpenAIModelConfig(model="m", base_url=srv.base_url, backoff_initial_s=0.01),
-                            LLMCache.memory())
+    backend = OpenAIBackend(
+        "gen", OpenAIModelConfig(model="m", base_url=srv.base_url, backoff_initial_s=0.01), LLMCache.memory()
+    )
     return make_ctx(tmp_path, seed=5, label="02_generate_queries", llms={"gen": backend}), srv
 
 
@@ -96,12 +108,20 @@ def test_a_dealt_build_asks_each_language_every_third_as_evenly_as_its_calls_all
     params = GenerateParams(llm="gen", questions_per_call=1, check_language=False, region_draw="dealt")
     GenerateQueries(params).run(bench, ctx)
     lang_of = dict(bench.corpus.select("text", "lang").iter_rows())
-    asked = Counter((next(lang for text, lang in lang_of.items() if text in r["messages"][0]["content"]),
-                     _region_word(r)) for r in srv.requests)
+    asked = Counter(
+        (next(lang for text, lang in lang_of.items() if text in r["messages"][0]["content"]), _region_word(r))
+        for r in srv.requests
+    )
     # Five English calls and four German ones: each language's thirds one apart at most,
     # the remainders where each group's seeded offset puts them.
-    assert asked == {("en", "first"): 2, ("en", "middle"): 1, ("en", "final"): 2,
-                     ("de", "first"): 2, ("de", "middle"): 1, ("de", "final"): 1}
+    assert asked == {
+        ("en", "first"): 2,
+        ("en", "middle"): 1,
+        ("en", "final"): 2,
+        ("de", "first"): 2,
+        ("de", "middle"): 1,
+        ("de", "final"): 1,
+    }
 
 
 def test_a_corpus_without_language_or_domain_columns_is_dealt_as_one_group(tmp_path, fake_openai):

@@ -16,9 +16,11 @@ def grader(fake_openai):
     yield from graders(fake_openai)
 
 
-DOC = ("Marie Curie discovered polonium and radium with her husband Pierre. "
-       "She received two Nobel prizes, in physics and in chemistry. "
-       "Warsaw was her birthplace, long under Russian rule.")
+DOC = (
+    "Marie Curie discovered polonium and radium with her husband Pierre. "
+    "She received two Nobel prizes, in physics and in chemistry. "
+    "Warsaw was her birthplace, long under Russian rule."
+)
 QUERIES = [
     ("full", "When had Marie Curie discovered polonium and radium?", "Marie Curie discovered polonium and radium"),
     ("partial", "Which Nobel prizes came in geology?", "She received two Nobel prizes"),
@@ -28,8 +30,9 @@ QUERIES = [
 
 
 def _bench():
-    return bench_of({"d": DOC}, [{"query_id": q, "text": t, "doc_id": "d", "spans": span(s, DOC)}
-                                 for q, t, s in QUERIES])
+    return bench_of(
+        {"d": DOC}, [{"query_id": q, "text": t, "doc_id": "d", "spans": span(s, DOC)} for q, t, s in QUERIES]
+    )
 
 
 def test_remove_spans_cuts_and_joins():
@@ -44,7 +47,9 @@ def test_grade_threshold_without_contrast(tmp_path, grader):
     out = LLMRelevance(RelevanceParams(llm="judge", contrast=False, questions_per_call=3)).run(_bench(), ctx)
     assert out.queries["query_id"].to_list() == ["full", "elsewhere"]
     assert sorted(out.drops.select("id", "reason").rows()) == [
-        ("off", "llm_grade_below:3"), ("partial", "llm_grade_below:3")]
+        ("off", "llm_grade_below:3"),
+        ("partial", "llm_grade_below:3"),
+    ]
     assert ctx.stats["llm_grades_with_span"] == {"0": 1, "2": 1, "3": 1, "4": 1}
     # The grade stays on each kept query, for `build-bench review --report`'s agreement with people.
     assert out.queries["llm_grade"].to_list() == [4, 3]
@@ -56,7 +61,10 @@ def test_contrast_needs_a_higher_grade_with_the_span(tmp_path, grader):
     # "elsewhere" is answered outside its span: cutting the span leaves the grade unchanged.
     assert out.queries["query_id"].to_list() == ["full"]
     assert dict(out.drops.select("id", "reason").rows()) == {
-        "partial": "llm_grade_below:3", "elsewhere": "llm_not_higher", "off": "llm_grade_below:3"}
+        "partial": "llm_grade_below:3",
+        "elsewhere": "llm_not_higher",
+        "off": "llm_grade_below:3",
+    }
 
 
 def test_grades_with_and_without_spans_go_out_together(tmp_path, fake_openai):
@@ -80,8 +88,9 @@ def _sent(srv) -> list[str]:
 
 def test_without_the_span_the_document_stays_whole_and_the_span_is_named_to_set_aside(tmp_path, fake_openai):
     srv = fake_openai(responder=with_grades())
-    backend = OpenAIBackend("judge", OpenAIModelConfig(model="judge", base_url=srv.base_url, max_concurrency=1),
-                            LLMCache.memory())
+    backend = OpenAIBackend(
+        "judge", OpenAIModelConfig(model="judge", base_url=srv.base_url, max_concurrency=1), LLMCache.memory()
+    )
     try:
         ctx = qc_ctx(tmp_path, llms={"judge": backend})
         out = LLMRelevance(RelevanceParams(llm="judge", without_span="set_aside")).run(_bench(), ctx)
@@ -99,8 +108,9 @@ def test_without_the_span_the_document_stays_whole_and_the_span_is_named_to_set_
 
 def test_cut_sends_the_document_with_the_span_cut_out(tmp_path, fake_openai):
     srv = fake_openai(responder=with_grades())
-    backend = OpenAIBackend("judge", OpenAIModelConfig(model="judge", base_url=srv.base_url, max_concurrency=1),
-                            LLMCache.memory())
+    backend = OpenAIBackend(
+        "judge", OpenAIModelConfig(model="judge", base_url=srv.base_url, max_concurrency=1), LLMCache.memory()
+    )
     try:
         ctx = qc_ctx(tmp_path, llms={"judge": backend})
         out = LLMRelevance(RelevanceParams(llm="judge")).run(_bench(), ctx)  # cut: the default
@@ -124,8 +134,11 @@ def test_a_judge_that_ignores_the_instruction_drops_queries_under_set_aside_but_
     set_aside = LLMRelevance(RelevanceParams(llm="judge", without_span="set_aside")).run(_bench(), ctx)
     assert set_aside.queries.height == 0
     assert dict(set_aside.drops.select("id", "reason").rows()) == {
-        "full": "llm_not_higher", "partial": "llm_grade_below:3", "elsewhere": "llm_not_higher",
-        "off": "llm_grade_below:3"}
+        "full": "llm_not_higher",
+        "partial": "llm_grade_below:3",
+        "elsewhere": "llm_not_higher",
+        "off": "llm_grade_below:3",
+    }
     assert ctx.stats["llm_grades_without_span"] == ctx.stats["llm_grades_with_span"]
 
 
@@ -142,17 +155,27 @@ def test_a_grading_prompt_that_cannot_set_a_passage_aside_gets_the_cut_document(
 
 def test_requests_about_one_document_go_out_together(tmp_path, fake_openai):
     srv = fake_openai(responder=with_grades())
-    backend = OpenAIBackend("judge", OpenAIModelConfig(model="judge", base_url=srv.base_url, max_concurrency=1),
-                            LLMCache.memory())
+    backend = OpenAIBackend(
+        "judge", OpenAIModelConfig(model="judge", base_url=srv.base_url, max_concurrency=1), LLMCache.memory()
+    )
     other = "Ada Lovelace wrote the first program for the Analytical Engine of Charles Babbage."
-    bench = bench_of({"d": DOC, "e": other}, [
-        {"query_id": "full", "text": QUERIES[0][1], "doc_id": "d", "spans": span(QUERIES[0][2], DOC)},
-        {"query_id": "ada", "text": "Who wrote the first program?", "doc_id": "e",
-         "spans": span("Ada Lovelace wrote the first program", other)},
-        {"query_id": "off", "text": QUERIES[3][1], "doc_id": "d", "spans": span(QUERIES[3][2], DOC)}])
+    bench = bench_of(
+        {"d": DOC, "e": other},
+        [
+            {"query_id": "full", "text": QUERIES[0][1], "doc_id": "d", "spans": span(QUERIES[0][2], DOC)},
+            {
+                "query_id": "ada",
+                "text": "Who wrote the first program?",
+                "doc_id": "e",
+                "spans": span("Ada Lovelace wrote the first program", other),
+            },
+            {"query_id": "off", "text": QUERIES[3][1], "doc_id": "d", "spans": span(QUERIES[3][2], DOC)},
+        ],
+    )
     try:
         LLMRelevance(RelevanceParams(llm="judge", without_span="set_aside")).run(
-            bench, qc_ctx(tmp_path, llms={"judge": backend}))
+            bench, qc_ctx(tmp_path, llms={"judge": backend})
+        )
     finally:
         backend.close()
     docs = ["d" if text.startswith(f"<document>\n{DOC}") else "e" for text in _sent(srv)]

@@ -7,11 +7,15 @@ from tests.helpers import make_ctx
 
 
 def _bench(lengths: list[int]) -> Bench:
-    return Bench.of(pl.DataFrame({
-        "doc_id": [f"d{i}" for i in range(len(lengths))],
-        "text": ["w " * n for n in lengths],
-        "n_tokens": lengths,
-    }))
+    return Bench.of(
+        pl.DataFrame(
+            {
+                "doc_id": [f"d{i}" for i in range(len(lengths))],
+                "text": ["w " * n for n in lengths],
+                "n_tokens": lengths,
+            }
+        )
+    )
 
 
 def test_targets_split_by_weight_exactly():
@@ -61,11 +65,14 @@ def test_proportions_follow_posir_weights_within_tolerance(tmp_path):
     assert all(abs(s - e) < 0.01 for s, e in zip(shares, expected))
 
 
-@pytest.mark.parametrize("bad", [
-    {"buckets": [0, 100], "weights": [1, 2]},
-    {"buckets": [100, 0], "weights": [1]},
-    {"buckets": [0, 100], "weights": [0]},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"buckets": [0, 100], "weights": [1, 2]},
+        {"buckets": [100, 0], "weights": [1]},
+        {"buckets": [0, 100], "weights": [0]},
+    ],
+)
 def test_invalid_params(bad):
     with pytest.raises(ValueError):
         SampleParams(n_docs=1, **bad)
@@ -75,18 +82,21 @@ def _two_language_bench() -> Bench:
     # English: 30 short + 30 long documents; Chinese: 8 short + 40 long. Pooled ranking
     # would hand most of the sample to whichever language hashes first.
     rows = [("en", 10)] * 30 + [("en", 150)] * 30 + [("zh", 10)] * 8 + [("zh", 150)] * 40
-    return Bench.of(pl.DataFrame({
-        "doc_id": [f"{lang}{i}" for i, (lang, _) in enumerate(rows)],
-        "text": ["w " * n for _, n in rows],
-        "n_tokens": [n for _, n in rows],
-        "lang": [lang for lang, _ in rows],
-        "domain": ["general"] * len(rows),
-    }))
+    return Bench.of(
+        pl.DataFrame(
+            {
+                "doc_id": [f"{lang}{i}" for i, (lang, _) in enumerate(rows)],
+                "text": ["w " * n for _, n in rows],
+                "n_tokens": [n for _, n in rows],
+                "lang": [lang for lang, _ in rows],
+                "domain": ["general"] * len(rows),
+            }
+        )
+    )
 
 
 def test_stratified_sampling_gives_each_stratum_its_n_docs(tmp_path):
-    stage = SampleByLength(SampleParams(buckets=[0, 100, 200], weights=[1, 1], n_docs=20,
-                                        per=["lang", "domain"]))
+    stage = SampleByLength(SampleParams(buckets=[0, 100, 200], weights=[1, 1], n_docs=20, per=["lang", "domain"]))
     out = stage.run(_two_language_bench(), ctx := make_ctx(tmp_path))
     counts = out.corpus.group_by("lang", "n_tokens").len().sort("lang", "n_tokens").rows()
     # Each language gets 20, split 10:10 by bucket; Chinese has only 8 short ones.
@@ -109,10 +119,16 @@ def test_strata_are_lang_and_domain_only():
 def test_words_come_from_the_streamed_count_and_the_column_leaves_with_the_stage(tmp_path):
     # A streamed corpus holds texts only for the documents the stage keeps; the word
     # window must read the count made from the full text, not the blank.
-    bench = Bench.of(pl.DataFrame({
-        "doc_id": ["a", "b", "c"], "text": ["", "kept text", ""], "n_tokens": [5, 5, 5],
-        "_n_words": [3, 10, 30],
-    }))
+    bench = Bench.of(
+        pl.DataFrame(
+            {
+                "doc_id": ["a", "b", "c"],
+                "text": ["", "kept text", ""],
+                "n_tokens": [5, 5, 5],
+                "_n_words": [3, 10, 30],
+            }
+        )
+    )
     stage = SampleByLength(SampleParams(buckets=[0, 100], weights=[1], n_docs=5, min_words=5, max_words=20))
     out = stage.run(bench, make_ctx(tmp_path))
     assert out.corpus.select("doc_id", "text").rows() == [("b", "kept text")]

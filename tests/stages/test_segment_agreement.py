@@ -41,8 +41,11 @@ def test_rerankers_must_rank_the_labelled_third_first(tmp_path):
     out = SegmentAgreement(SegmentParams()).run(_bench(), ctx)
     assert out.queries["query_id"].to_list() == ["lava", "reef"]
     assert dict(out.drops.select("id", "reason").rows()) == {
-        "lava_mislabelled": "segment_disagreement:bm25", "unlabelled": "no_position_label",
-        "ocean": "segment_disagreement:bm25", "warm": "segment_disagreement:bm25"}
+        "lava_mislabelled": "segment_disagreement:bm25",
+        "unlabelled": "no_position_label",
+        "ocean": "segment_disagreement:bm25",
+        "warm": "segment_disagreement:bm25",
+    }
 
 
 def test_a_tie_at_the_top_is_no_decision(tmp_path):
@@ -66,10 +69,11 @@ def test_no_deciding_reranker_leaves_the_query_undecided(tmp_path):
 def test_tied_normalized_bm25_does_not_drop_a_query(tmp_path):
     # Normalized bm25 used to cap strong matches at 1.0, so all three thirds tied.
     part = "tide tide tide pool pool pool. "
-    doc = (part * 3)
+    doc = part * 3
     ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config(normalize=True)})
-    bench = bench_of({"d": doc, "o": "dry sand"}, [{"query_id": "q", "text": "tide pool", "doc_id": "d",
-                                                   "chunk_tag": "beginning"}])
+    bench = bench_of(
+        {"d": doc, "o": "dry sand"}, [{"query_id": "q", "text": "tide pool", "doc_id": "d", "chunk_tag": "beginning"}]
+    )
     out = SegmentAgreement(SegmentParams()).run(bench, ctx)
     assert dict(out.drops.select("id", "reason").rows()) == {"q": "segment_undecided"}
 
@@ -79,13 +83,15 @@ def test_llm_step_needs_a_high_and_distinct_grade(tmp_path, grader):
     out = SegmentAgreement(SegmentParams(rerankers=[], llm="judge")).run(_bench(), ctx)
     assert out.queries["query_id"].to_list() == ["lava", "reef"]
     assert dict(out.drops.select("id", "reason").rows()) == {
-        "lava_mislabelled": "llm_grade_below:3", "unlabelled": "no_position_label",
-        "ocean": "llm_segment_not_higher", "warm": "llm_grade_below:3"}
+        "lava_mislabelled": "llm_grade_below:3",
+        "unlabelled": "no_position_label",
+        "ocean": "llm_segment_not_higher",
+        "warm": "llm_grade_below:3",
+    }
 
 
 @pytest.mark.parametrize("per_call, calls, not_sent", [(1, 5 + 3 * 2 - 1, 4), (8, 3, 0)])
-def test_the_other_thirds_are_graded_only_when_the_labelled_one_passes(tmp_path, grader, per_call, calls,
-                                                                       not_sent):
+def test_the_other_thirds_are_graded_only_when_the_labelled_one_passes(tmp_path, grader, per_call, calls, not_sent):
     # One pair per call (FineWeb-PosQ's form): lava_mislabelled and warm grade below 3 on
     # their own third, so they are dropped whatever the other thirds get, and those four
     # pairs are not sent. Batched, a third's questions share one call: all go at once.
@@ -95,8 +101,11 @@ def test_the_other_thirds_are_graded_only_when_the_labelled_one_passes(tmp_path,
     out = SegmentAgreement(SegmentParams(rerankers=[], llm="judge", questions_per_call=per_call)).run(_bench(), ctx)
     assert out.queries["query_id"].to_list() == ["lava", "reef"]
     assert dict(out.drops.select("id", "reason").rows()) == {
-        "lava_mislabelled": "llm_grade_below:3", "unlabelled": "no_position_label",
-        "ocean": "llm_segment_not_higher", "warm": "llm_grade_below:3"}
+        "lava_mislabelled": "llm_grade_below:3",
+        "unlabelled": "no_position_label",
+        "ocean": "llm_segment_not_higher",
+        "warm": "llm_grade_below:3",
+    }
     assert judge.usage.calls == calls
     assert ctx.stats["grading_pairs_not_sent"] == not_sent
 
@@ -111,8 +120,7 @@ def test_a_short_window_reranker_reads_the_whole_labelled_third(tmp_path):
     parts = [" ".join(f"w{t}x{k}" for k in range(80)) for t in range(3)]
     parts[2] += " the comet glows green"
     doc = " ".join(parts)
-    bench = bench_of({"d": doc}, [{"query_id": "q", "text": "comet glows green", "doc_id": "d",
-                                   "chunk_tag": "end"}])
+    bench = bench_of({"d": doc}, [{"query_id": "q", "text": "comet glows green", "doc_id": "d", "chunk_tag": "end"}])
     ctx = qc_ctx(tmp_path, rerankers={"short": ShortWindow("short", 30)})
     out = SegmentAgreement(SegmentParams(rerankers=["short"])).run(bench, ctx)
     assert out.queries["query_id"].to_list() == ["q"]

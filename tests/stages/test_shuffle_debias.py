@@ -10,8 +10,8 @@ import pytest
 
 from builder.bench import SPAN_DTYPE, Bench
 from builder.run.runner import check_invariants
-from builder.stages.far_relevant.shuffle_debias import ShuffleDebias
 from builder.stages.far_relevant.segments import shuffle_segments, word_gaps
+from builder.stages.far_relevant.shuffle_debias import ShuffleDebias
 from tests.helpers import make_ctx
 
 TEXT = "one two three four five six seven eight nine ten eleven twelve"
@@ -30,7 +30,7 @@ def test_shuffle_segments_moves_spans_and_keeps_words():
         start, end = out.move(*span)
         assert out.text[start:end] == "four five"
         for p in out.pieces:
-            assert out.text[p.new_start:p.new_start + p.end - p.start] == TEXT[p.start:p.end]
+            assert out.text[p.new_start : p.new_start + p.end - p.start] == TEXT[p.start : p.end]
 
 
 def test_shuffle_segments_with_fewer_gaps_than_pieces():
@@ -52,11 +52,19 @@ def _bench() -> Bench:
         [_at(texts[1], "beta gamma")],
         None,
     ]
-    queries = pl.DataFrame({
-        "query_id": ["q1", "q2", "q3", "q4"], "text": "?", "doc_id": ["d1", "d1", "d2", "d3"],
-        "lang": "en", "spans": pl.Series(spans, dtype=SPAN_DTYPE), "rel_pos": [0.1, 0.2, 0.3, None]})
-    return Bench.of(corpus=corpus, queries=queries,
-                    qrels=queries.select("query_id", "doc_id", pl.lit(1).alias("score")))
+    queries = pl.DataFrame(
+        {
+            "query_id": ["q1", "q2", "q3", "q4"],
+            "text": "?",
+            "doc_id": ["d1", "d1", "d2", "d3"],
+            "lang": "en",
+            "spans": pl.Series(spans, dtype=SPAN_DTYPE),
+            "rel_pos": [0.1, 0.2, 0.3, None],
+        }
+    )
+    return Bench.of(
+        corpus=corpus, queries=queries, qrels=queries.select("query_id", "doc_id", pl.lit(1).alias("score"))
+    )
 
 
 def _run(tmp_path, **params):
@@ -70,8 +78,11 @@ def _run(tmp_path, **params):
 
 def _span_texts(bench: Bench) -> dict[str, list[str]]:
     texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
-    return {q: [texts[d][s["start"]:s["end"]] for s in spans]
-            for q, d, spans in bench.queries.select("query_id", "doc_id", "spans").iter_rows() if spans}
+    return {
+        q: [texts[d][s["start"] : s["end"]] for s in spans]
+        for q, d, spans in bench.queries.select("query_id", "doc_id", "spans").iter_rows()
+        if spans
+    }
 
 
 def test_keep_intact_updates_every_query_on_a_shared_document(tmp_path):

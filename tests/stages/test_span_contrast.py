@@ -14,9 +14,11 @@ def grader(fake_openai):
     yield from graders(fake_openai)
 
 
-DOC = ("Paris is the capital of France and its largest city. "
-       "Bananas are a yellow fruit rich in potassium. "
-       "The Eiffel Tower was completed in 1889 for the world fair.")
+DOC = (
+    "Paris is the capital of France and its largest city. "
+    "Bananas are a yellow fruit rich in potassium. "
+    "The Eiffel Tower was completed in 1889 for the world fair."
+)
 OTHERS = {
     "d2": "Rome is the capital of Italy. The Colosseum is an ancient amphitheatre.",
     "d3": "Apples and pears grow in orchards. Potassium is found in many fruit.",
@@ -25,13 +27,24 @@ QUESTION = "When was the Eiffel Tower completed?"
 
 
 def _bench():
-    return bench_of({"d1": DOC, **OTHERS}, [
-        {"query_id": "good", "text": QUESTION, "doc_id": "d1",
-         "spans": span("The Eiffel Tower was completed in 1889 for the world fair.", DOC)},
-        {"query_id": "bad", "text": QUESTION, "doc_id": "d1",
-         "spans": span("Bananas are a yellow fruit rich in potassium.", DOC)},
-        {"query_id": "none", "text": QUESTION, "doc_id": "d1", "spans": None},
-    ])
+    return bench_of(
+        {"d1": DOC, **OTHERS},
+        [
+            {
+                "query_id": "good",
+                "text": QUESTION,
+                "doc_id": "d1",
+                "spans": span("The Eiffel Tower was completed in 1889 for the world fair.", DOC),
+            },
+            {
+                "query_id": "bad",
+                "text": QUESTION,
+                "doc_id": "d1",
+                "spans": span("Bananas are a yellow fruit rich in potassium.", DOC),
+            },
+            {"query_id": "none", "text": QUESTION, "doc_id": "d1", "spans": None},
+        ],
+    )
 
 
 def test_span_holding_the_answer_is_kept_and_an_irrelevant_span_dropped(tmp_path):
@@ -39,7 +52,9 @@ def test_span_holding_the_answer_is_kept_and_an_irrelevant_span_dropped(tmp_path
     out = SpanContrast(SpanContrastParams()).run(_bench(), ctx)
     assert out.queries["query_id"].to_list() == ["good"]
     assert sorted(out.drops.select("id", "reason").rows()) == [
-        ("bad", "contrast_not_higher:bm25"), ("none", "no_spans")]
+        ("bad", "contrast_not_higher:bm25"),
+        ("none", "no_spans"),
+    ]
     assert out.corpus.height == 3
     assert ctx.stats["span_contrast"]["bm25"] == {"higher": 1, "not_higher": 1, "no_score": 0}
 
@@ -57,8 +72,9 @@ def test_require_all_versus_majority(tmp_path):
 
 
 def test_llm_contrast_check(tmp_path, grader):
-    ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()}, llms={"judge": grader()},
-                 rerankers={"longer": ByLength("longer")})
+    ctx = qc_ctx(
+        tmp_path, configs={"bm25": BM25Config()}, llms={"judge": grader()}, rerankers={"longer": ByLength("longer")}
+    )
     # Both spans pass the length "reranker"; the grader finds the question's words gone
     # only when the span holding the answer is cut.
     out = SpanContrast(SpanContrastParams(rerankers=["longer"], llm="judge")).run(_bench(), ctx)
@@ -75,16 +91,24 @@ def test_a_neural_reranker_without_the_extra_is_a_recipe_problem(monkeypatch, wr
     from builder.recipe.yaml_text import RecipeError
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name in ("torch", "sentence_transformers") else real(name, *a))
-    path = write_recipe("name: t\nsources: [{type: python_docs}]\nrerankers:\n  ce: {backend: cross_encoder, model: m}\n"
-                        "stages:\n  - generate_queries: {mode: extractive}\n  - localize_spans: {}\n  - span_contrast: {rerankers: [ce, bm25]}\n")
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name in ("torch", "sentence_transformers") else real(name, *a),
+    )
+    path = write_recipe(
+        "name: t\nsources: [{type: python_docs}]\nrerankers:\n  ce: {backend: cross_encoder, model: m}\n"
+        "stages:\n  - generate_queries: {mode: extractive}\n  - localize_spans: {}\n  - span_contrast: {rerankers: [ce, bm25]}\n"
+    )
     with pytest.raises(RecipeError) as caught:
         parse_recipe(path)
-    expected = ("reranker 'ce': backend 'cross_encoder' needs torch and sentence-transformers, which are not "
-                f"installed; install them with: {install_command('rerank')}")
+    expected = (
+        "reranker 'ce': backend 'cross_encoder' needs torch and sentence-transformers, which are not "
+        f"installed; install them with: {install_command('rerank')}"
+    )
     assert [(p.loc, p.message, p.line) for p in caught.value.problems] == [
-        (("stages", 2, "span_contrast", "rerankers"), expected, 8)]
+        (("stages", 2, "span_contrast", "rerankers"), expected, 8)
+    ]
 
 
 def test_a_truncated_contrast_grade_keeps_its_reason(tmp_path, grader):
@@ -95,11 +119,13 @@ def test_a_truncated_contrast_grade_keeps_its_reason(tmp_path, grader):
 
     ctx = qc_ctx(tmp_path, llms={"judge": grader(responder=answer)}, rerankers={"longer": ByLength("longer")})
     out = SpanContrast(SpanContrastParams(rerankers=["longer"], llm="judge", without_span="set_aside")).run(
-        _bench(), ctx)
+        _bench(), ctx
+    )
     assert dict(out.drops.select("id", "reason").rows()) == {"none": "no_spans", "bad": "llm_truncated"}
+
+
 FILLER = [f"filler{k}" for k in range(400)]
-FACTS = {"beginning": "the comet glows green", "middle": "the glacier melts slowly",
-         "end": "the volcano erupts daily"}
+FACTS = {"beginning": "the comet glows green", "middle": "the glacier melts slowly", "end": "the volcano erupts daily"}
 
 
 def _long_bench():
@@ -113,8 +139,15 @@ def _long_bench():
         doc = " ".join(words)
         docs[f"d{d}"] = doc
         for tag, fact in FACTS.items():
-            queries.append({"query_id": f"d{d}-{tag}", "text": f"why {fact.split()[1]} {fact.split()[2]}",
-                            "doc_id": f"d{d}", "position_tag": tag, "spans": span(fact, doc)})
+            queries.append(
+                {
+                    "query_id": f"d{d}-{tag}",
+                    "text": f"why {fact.split()[1]} {fact.split()[2]}",
+                    "doc_id": f"d{d}",
+                    "position_tag": tag,
+                    "spans": span(fact, doc),
+                }
+            )
     return bench_of(docs, queries)
 
 

@@ -36,13 +36,19 @@ def test_a_chatty_lead_in_is_cut_and_an_answer_that_is_only_chatter_is_dropped(t
 
     srv = fake_openai(responder=respond)
     config = OpenAIModelConfig(model="m", base_url=srv.base_url, backoff_initial_s=0.01)
-    docs = {"cats": "Cats sleep most of the day.", "lava": "Volcanoes erupt when magma rises.",
-            "tide": "Tides follow the moon.", "bees": "Bees make honey."}
+    docs = {
+        "cats": "Cats sleep most of the day.",
+        "lava": "Volcanoes erupt when magma rises.",
+        "tide": "Tides follow the moon.",
+        "bees": "Bees make honey.",
+    }
     ctx = make_ctx(tmp_path)
     with OpenAIBackend("gen", config, LLMCache.memory()) as backend:
         ctx.llm_factory = {"gen": backend}.__getitem__
         out = Summarize(SummarizeParams(llm="gen")).run(bench_of(docs, []), ctx)
     assert out.corpus.select("doc_id", "summary").rows() == [
-        ("cats", "Cats sleep a lot."), ("lava", "Magma rises and volcanoes erupt.")]
+        ("cats", "Cats sleep a lot."),
+        ("lava", "Magma rises and volcanoes erupt."),
+    ]
     assert sorted(out.drops.select("id", "reason").rows()) == [("bees", "empty_summary"), ("tide", "empty_summary")]
     assert ctx.stats["summary_lead_in_cut"] == 3  # the chatter-only answer too

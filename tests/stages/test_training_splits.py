@@ -13,8 +13,20 @@ from builder.stages.training.pairs import TrainingPairParams, TrainingPairs
 from builder.stages.training.splits import SplitDocuments, SplitParams
 from tests.stages.qc_factories import bench_of, graders, qc_ctx, span
 
-TOPICS = ["comet", "glacier", "violin", "harbour", "orchard", "volcano", "lantern", "meadow", "canyon", "falcon",
-          "bakery", "quarry"]
+TOPICS = [
+    "comet",
+    "glacier",
+    "violin",
+    "harbour",
+    "orchard",
+    "volcano",
+    "lantern",
+    "meadow",
+    "canyon",
+    "falcon",
+    "bakery",
+    "quarry",
+]
 
 
 def _doc(topic: str, variant: int = 0) -> str:
@@ -29,8 +41,9 @@ def _split_bench() -> tuple[dict[str, str], pl.DataFrame]:
     articles = {d: ("a1" if d in ("d_harbour", "d_orchard", "d_volcano") else d) for d in docs}
     queries = [{"query_id": f"q_{d}", "text": f"what about the {d[2:]}", "doc_id": d} for d in docs]
     bench = bench_of(docs, queries)
-    return articles, bench.replace(corpus=bench.corpus.with_columns(
-        pl.Series("article", [articles[d] for d in bench.corpus["doc_id"]])))
+    return articles, bench.replace(
+        corpus=bench.corpus.with_columns(pl.Series("article", [articles[d] for d in bench.corpus["doc_id"]]))
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
@@ -44,8 +57,11 @@ def test_no_document_near_duplicate_or_group_crosses_splits(tmp_path, seed):
     for qid, doc, s in out.queries.select("query_id", "doc_id", "split").iter_rows():
         assert s == split[doc], qid
     assert ctx.stats["near_duplicate_pairs"] == 2
-    assert ctx.stats["leakage"] == {"same_text_across_splits": 0, "near_duplicate_pairs_across_splits": 0,
-                                    "queries_judging_another_split": 0}
+    assert ctx.stats["leakage"] == {
+        "same_text_across_splits": 0,
+        "near_duplicate_pairs_across_splits": 0,
+        "queries_judging_another_split": 0,
+    }
     sizes = ctx.stats["split_sizes"]
     assert sum(v["documents"] for v in sizes.values()) == 14 and set(sizes) == {"train", "dev", "test"}
     assert out.drops.height == 0 and out.corpus.height == 14
@@ -76,6 +92,7 @@ def test_shares_must_add_up_and_group_by_must_exist(tmp_path):
 
 # -- training pairs -----------------------------------------------------------
 
+
 def _train_bench(thirds: dict[str, int]) -> tuple[dict[str, str], object]:
     """Every document in the train split but one test document; per third, that many
     queries whose span sits in it."""
@@ -87,10 +104,21 @@ def _train_bench(thirds: dict[str, int]) -> tuple[dict[str, str], object]:
             topic = next(topics)
             doc_id = f"d{n}"
             docs[doc_id] = _doc(topic) + f" number {n}"
-            answer = {"beginning": f"The {topic} story begins", "middle": f"{topic} note 3 about",
-                      "end": f"number {n}"}[third]
-            queries.append({"query_id": f"q{n}", "text": f"which {topic} story note history", "doc_id": doc_id,
-                            "spans": span(answer, docs[doc_id]), "position_tag": third, "split": "train"})
+            answer = {
+                "beginning": f"The {topic} story begins",
+                "middle": f"{topic} note 3 about",
+                "end": f"number {n}",
+            }[third]
+            queries.append(
+                {
+                    "query_id": f"q{n}",
+                    "text": f"which {topic} story note history",
+                    "doc_id": doc_id,
+                    "spans": span(answer, docs[doc_id]),
+                    "position_tag": third,
+                    "split": "train",
+                }
+            )
             n += 1
     bench = bench_of(docs, queries)
     return docs, bench.replace(corpus=bench.corpus.with_columns(pl.lit("train").alias("split")))
@@ -99,8 +127,9 @@ def _train_bench(thirds: dict[str, int]) -> tuple[dict[str, str], object]:
 def test_train_sets_reach_their_shares(tmp_path):
     _, bench = _train_bench({"beginning": 12, "middle": 8, "end": 6})
     ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()})
-    params = TrainingPairParams(negatives=2, sets={"balanced": {}, "skewed": {"shares": [0.6, 0.2, 0.2]},
-                                                   "natural": {"shares": "natural"}})
+    params = TrainingPairParams(
+        negatives=2, sets={"balanced": {}, "skewed": {"shares": [0.6, 0.2, 0.2]}, "natural": {"shares": "natural"}}
+    )
     out = TrainingPairs(params).run(bench, ctx)
     sets = ctx.stats["sets"]
     # balanced reaches 18 (6 per third), skewed 0.6/0.2/0.2 reaches 20, natural 26: all get 18.
@@ -109,7 +138,10 @@ def test_train_sets_reach_their_shares(tmp_path):
     assert sets["skewed"]["achieved"]["thirds"] == {"beginning": 0.6111, "middle": 0.2222, "end": 0.1667}
     chosen = out.queries.filter(pl.col("train_sets").list.contains("balanced"))
     assert chosen.group_by("position_tag").len().sort("position_tag").rows() == [
-        ("beginning", 6), ("end", 6), ("middle", 6)]
+        ("beginning", 6),
+        ("end", 6),
+        ("middle", 6),
+    ]
     assert out.queries.height == 26 and out.drops.height == 0
 
 
@@ -117,7 +149,8 @@ def test_a_size_beyond_the_shares_is_refused(tmp_path):
     _, bench = _train_bench({"beginning": 6, "middle": 3, "end": 3})
     with pytest.raises(StageParamError, match="more than the shares allow: balanced reach 9"):
         TrainingPairs(TrainingPairParams(negatives=1, size=10)).run(
-            bench, qc_ctx(tmp_path, configs={"bm25": BM25Config()}))
+            bench, qc_ctx(tmp_path, configs={"bm25": BM25Config()})
+        )
 
 
 @pytest.fixture
@@ -130,8 +163,13 @@ def test_no_negative_is_a_positive_or_a_judged_false_negative(tmp_path, grader):
     # A second document judged relevant to q0, and a passage that answers q1 as well as its own.
     docs["d_twin"] = docs["d1"].replace("number 1", "number one")
     qrels = pl.concat([bench.qrels, pl.DataFrame({"query_id": ["q0"], "doc_id": ["d_twin"], "score": [1]})])
-    corpus = pl.concat([bench.corpus, pl.DataFrame({"doc_id": ["d_twin"], "text": [docs["d_twin"]],
-                                                    "n_tokens": [1], "split": ["train"]})], how="diagonal_relaxed")
+    corpus = pl.concat(
+        [
+            bench.corpus,
+            pl.DataFrame({"doc_id": ["d_twin"], "text": [docs["d_twin"]], "n_tokens": [1], "split": ["train"]}),
+        ],
+        how="diagonal_relaxed",
+    )
     bench = bench.replace(corpus=corpus, qrels=qrels)
     judges = {f"j{i}": grader(f"j{i}") for i in range(2)}
     ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()}, llms=judges)
@@ -160,9 +198,10 @@ def test_positive_is_the_passage_holding_the_span(tmp_path):
     docs, bench = _train_bench({"beginning": 2, "middle": 2, "end": 2})
     ctx = qc_ctx(tmp_path, configs={"bm25": BM25Config()})
     out = TrainingPairs(TrainingPairParams(negatives=1, passage_chars=120)).run(bench, ctx)
-    for qid, doc_id, spans, positive in out.queries.select("query_id", "doc_id", "spans",
-                                                           "positive_passage").iter_rows():
+    for qid, doc_id, spans, positive in out.queries.select(
+        "query_id", "doc_id", "spans", "positive_passage"
+    ).iter_rows():
         text = docs[doc_id]
-        answer = text[spans[0]["start"]:spans[0]["end"]]
+        answer = text[spans[0]["start"] : spans[0]["end"]]
         assert positive in text and len(positive) <= 120
         assert answer.split()[0] in positive, qid

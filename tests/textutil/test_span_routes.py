@@ -23,9 +23,11 @@ def _plain(found: Any) -> tuple[int, int, str, float] | str:
 
 
 def _all_three(doc: str, reference: str, **kwargs: Any) -> tuple[Any, Any, Any]:
-    return (_plain(DirectMatcher(doc).locate(reference, **kwargs)),
-            _plain(DocumentIndex(doc).locate(reference, **kwargs)),
-            _plain(legacy_spans.DocumentIndex(doc).locate(reference, **kwargs)))
+    return (
+        _plain(DirectMatcher(doc).locate(reference, **kwargs)),
+        _plain(DocumentIndex(doc).locate(reference, **kwargs)),
+        _plain(legacy_spans.DocumentIndex(doc).locate(reference, **kwargs)),
+    )
 
 
 # --- routing -------------------------------------------------------------------------
@@ -45,18 +47,21 @@ DOC = (
 )
 
 
-@pytest.mark.parametrize("reference, expected", [
-    ("Tidal flooding has doubled", (0, 26, "exact", 100.0)),
-    ("Officials said the seawall would be raised by", (40, 86, "exact", 100.0)),
-    ("TIDAL FLOODING HAS DOUBLED", (0, 26, "normalized", 100.0)),
-    ('raised by "two feet" in 2025 - pending funds.', (77, 122, "normalized", 100.0)),
-    ("FINANCIAL report (a-grade)", (127, 152, "normalized", 100.0)),
-    ("inancial REPORT", (127, 142, "normalized", 100.0)),
-    ("strasse closures hit CAFÉ", (163, 187, "normalized", 100.0)),
-    ("residents were not consulted!", (196, 224, "normalized", 100.0)),
-    ("Residents were not consultd.", (196, 225, "fuzzy", 98.24561403508771)),
-    ("Volcanic ash grounded every flight", "span_not_found"),
-])
+@pytest.mark.parametrize(
+    "reference, expected",
+    [
+        ("Tidal flooding has doubled", (0, 26, "exact", 100.0)),
+        ("Officials said the seawall would be raised by", (40, 86, "exact", 100.0)),
+        ("TIDAL FLOODING HAS DOUBLED", (0, 26, "normalized", 100.0)),
+        ('raised by "two feet" in 2025 - pending funds.', (77, 122, "normalized", 100.0)),
+        ("FINANCIAL report (a-grade)", (127, 152, "normalized", 100.0)),
+        ("inancial REPORT", (127, 142, "normalized", 100.0)),
+        ("strasse closures hit CAFÉ", (163, 187, "normalized", 100.0)),
+        ("residents were not consulted!", (196, 224, "normalized", 100.0)),
+        ("Residents were not consultd.", (196, 225, "fuzzy", 98.24561403508771)),
+        ("Volcanic ash grounded every flight", "span_not_found"),
+    ],
+)
 def test_direct_and_indexed_give_the_same_spans(reference: str, expected: Any) -> None:
     assert _all_three(DOC, reference) == (expected, expected, expected)
 
@@ -81,8 +86,31 @@ def test_repeat_found_case_blind_is_ambiguous() -> None:
 
 # --- equivalence with the matcher as it was --------------------------------------------
 
-CHARS = [*"abcAB .,\n\t-'\"", "’", "“", "—", "ﬁ", "ß", "\u0301", "\u200d", "👩", "🏽", "中", "。",
-         "\u00ad", "Å", "\u3000", "\xa0", "Ａ", "\u1100", "\u1161", "é", "İ", "\u00a8", "\u200b"]
+CHARS = [
+    *"abcAB .,\n\t-'\"",
+    "’",
+    "“",
+    "—",
+    "ﬁ",
+    "ß",
+    "\u0301",
+    "\u200d",
+    "👩",
+    "🏽",
+    "中",
+    "。",
+    "\u00ad",
+    "Å",
+    "\u3000",
+    "\xa0",
+    "Ａ",
+    "\u1100",
+    "\u1161",
+    "é",
+    "İ",
+    "\u00a8",
+    "\u200b",
+]
 ANY_TEXT = st.text(alphabet=st.sampled_from(CHARS), min_size=0, max_size=80)
 
 
@@ -111,38 +139,48 @@ def test_offset_map_across_quotes_whitespace_runs_and_case() -> None:
     assert text[slice(*offsets.to_original(0, len(norm)))] == text
 
 
-WORD = st.text(alphabet=st.sampled_from([*"abcdeXY’“”—-.é", "ﬁ", "ß", "\u0301", "👩", "…", "™", "Ａ"]),
-               min_size=1, max_size=5)
+WORD = st.text(
+    alphabet=st.sampled_from([*"abcdeXY’“”—-.é", "ﬁ", "ß", "\u0301", "👩", "…", "™", "Ａ"]), min_size=1, max_size=5
+)
 GAP = st.sampled_from([" ", "  ", "\n", " \n\t", "\xa0"])
 
 
 def _drift(text: str, how: int) -> str:
     text = re.sub(r"\s+", " ", text)
     if how == 1:
-        text = text.translate(str.maketrans("’“”—", "'\"\"-"))
+        text = text.translate(str.maketrans("’“”—", '\'""-'))
     return [text, text, text.upper(), text.swapcase(), text.rstrip(".") + "!"][how]
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
-@given(words=st.lists(WORD, min_size=1, max_size=14), gaps=st.lists(GAP, min_size=14, max_size=14),
-       data=st.data())
-def test_direct_exact_and_normalized_spans_equal_the_old_matcher(words: list[str], gaps: list[str],
-                                                                 data: st.DataObject) -> None:
+@given(words=st.lists(WORD, min_size=1, max_size=14), gaps=st.lists(GAP, min_size=14, max_size=14), data=st.data())
+def test_direct_exact_and_normalized_spans_equal_the_old_matcher(
+    words: list[str], gaps: list[str], data: st.DataObject
+) -> None:
     doc = "".join(word + gap for word, gap in zip(words, gaps))
     first = data.draw(st.integers(0, len(words) - 1))
     last = data.draw(st.integers(first, len(words) - 1))
     start = sum(len(w) + len(g) for w, g in zip(words[:first], gaps))
     cut = data.draw(st.integers(0, len(words[first]) - 1))
-    quote = _drift(doc[start + cut : start + sum(len(w) + len(g) for w, g in zip(words[first:last], gaps))
-                       + len(words[last])], data.draw(st.integers(0, 4)))
+    quote = _drift(
+        doc[start + cut : start + sum(len(w) + len(g) for w, g in zip(words[first:last], gaps)) + len(words[last])],
+        data.draw(st.integers(0, 4)),
+    )
     direct, indexed, legacy = _all_three(doc, quote, methods=NOT_FUZZY)
     assert direct == indexed == legacy
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
-@given(words=st.lists(st.sampled_from(["the", "members", "agreed", "to", "extend", "library", "hours", "“late”",
-                                       "Monday", "—", "ﬁnal", "Straße"]), min_size=10, max_size=40),
-       data=st.data())
+@given(
+    words=st.lists(
+        st.sampled_from(
+            ["the", "members", "agreed", "to", "extend", "library", "hours", "“late”", "Monday", "—", "ﬁnal", "Straße"]
+        ),
+        min_size=10,
+        max_size=40,
+    ),
+    data=st.data(),
+)
 def test_indexed_spans_equal_the_old_matcher_for_every_method(words: list[str], data: st.DataObject) -> None:
     doc = " ".join(words)
     first = data.draw(st.integers(0, len(words) - 4))
@@ -153,8 +191,10 @@ def test_indexed_spans_equal_the_old_matcher_for_every_method(words: list[str], 
 
 
 def test_direct_fuzzy_finds_an_edited_quote_and_its_repeat() -> None:
-    doc = ("The council met on Tuesday. After a long debate, the members agreed to extend the "
-           "library opening hours until nine o'clock on weekdays. Critics objected.")
+    doc = (
+        "The council met on Tuesday. After a long debate, the members agreed to extend the "
+        "library opening hours until nine o'clock on weekdays. Critics objected."
+    )
     sentence = "the members agreed to extend the library opening hours until nine o'clock on weekdays"
     found = DirectMatcher(doc).locate(sentence.replace("extend", "expand"))
     assert isinstance(found, Span) and found.method == "fuzzy"

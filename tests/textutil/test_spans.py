@@ -73,7 +73,8 @@ def test_exact_only_accepts_whitespace_drift_and_nothing_else() -> None:
 
 def test_methods_choose_the_steps() -> None:
     assert locate(DOC, "TIDAL FLOODING HAS DOUBLED", methods=("exact", "normalized")) == Span(
-        0, 26, "normalized", 100.0)
+        0, 26, "normalized", 100.0
+    )
     assert locate(DOC, "Residents were not consultd.", methods=("exact", "normalized")) is SpanFailure.NOT_FOUND
     assert locate(DOC, "Residents were not consultd.", methods=("exact", "fuzzy")).method == "fuzzy"
     with pytest.raises(ValueError, match="methods"):
@@ -198,9 +199,7 @@ NEWS = (
     "extend the library opening hours until nine o'clock on weekdays. The decision "
     "takes effect next month. Critics argued that the budget could not sustain it."
 )
-SENTENCE = (
-    "the members agreed to extend the library opening hours until nine o'clock on weekdays"
-)
+SENTENCE = "the members agreed to extend the library opening hours until nine o'clock on weekdays"
 
 
 def test_fuzzy_one_word_changed() -> None:
@@ -353,19 +352,17 @@ GAP = st.sampled_from([" ", "  ", "\n", " \n\t"])
 
 def _drift(text: str) -> str:
     """What an LLM copy does to a quote: one space per gap, ASCII quotes, other case."""
-    text = re.sub(r"\s+", " ", text).translate(str.maketrans("’“”—", "'\"\"-"))
+    text = re.sub(r"\s+", " ", text).translate(str.maketrans("’“”—", '\'""-'))
     return text.swapcase()
 
 
 def _plain(text: str) -> str:
-    return re.sub(r"\s+", " ", text.lower().translate(str.maketrans("’“”—", "'\"\"-")))
+    return re.sub(r"\s+", " ", text.lower().translate(str.maketrans("’“”—", '\'""-')))
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.filter_too_much])
 @given(words=st.lists(WORD, min_size=1, max_size=12), gaps=st.lists(GAP, min_size=12, max_size=12), data=st.data())
-def test_unique_drifted_quote_maps_to_original_offsets(
-    words: list[str], gaps: list[str], data: st.DataObject
-) -> None:
+def test_unique_drifted_quote_maps_to_original_offsets(words: list[str], gaps: list[str], data: st.DataObject) -> None:
     doc = "".join(word + gap for word, gap in zip(words, gaps)).strip()
     first = data.draw(st.integers(0, len(words) - 1))
     last = data.draw(st.integers(first, len(words) - 1))

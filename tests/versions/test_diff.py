@@ -22,42 +22,73 @@ def _span(start: int, end: int) -> list[dict]:
     return [{"start": start, "end": end, "method": "exact", "score": 100.0}]
 
 
-def _bench(docs: dict[str, tuple[str, str]], queries: list[tuple[str, str, str, int, int, str]],
-           qrels: list[tuple[str, str, int]]) -> Bench:
+def _bench(
+    docs: dict[str, tuple[str, str]],
+    queries: list[tuple[str, str, str, int, int, str]],
+    qrels: list[tuple[str, str, int]],
+) -> Bench:
     """docs: id -> (text, lang); queries: (id, text, doc, span start, position bin, tag)."""
-    corpus = pl.DataFrame({"doc_id": list(docs), "title": [""] * len(docs), "text": [t for t, _ in docs.values()],
-                           "lang": [lang for _, lang in docs.values()], "domain": ["web"] * len(docs),
-                           "n_tokens": [10] * len(docs)})
-    q = pl.DataFrame({
-        "query_id": [r[0] for r in queries], "text": [r[1] for r in queries], "doc_id": [r[2] for r in queries],
-        "lang": [docs[r[2]][1] for r in queries],
-        "spans": pl.Series("spans", [_span(r[3], r[3] + 4) for r in queries], dtype=SPAN_DTYPE),
-        "position_bin": [r[4] for r in queries], "position_tag": [r[5] for r in queries]})
+    corpus = pl.DataFrame(
+        {
+            "doc_id": list(docs),
+            "title": [""] * len(docs),
+            "text": [t for t, _ in docs.values()],
+            "lang": [lang for _, lang in docs.values()],
+            "domain": ["web"] * len(docs),
+            "n_tokens": [10] * len(docs),
+        }
+    )
+    q = pl.DataFrame(
+        {
+            "query_id": [r[0] for r in queries],
+            "text": [r[1] for r in queries],
+            "doc_id": [r[2] for r in queries],
+            "lang": [docs[r[2]][1] for r in queries],
+            "spans": pl.Series("spans", [_span(r[3], r[3] + 4) for r in queries], dtype=SPAN_DTYPE),
+            "position_bin": [r[4] for r in queries],
+            "position_tag": [r[5] for r in queries],
+        }
+    )
     rels = pl.DataFrame(qrels, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Int64}, orient="row")
     return Bench.of(corpus=corpus, queries=q, qrels=rels)
 
 
 OLD = _bench(
     {"a": ("alpha text", "en"), "b": ("beta text", "en"), "c": ("gamma text", "de")},
-    [("a-q1", "what is alpha?", "a", 0, 0, "beginning"), ("a-q2", "where is alpha?", "a", 6, 12, "end"),
-     ("b-q1", "what is beta?", "b", 0, 0, "beginning"), ("c-q1", "was ist gamma?", "c", 3, 6, "middle")],
-    [("a-q1", "a", 1), ("a-q2", "a", 1), ("b-q1", "b", 1), ("c-q1", "c", 1)])
+    [
+        ("a-q1", "what is alpha?", "a", 0, 0, "beginning"),
+        ("a-q2", "where is alpha?", "a", 6, 12, "end"),
+        ("b-q1", "what is beta?", "b", 0, 0, "beginning"),
+        ("c-q1", "was ist gamma?", "c", 3, 6, "middle"),
+    ],
+    [("a-q1", "a", 1), ("a-q2", "a", 1), ("b-q1", "b", 1), ("c-q1", "c", 1)],
+)
 NEW = _bench(
     {"a": ("alpha text", "en"), "b": ("beta text, longer", "en"), "d": ("delta text", "fr")},
-    [("a-q1", "what is alpha?", "a", 0, 0, "beginning"), ("a-q2", "where is the alpha?", "a", 5, 10, "middle"),
-     ("b-q1", "what is beta?", "b", 0, 0, "beginning"), ("d-q1", "qu'est-ce que delta ?", "d", 0, 0, "beginning")],
-    [("a-q1", "a", 1), ("a-q2", "a", 1), ("a-q2", "b", 1), ("b-q1", "b", 1), ("d-q1", "d", 1)])
+    [
+        ("a-q1", "what is alpha?", "a", 0, 0, "beginning"),
+        ("a-q2", "where is the alpha?", "a", 5, 10, "middle"),
+        ("b-q1", "what is beta?", "b", 0, 0, "beginning"),
+        ("d-q1", "qu'est-ce que delta ?", "d", 0, 0, "beginning"),
+    ],
+    [("a-q1", "a", 1), ("a-q2", "a", 1), ("a-q2", "b", 1), ("b-q1", "b", 1), ("d-q1", "d", 1)],
+)
 
 
 def test_diff_counts_every_kind_of_change_per_language_and_position_group(tmp_path):
-    result = diff_versions(read_version(write_beir(OLD, tmp_path / "v1")), read_version(write_beir(NEW, tmp_path / "v2")))
+    result = diff_versions(
+        read_version(write_beir(OLD, tmp_path / "v1")), read_version(write_beir(NEW, tmp_path / "v2"))
+    )
     docs, queries = result["documents"], result["queries"]
     assert (docs["old"], docs["new"], docs["unchanged"]) == (3, 3, 1)
     assert docs["added"] == {"count": 1, "by_language": {"fr": 1}, "examples": ["d"]}
     assert docs["removed"] == {"count": 1, "by_language": {"de": 1}, "examples": ["c"]}
     assert docs["changed"] == {"count": 1, "by_language": {"en": 1}, "examples": ["b"]}
-    assert queries["added"] == {"count": 1, "by_language_and_position": {"fr/beginning": 1},
-                                "examples": [{"id": "d-q1", "text": "qu'est-ce que delta ?"}]}
+    assert queries["added"] == {
+        "count": 1,
+        "by_language_and_position": {"fr/beginning": 1},
+        "examples": [{"id": "d-q1", "text": "qu'est-ce que delta ?"}],
+    }
     assert queries["removed"]["by_language_and_position"] == {"de/middle": 1}
     assert queries["unchanged"] == 2
     assert queries["changed"]["count"] == 1
@@ -103,8 +134,9 @@ def test_diff_compares_pinned_inputs_and_reference_figures_when_both_have_them(t
         stats["inputs"] = {"build_bench": "0.1.0", "models": {"gen": model}, "prompts": {}}
         (folder / "stats.json").write_text(json.dumps(stats))
         (folder / "eval").mkdir()
-        (folder / "eval" / "eval.json").write_text(json.dumps(
-            {"retrievers": {"bm25": {"overall": {"ndcg@10": ndcg}, "groupings": {}}}}))
+        (folder / "eval" / "eval.json").write_text(
+            json.dumps({"retrievers": {"bm25": {"overall": {"ndcg@10": ndcg}, "groupings": {}}}})
+        )
     result = diff_versions(read_version(old), read_version(new))
     assert result["inputs"] == [{"input": "models.gen", "old": "m-small", "new": "m-large"}]
     assert result["evaluation"] == {"old": {"bm25": {"nDCG@10": 0.25}}, "new": {"bm25": {"nDCG@10": 0.5}}}
@@ -113,16 +145,20 @@ def test_diff_compares_pinned_inputs_and_reference_figures_when_both_have_them(t
     assert "bm25 nDCG@10: 0.2500 → 0.5000" in shown.output
 
 
-
 def _grown() -> Bench:
     """v1 grown with document n: a-q2 loses to n (a false negative), b-q1 goes for a reason
     of its own, c's query was not made again, and n brings n-q1."""
     docs = {"a": ("alpha text", "en"), "b": ("beta text", "en"), "c": ("gamma text", "de"), "n": ("new alpha", "en")}
-    bench = _bench(docs, [("a-q1", "what is alpha?", "a", 0, 0, "beginning"),
-                          ("a-q2", "where is alpha?", "a", 6, 12, "end"),
-                          ("b-q1", "what is beta?", "b", 0, 0, "beginning"),
-                          ("n-q1", "what is new alpha?", "n", 0, 0, "beginning")],
-                   [("a-q1", "a", 1), ("a-q2", "a", 1), ("b-q1", "b", 1), ("n-q1", "n", 1)])
+    bench = _bench(
+        docs,
+        [
+            ("a-q1", "what is alpha?", "a", 0, 0, "beginning"),
+            ("a-q2", "where is alpha?", "a", 6, 12, "end"),
+            ("b-q1", "what is beta?", "b", 0, 0, "beginning"),
+            ("n-q1", "what is new alpha?", "n", 0, 0, "beginning"),
+        ],
+        [("a-q1", "a", 1), ("a-q2", "a", 1), ("b-q1", "b", 1), ("n-q1", "n", 1)],
+    )
     rivals = pl.DataFrame({"id": ["a-q2"], "reason": ["false_negative_confirmed"], "rivals": [["n", "b"]]})
     return bench.drop_queries(rivals, "false_negatives").drop_queries({"b-q1": "span_not_found"}, "localize")
 
@@ -134,14 +170,22 @@ def test_diff_says_which_removed_queries_the_new_documents_caused(tmp_path):
     assert removed["because_of_new_documents"] == {"count": 1, "by_reason": {"false_negative_confirmed": 1}}
     assert removed["other"] == {"count": 2, "by_reason": {"not made again": 1, "span_not_found": 1}}
     assert removed["why"] == [
-        {"id": "a-q2", "stage": "false_negatives", "reason": "false_negative_confirmed",
-         "cause": "because_of_new_documents", "new_documents": ["n"]},
+        {
+            "id": "a-q2",
+            "stage": "false_negatives",
+            "reason": "false_negative_confirmed",
+            "cause": "because_of_new_documents",
+            "new_documents": ["n"],
+        },
         {"id": "b-q1", "stage": "localize", "reason": "span_not_found", "cause": "other", "new_documents": []},
-        {"id": "c-q1", "stage": None, "reason": "not made again", "cause": "other", "new_documents": []}]
+        {"id": "c-q1", "stage": None, "reason": "not made again", "cause": "other", "new_documents": []},
+    ]
     shown = CliRunner().invoke(app, [str(old), str(new)], terminal_width=160)
     said = " ".join(shown.output.split())
-    assert ("removed queries: 1 because of new documents (false_negative_confirmed 1), "
-            "2 for other reasons (not made again 1, span_not_found 1)") in said
+    assert (
+        "removed queries: 1 because of new documents (false_negative_confirmed 1), "
+        "2 for other reasons (not made again 1, span_not_found 1)"
+    ) in said
     assert "removed query a-q2: where is alpha? [false_negative_confirmed; new document n]" in said
 
 
@@ -156,10 +200,14 @@ def test_without_a_drop_log_removals_are_not_explained_away(tmp_path):
 def test_the_changelog_names_removals_caused_by_new_documents(tmp_path):
     from builder.publish.release_notes import data_lines
 
-    result = diff_versions(read_version(write_beir(OLD, tmp_path / "v1")), read_version(write_beir(_grown(), tmp_path / "v2")))
+    result = diff_versions(
+        read_version(write_beir(OLD, tmp_path / "v1")), read_version(write_beir(_grown(), tmp_path / "v2"))
+    )
     lines = data_lines(result)
-    assert ("Removed queries of the previous release: 1 because of the new documents (false_negative_confirmed 1: "
-            "a-q2), 2 for other reasons (not made again 1, span_not_found 1).") in lines
+    assert (
+        "Removed queries of the previous release: 1 because of the new documents (false_negative_confirmed 1: "
+        "a-q2), 2 for other reasons (not made again 1, span_not_found 1)."
+    ) in lines
 
 
 def test_diff_json_examples_are_whole(tmp_path):
@@ -176,7 +224,9 @@ def test_diff_json_examples_are_whole(tmp_path):
 def test_a_document_that_lost_its_length_bucket_to_new_ones_counts_as_caused_by_them():
     from builder.publish.removals import removal_reasons
 
-    drops = pl.DataFrame({"stage": ["sample"], "kind": ["query"], "id": ["a-q1"], "reason": ["doc_removed:not_sampled"]})
+    drops = pl.DataFrame(
+        {"stage": ["sample"], "kind": ["query"], "id": ["a-q1"], "reason": ["doc_removed:not_sampled"]}
+    )
     grown = removal_reasons(["a-q1"], drops, {"a"}, docs_added=2)
     assert grown["because_of_new_documents"] == {"count": 1, "by_reason": {"doc_removed:not_sampled": 1}}
     same_size = removal_reasons(["a-q1"], drops, {"a"}, docs_added=0)

@@ -27,14 +27,18 @@ _LANG = re.compile(r"into ([A-Z][\w ]+?)\. Your")
 _MARKER = re.compile(r"[⟦⟪⦃⟬]\s*/?\s*\d+\s*[⟧⟫⦄⟭]")
 
 
-def _build(srv: FakeOpenAIServer, data: Path, root: Path, n_docs: int, languages: list[str],
-           from_ref: str | None = None) -> Path:
+def _build(
+    srv: FakeOpenAIServer, data: Path, root: Path, n_docs: int, languages: list[str], from_ref: str | None = None
+) -> Path:
     source = data / "fineweb_sample" / "fineweb_10bt_docs_1000.jsonl"
     overrides = [
         f"sources=[{{type: jsonl, path: '{source}', lang: en, domain: general, id_prefix: 'en-', limit: {n_docs}, license: odc-by}}]",
-        "tokenizer={kind: words}", "stages.sample_by_length.n_docs=100",
-        f"stages.translate.languages=[{', '.join(languages)}]", "stages.translate.max_chunk_tokens=600",
-        "stages.iqr_filter.min_stratum_size=4", "output={per_language: false}",
+        "tokenizer={kind: words}",
+        "stages.sample_by_length.n_docs=100",
+        f"stages.translate.languages=[{', '.join(languages)}]",
+        "stages.translate.max_chunk_tokens=600",
+        "stages.iqr_filter.min_stratum_size=4",
+        "output={per_language: false}",
     ]
     for model in ("gen", "translator", "judge"):
         overrides += [f"models.{model}.base_url={srv.base_url}", f"models.{model}.max_concurrency=4"]
@@ -67,7 +71,10 @@ def test_v1_grows_to_v2_with_new_documents_and_a_language_then_both_publish(hub,
     english = ~pl.col("doc_id").str.contains("@")  # translations are `<id>@<lang>`
     old_docs = pl.read_parquet(v1 / "corpus.parquet").filter(english)
     new_docs = pl.read_parquet(v2 / "corpus.parquet").filter(english)
-    old_texts, added = old_docs["text"].to_list(), new_docs.filter(~pl.col("doc_id").is_in(old_docs["doc_id"].implode()))
+    old_texts, added = (
+        old_docs["text"].to_list(),
+        new_docs.filter(~pl.col("doc_id").is_in(old_docs["doc_id"].implode())),
+    )
     assert added.height > 0 and set(old_docs["doc_id"]) <= set(new_docs["doc_id"])
     # Only what is new reached the model: nothing about v1's documents but their German translation.
     assert asked and not any(lang is None and any(t in user for t in old_texts) for lang, user in asked)
@@ -97,8 +104,9 @@ def test_v1_grows_to_v2_with_new_documents_and_a_language_then_both_publish(hub,
     assert from_hub["queries"] == result["queries"] and from_hub["documents"] == result["documents"]
     # Grown from the Hub revision instead of the folder: the same release, the same requests.
     with FakeOpenAIServer(responder=translator(tatoeba)) as srv:
-        again = _build(srv, data, tmp_path / "v2_from_hub", 20, ["fra-Latn", "deu-Latn"],
-                       from_ref=f"hf://datasets/{REPO}@v1.0.0")
+        again = _build(
+            srv, data, tmp_path / "v2_from_hub", 20, ["fra-Latn", "deu-Latn"], from_ref=f"hf://datasets/{REPO}@v1.0.0"
+        )
         assert sorted(map(str, _asked(srv))) == sorted(map(str, asked))
     assert pl.read_parquet(again / "queries.parquet").equals(pl.read_parquet(v2 / "queries.parquet"))
     loaded = load_with_datasets(hub.url, REPO, [("queries", "v1.0.0"), ("queries", "v1.1.0")], tmp_path / "hf")
@@ -107,9 +115,23 @@ def test_v1_grows_to_v2_with_new_documents_and_a_language_then_both_publish(hub,
 
 
 def test_build_from_a_folder_that_is_not_there_exits_2_before_building(tmp_path):
-    done = subprocess.run([sys.executable, "-c", "from builder.cli import main; main()", "quickstart",
-                           "--out", str(tmp_path / "out"), "--run-dir", str(tmp_path / "runs"),
-                           "--from", str(tmp_path / "v0")], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from builder.cli import main; main()",
+            "quickstart",
+            "--out",
+            str(tmp_path / "out"),
+            "--run-dir",
+            str(tmp_path / "runs"),
+            "--from",
+            str(tmp_path / "v0"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert f"--from {tmp_path / 'v0'}: no such folder" in done.stderr
     assert not (tmp_path / "out").exists() and not (tmp_path / "runs").exists()

@@ -53,8 +53,10 @@ def test_a_mock_build_ships_marked_answers_that_a_mock_build_reuses_and_a_real_o
 
     # Elsewhere (a fresh run folder), offline: every answer comes from v1, none is made again.
     v2 = tmp_path / "v2-mock"
-    grown = runner.invoke(app, ["build", str(recipe), "--mock-llm", "--from", str(v1), "--out", str(v2),
-                                "--run-dir", str(tmp_path / "r2")])
+    grown = runner.invoke(
+        app,
+        ["build", str(recipe), "--mock-llm", "--from", str(v1), "--out", str(v2), "--run-dir", str(tmp_path / "r2")],
+    )
     assert grown.exit_code == 0, grown.output
     assert f"{answers.height} answers (sha256 checked, made by the mock LLM)" in " ".join(grown.output.split())
     again = _stage_llm(v2)
@@ -65,8 +67,10 @@ def test_a_mock_build_ships_marked_answers_that_a_mock_build_reuses_and_a_real_o
     # A mock build writes no LLM cache where `build-bench cache` looks.
     assert not (tmp_path / "r1" / "llm_cache.sqlite").exists()
 
-    real = runner.invoke(app, ["build", str(recipe), "--from", str(v1), "--out", str(tmp_path / "real"),
-                               "--run-dir", str(tmp_path / "r3")])
+    real = runner.invoke(
+        app,
+        ["build", str(recipe), "--from", str(v1), "--out", str(tmp_path / "real"), "--run-dir", str(tmp_path / "r3")],
+    )
     assert real.exit_code == 2
     said = real.output.strip()
     assert len(said.splitlines()) == 1, said
@@ -89,5 +93,7 @@ def test_a_mock_build_is_named_mock_in_inputs_qc_scorers_card_and_cache(recipe, 
     cache = runner.invoke(app, ["cache", str(runs)])
     said = " ".join(cache.output.split())
     assert cache.exit_code == 2
-    assert ("its builds ran with --mock-llm, and mock builds never write an LLM cache: the mock's answers "
-            "stay in their run folders and ship in each output's llm_answers.parquet") in said
+    assert (
+        "its builds ran with --mock-llm, and mock builds never write an LLM cache: the mock's answers "
+        "stay in their run folders and ship in each output's llm_answers.parquet"
+    ) in said

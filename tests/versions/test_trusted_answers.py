@@ -64,8 +64,9 @@ def v1(released: tuple[Path, Path], tmp_path: Path) -> Path:
 
 
 def _grow(recipe: Path, v1: Path, tmp_path: Path, *extra: str) -> Result:
-    return _build(recipe, "--run-dir", str(tmp_path / "runs2"), "--out", str(tmp_path / "v2"), "--from", str(v1),
-                  *extra)
+    return _build(
+        recipe, "--run-dir", str(tmp_path / "runs2"), "--out", str(tmp_path / "v2"), "--from", str(v1), *extra
+    )
 
 
 def _one_line_refusal(done: Result) -> str:
@@ -160,7 +161,9 @@ def _cut_in_half(path: Path) -> None:
 
 
 SPOILERS: dict[str, Callable[[Path], None]] = {
-    "renamed column": _renamed_column, "wrong types": _wrong_types, "random bytes": _random_bytes,
+    "renamed column": _renamed_column,
+    "wrong types": _wrong_types,
+    "random bytes": _random_bytes,
     "cut in half": _cut_in_half,
 }
 
@@ -191,7 +194,8 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 
 def test_growing_into_the_folder_grown_from_is_refused_and_leaves_it_as_it_was(
-        released, server, tmp_path, monkeypatch) -> None:
+    released, server, tmp_path, monkeypatch
+) -> None:
     """v1 in the recipe's own output folder (the usual case: built without --out), grown
     from without --out, and with --out naming it (spelled another way)."""
     recipe, built = released
@@ -202,8 +206,16 @@ def test_growing_into_the_folder_grown_from_is_refused_and_leaves_it_as_it_was(
     monkeypatch.chdir(tmp_path)
     for out in ([], ["--out", str(folder)], ["--out", "out/./trust_e2e/"]):
         # v2 samples more documents: a build that wrote here would change v1's files.
-        done = _build(recipe, "--run-dir", str(tmp_path / "runs2"), "--from", "out/trust_e2e",
-                      "--set", "stages.sample_by_length.n_docs=6", *out)
+        done = _build(
+            recipe,
+            "--run-dir",
+            str(tmp_path / "runs2"),
+            "--from",
+            "out/trust_e2e",
+            "--set",
+            "stages.sample_by_length.n_docs=6",
+            *out,
+        )
         line = _one_line_refusal(done)
         assert "--out out/trust_e2e-v2" in line
     assert _files(folder) == before
@@ -221,16 +233,30 @@ def test_a_release_on_the_hub_is_checked_too(released, server, hub, tmp_path) ->
     quiet = Console(file=open("/dev/null", "w"))  # noqa: SIM115
     push(built, "org/trust", tag="v1.0.0", console=quiet)
     before = server.request_count
-    done = _build(recipe, "--run-dir", str(tmp_path / "runs2"), "--out", str(tmp_path / "v2"),
-                  "--from", "hf://datasets/org/trust@v1.0.0")
+    done = _build(
+        recipe,
+        "--run-dir",
+        str(tmp_path / "runs2"),
+        "--out",
+        str(tmp_path / "v2"),
+        "--from",
+        "hf://datasets/org/trust@v1.0.0",
+    )
     assert done.exit_code == 0, done.output
     assert "sha256 checked" in done.stderr and server.request_count == before
 
     edited = Path(shutil.copytree(built, tmp_path / "edited"))
     _tamper(edited)
     push(edited, "org/trust", tag="v1.0.1", console=quiet)
-    done = _build(recipe, "--run-dir", str(tmp_path / "runs3"), "--out", str(tmp_path / "v3"),
-                  "--from", "hf://datasets/org/trust@v1.0.1")
+    done = _build(
+        recipe,
+        "--run-dir",
+        str(tmp_path / "runs3"),
+        "--out",
+        str(tmp_path / "v3"),
+        "--from",
+        "hf://datasets/org/trust@v1.0.1",
+    )
     assert done.exit_code == 2 and "Traceback" not in done.output
     # The lines before are huggingface_hub's download progress.
     assert "is not the file this release shipped" in done.stderr.strip().splitlines()[-1]

@@ -80,8 +80,9 @@ class ChatResponse:
     def failed(cls, detail: str, retries: int = 0, transport: bool = False) -> ChatResponse:
         # The detail may quote what the server said, a configured key included: it is
         # printed and stored (drops, stats.json), so it is masked here, once.
-        return cls(text=None, error=f"llm_failed: {mask_string(detail)}", cached=False, retries=retries,
-                   transport=transport)
+        return cls(
+            text=None, error=f"llm_failed: {mask_string(detail)}", cached=False, retries=retries, transport=transport
+        )
 
     @classmethod
     def truncated(cls, detail: str, retries: int = 0) -> ChatResponse:
@@ -123,10 +124,15 @@ class LLMUsage:
     failure_causes: dict[str, int] = field(default_factory=dict)
 
     def _combine(self, other: LLMUsage, sign: int) -> LLMUsage:
-        counts = [getattr(self, f.name) + sign * getattr(other, f.name) for f in fields(self)
-                  if isinstance(getattr(self, f.name), int)]
-        causes = {c: self.failure_causes.get(c, 0) + sign * other.failure_causes.get(c, 0)
-                  for c in {**self.failure_causes, **other.failure_causes}}
+        counts = [
+            getattr(self, f.name) + sign * getattr(other, f.name)
+            for f in fields(self)
+            if isinstance(getattr(self, f.name), int)
+        ]
+        causes = {
+            c: self.failure_causes.get(c, 0) + sign * other.failure_causes.get(c, 0)
+            for c in {**self.failure_causes, **other.failure_causes}
+        }
         causes = {c: n for c, n in sorted(causes.items()) if n}
         if sign > 0:
             last = other.last_transport_error or self.last_transport_error

@@ -64,12 +64,15 @@ class SpendGate:
         with self._lock:
             if not self.refused:
                 ticket = self._estimate(request, max_tokens, price)
-                worst = {"calls": self.spent.calls + self._held.calls + 1,
-                         "tokens": self.spent.tokens + self._held.tokens + ticket.tokens,
-                         "usd": self.spent.usd + self._held.usd + ticket.usd}
+                worst = {
+                    "calls": self.spent.calls + self._held.calls + 1,
+                    "tokens": self.spent.tokens + self._held.tokens + ticket.tokens,
+                    "usd": self.spent.usd + self._held.usd + ticket.usd,
+                }
                 if all(worst[k] <= limit for k, limit in self.limit.items()):
-                    self._held = Spent(self._held.calls + 1, self._held.tokens + ticket.tokens,
-                                       self._held.usd + ticket.usd)
+                    self._held = Spent(
+                        self._held.calls + 1, self._held.tokens + ticket.tokens, self._held.usd + ticket.usd
+                    )
                     return ticket
                 self.stopped_at = self.stage
             self.refused += 1
@@ -89,12 +92,21 @@ class SpendGate:
 
     def refusal(self) -> ChatResponse:
         limits = ", ".join(f"{k} {v:g}" for k, v in self.limit.items())
-        return ChatResponse(text=None, error=f"{BUDGET_SPENT}: not sent, the build's budget ({limits}) is spent",
-                            cached=False, transport=True)
+        return ChatResponse(
+            text=None,
+            error=f"{BUDGET_SPENT}: not sent, the build's budget ({limits}) is spent",
+            cached=False,
+            transport=True,
+        )
 
 
-def metered_now(gate: SpendGate | None, request: ChatRequest, max_tokens: int, price: Any,
-                send: Callable[[ChatRequest, int], ChatResponse]) -> ChatResponse:
+def metered_now(
+    gate: SpendGate | None,
+    request: ChatRequest,
+    max_tokens: int,
+    price: Any,
+    send: Callable[[ChatRequest, int], ChatResponse],
+) -> ChatResponse:
     """`metered` for a backend that answers in process, without an event loop (the mock)."""
     if gate is None:
         return send(request, max_tokens)
@@ -109,8 +121,13 @@ def metered_now(gate: SpendGate | None, request: ChatRequest, max_tokens: int, p
     return answer
 
 
-async def metered(gate: SpendGate | None, request: ChatRequest, max_tokens: int, price: Any,
-                  send: Callable[[ChatRequest, int], Awaitable[ChatResponse]]) -> ChatResponse:
+async def metered(
+    gate: SpendGate | None,
+    request: ChatRequest,
+    max_tokens: int,
+    price: Any,
+    send: Callable[[ChatRequest, int], Awaitable[ChatResponse]],
+) -> ChatResponse:
     """`send(request, max_tokens)` when the gate admits it (always, without a gate)."""
     if gate is None:
         return await send(request, max_tokens)

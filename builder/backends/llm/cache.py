@@ -1,14 +1,16 @@
 """SQLite store of model answers, keyed by everything that shapes an answer."""
 
+# cohesive: the answer store's schema, writer thread and recovery must change together.
+
 from __future__ import annotations
 
 import hashlib
 import json
 import queue
 import sqlite3
+import sys
 import threading
 import time
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -59,8 +61,7 @@ class Origin:
 
 
 # key, text, prompt tokens, completion tokens and, optionally, the reasoning and the origin.
-Row = tuple[str, str, int, int] | tuple[str, str, int, int, str | None] | tuple[
-    str, str, int, int, str | None, Origin]
+Row = tuple[str, str, int, int] | tuple[str, str, int, int, str | None] | tuple[str, str, int, int, str | None, Origin]
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,9 @@ class LLMCache:
     `stage` is the run label of the stage now asking, recorded beside each answer.
     """
 
-    def __init__(self, path: Path | None, notify: Callable[[str], None] = _print_notice,
-                 reask_failed: bool = False) -> None:
+    def __init__(
+        self, path: Path | None, notify: Callable[[str], None] = _print_notice, reask_failed: bool = False
+    ) -> None:
         self.path = path
         self.reask_failed = reask_failed
         self.stage: str | None = None
@@ -169,8 +171,10 @@ class LLMCache:
             for suffix in ("", "-wal", "-shm"):
                 if Path(f"{path}{suffix}").exists():
                     Path(f"{path}{suffix}").rename(f"{aside}{suffix}")
-            self._notify(f"LLM cache {path} is damaged ({error}): moved it to {aside.name}; "
-                         "a fresh cache is used and its answers will be asked again")
+            self._notify(
+                f"LLM cache {path} is damaged ({error}): moved it to {aside.name}; "
+                "a fresh cache is used and its answers will be asked again"
+            )
 
     def _guarded(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work` under the lock; if the file turns out damaged, set it aside and redo it on a fresh one."""
@@ -209,8 +213,15 @@ class LLMCache:
     def get(self, key: str) -> CachedAnswer | None:
         return self.get_many([key]).get(key)
 
-    def put(self, key: str, text: str, prompt_tokens: int, completion_tokens: int, reasoning: str | None = None,
-            origin: Origin | None = None) -> None:
+    def put(
+        self,
+        key: str,
+        text: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        reasoning: str | None = None,
+        origin: Origin | None = None,
+    ) -> None:
         self.put_many([(key, text, prompt_tokens, completion_tokens, reasoning, origin or Origin())])
 
     def put_many(self, rows: Iterable[Row]) -> None:
@@ -220,8 +231,16 @@ class LLMCache:
         values = []
         for row in rows:
             origin = row[5] if len(row) > 5 else Origin()  # type: ignore[misc]
-            values.append((*row[:4], now, row[4] if len(row) > 4 else None,
-                           origin.model, origin.stage, mask_optional(origin.base_url)))
+            values.append(
+                (
+                    *row[:4],
+                    now,
+                    row[4] if len(row) > 4 else None,
+                    origin.model,
+                    origin.stage,
+                    mask_optional(origin.base_url),
+                )
+            )
 
         def write(db: sqlite3.Connection) -> None:
             for v in values:
@@ -252,8 +271,9 @@ class LLMCache:
         def write(db: sqlite3.Connection) -> None:
             for start in range(0, len(unique), _CHUNK):
                 chunk = unique[start : start + _CHUNK]
-                db.execute(f"UPDATE answers SET failure = ? WHERE key IN ({','.join('?' * len(chunk))})",
-                           [kind, *chunk])
+                db.execute(
+                    f"UPDATE answers SET failure = ? WHERE key IN ({','.join('?' * len(chunk))})", [kind, *chunk]
+                )
 
         if unique:
             self._guarded(write)
@@ -267,8 +287,11 @@ class LLMCache:
 
         def write(db: sqlite3.Connection) -> None:
             for probe in probes:
-                db.execute("UPDATE answers SET failure = ? WHERE substr(stage, instr(stage, '_') + 1) = ? "
-                           "AND instr(text, ?) > 0", (kind, stage, probe))
+                db.execute(
+                    "UPDATE answers SET failure = ? WHERE substr(stage, instr(stage, '_') + 1) = ? "
+                    "AND instr(text, ?) > 0",
+                    (kind, stage, probe),
+                )
 
         if probes:
             self._guarded(write)
@@ -276,8 +299,9 @@ class LLMCache:
     def failed_stages(self) -> set[str | None]:
         """The stage labels that recorded an answer now marked unusable (None: an answer
         cached before stages were recorded)."""
-        return self._guarded(lambda db: {row[0] for row in db.execute(
-            "SELECT DISTINCT stage FROM answers WHERE failure IS NOT NULL")})
+        return self._guarded(
+            lambda db: {row[0] for row in db.execute("SELECT DISTINCT stage FROM answers WHERE failure IS NOT NULL")}
+        )
 
     def __len__(self) -> int:
         return self._guarded(lambda db: int(db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]))
@@ -321,8 +345,15 @@ class CacheWriter:
         self._thread = threading.Thread(target=self._run, name="llm-cache-writer", daemon=True)
         self._thread.start()
 
-    def put(self, key: str, text: str, prompt_tokens: int, completion_tokens: int, reasoning: str | None = None,
-            origin: Origin | None = None) -> None:
+    def put(
+        self,
+        key: str,
+        text: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        reasoning: str | None = None,
+        origin: Origin | None = None,
+    ) -> None:
         self._queue.put((key, text, prompt_tokens, completion_tokens, reasoning, origin or Origin()))
 
     def flush(self) -> None:
@@ -379,7 +410,9 @@ def split_cached(cache: LLMCache, keys: Sequence[str]) -> tuple[list[ChatRespons
         if hit is None:
             missing.setdefault(key, []).append(i)
         else:
-            responses[i] = ChatResponse(hit.text, None, True, hit.prompt_tokens, hit.completion_tokens, 0, hit.reasoning)
+            responses[i] = ChatResponse(
+                hit.text, None, True, hit.prompt_tokens, hit.completion_tokens, 0, hit.reasoning
+            )
     return responses, missing
 
 

@@ -64,9 +64,12 @@ def cache_path(run_dir: Path) -> Path:
     if not path.is_file():
         if not run_dir.is_dir():
             raise CacheAdminError(f"{run_dir} is not a folder: no LLM cache to show or clear")
-        mock = ("; its builds ran with --mock-llm, and mock builds never write an LLM cache: the mock's "
-                "answers stay in their run folders and ship in each output's llm_answers.parquet"
-                if any(run_dir.glob(f"*/*/{MOCK_CACHE}")) else "")
+        mock = (
+            "; its builds ran with --mock-llm, and mock builds never write an LLM cache: the mock's "
+            "answers stay in their run folders and ship in each output's llm_answers.parquet"
+            if any(run_dir.glob(f"*/*/{MOCK_CACHE}"))
+            else ""
+        )
         raise CacheAdminError(f"{run_dir} has no LLM cache ({CACHE_FILE}): nothing to show or clear{mock}")
     return path
 
@@ -89,12 +92,22 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 def _counts(db: sqlite3.Connection, selection: Selection) -> list[Count]:
     where, values = selection.where()
-    rows = db.execute(f"SELECT model, stage, failure, COUNT(*), group_concat(DISTINCT base_url) FROM answers{where} "
-                      "GROUP BY model, stage, failure ORDER BY model, stage, failure", values)
+    rows = db.execute(
+        f"SELECT model, stage, failure, COUNT(*), group_concat(DISTINCT base_url) FROM answers{where} "
+        "GROUP BY model, stage, failure ORDER BY model, stage, failure",
+        values,
+    )
     # A cache written by an older version may hold a server's credentials in clear.
-    return [Count(model, mask_string(stage) if stage else stage, failure, answers,
-                  ", ".join(sorted({mask_string(s) for s in servers.split(",")})) if servers else None)
-            for model, stage, failure, answers, servers in rows]
+    return [
+        Count(
+            model,
+            mask_string(stage) if stage else stage,
+            failure,
+            answers,
+            ", ".join(sorted({mask_string(s) for s in servers.split(",")})) if servers else None,
+        )
+        for model, stage, failure, answers, servers in rows
+    ]
 
 
 def count(path: Path, selection: Selection = Selection()) -> list[Count]:

@@ -20,8 +20,15 @@ from builder.backends.llm.cache import _CHUNK, LLMCache
 from builder.secrets import mask_string
 
 ANSWERS_FILE = "llm_answers.parquet"
-SCHEMA = {"key": pl.Utf8, "text": pl.Utf8, "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64,
-          "reasoning": pl.Utf8, "model": pl.Utf8, "failure": pl.Utf8}
+SCHEMA = {
+    "key": pl.Utf8,
+    "text": pl.Utf8,
+    "prompt_tokens": pl.Int64,
+    "completion_tokens": pl.Int64,
+    "reasoning": pl.Utf8,
+    "model": pl.Utf8,
+    "failure": pl.Utf8,
+}
 # The cache's NOT NULL columns; a cache key is a sha256 in hex (`cache.key_for`).
 _REQUIRED = ("key", "text", "prompt_tokens", "completion_tokens")
 _KEY = r"^[0-9a-f]{64}$"
@@ -43,7 +50,9 @@ def export_answers(cache: LLMCache, keys: Iterable[str]) -> pl.DataFrame:
             chunk = unique[start : start + _CHUNK]
             out += db.execute(
                 "SELECT key, text, prompt_tokens, completion_tokens, reasoning, model, failure FROM answers "
-                f"WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+                f"WHERE key IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
         return out
 
     return pl.DataFrame(cache.guarded(read), schema=SCHEMA, orient="row").sort("key")
@@ -61,7 +70,9 @@ def seed_answers(cache: LLMCache, answers: pl.DataFrame, stage: str) -> int:
         try:
             db.executemany(
                 "INSERT OR IGNORE INTO answers (key, text, prompt_tokens, completion_tokens, created_at, "
-                "reasoning, model, stage, failure) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
+                "reasoning, model, stage, failure) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                values,
+            )
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
@@ -72,7 +83,6 @@ def seed_answers(cache: LLMCache, answers: pl.DataFrame, stage: str) -> int:
     return cache.guarded(write)
 
 
-
 def read_answers(path: Path) -> pl.DataFrame:
     """The answers in `path`, with the columns and types `export_answers` writes, every
     key a cache key and no gap where the cache needs a value; AnswersFileError if not."""
@@ -80,8 +90,9 @@ def read_answers(path: Path) -> pl.DataFrame:
         schema = pl.read_parquet_schema(path)
         missing = [c for c in SCHEMA if c not in schema]
         if missing:
-            raise AnswersFileError(f"{path} lacks the column(s) {', '.join(missing)} "
-                                   f"(it has {', '.join(schema) or 'none'})")
+            raise AnswersFileError(
+                f"{path} lacks the column(s) {', '.join(missing)} (it has {', '.join(schema) or 'none'})"
+            )
         wrong = [f"{c} is {schema[c]}, not {t}" for c, t in SCHEMA.items() if schema[c] != t]
         if wrong:
             raise AnswersFileError(f"{path} has columns of the wrong type: {'; '.join(wrong)}")

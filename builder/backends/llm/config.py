@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Discriminator, Field, SerializerFunctionWrapHandler, Tag,
-                      model_serializer, model_validator)
-
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    model_serializer,
+    model_validator,
+)
 
 # Settings that only say where and how widely a model runs, with their defaults.
-_SCALING_DEFAULTS: dict[str, Any] = {"base_urls": None, "engines": 1, "batch_size": 64,
-                                     "max_reply_bytes": 4 * 2**20}
+_SCALING_DEFAULTS: dict[str, Any] = {"base_urls": None, "engines": 1, "batch_size": 64, "max_reply_bytes": 4 * 2**20}
 
 
 class Price(BaseModel):
@@ -25,8 +31,9 @@ class Price(BaseModel):
     def usd(self, prompt_tokens: float, cached_tokens: float, completion_tokens: float) -> float:
         cached = min(cached_tokens, prompt_tokens)
         cached_rate = self.input if self.cached_input is None else self.cached_input
-        return ((prompt_tokens - cached) * self.input + cached * cached_rate
-                + completion_tokens * self.output) / 1_000_000
+        return (
+            (prompt_tokens - cached) * self.input + cached * cached_rate + completion_tokens * self.output
+        ) / 1_000_000
 
 
 class _SamplingConfig(BaseModel):

@@ -62,16 +62,21 @@ def split_query(url: str | None) -> tuple[str | None, dict[str, str]]:
 class Endpoint:
     """One server: its client, and how many requests it has in flight."""
 
-    def __init__(self, url: str | None, api_key: str, timeout_s: float, concurrency: int,
-                 max_reply_bytes: int) -> None:
+    def __init__(self, url: str | None, api_key: str, timeout_s: float, concurrency: int, max_reply_bytes: int) -> None:
         self.url = url
         self.in_flight = 0
         self.deadline_s = timeout_s
         self.max_reply_bytes = max_reply_bytes
         self._http = http_client(concurrency)
         base_url, query = split_query(url)
-        self.client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, default_query=query or None,
-                                         timeout=timeout_s, max_retries=0, http_client=self._http)
+        self.client = openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            default_query=query or None,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=self._http,
+        )
         self._chat: PreparedChat | None = None
 
     def prepare(self) -> None:
@@ -92,8 +97,9 @@ class Endpoint:
 class Endpoints:
     """Every server of one model, in the order the recipe lists them."""
 
-    def __init__(self, urls: Sequence[str | None], api_key: str, timeout_s: float, concurrency: int,
-                 max_reply_bytes: int) -> None:
+    def __init__(
+        self, urls: Sequence[str | None], api_key: str, timeout_s: float, concurrency: int, max_reply_bytes: int
+    ) -> None:
         self.all = [Endpoint(url, api_key, timeout_s, concurrency, max_reply_bytes) for url in urls]
 
     @property

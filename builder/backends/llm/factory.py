@@ -11,8 +11,9 @@ from builder.backends.llm.cache import LLMCache
 from builder.backends.llm.config import ModelConfig, OpenAIModelConfig
 
 
-def make_llm(name: str, config: ModelConfig, cache: LLMCache, on_ray: bool = False,
-             gate: SpendGate | None = None) -> LLMBackend:
+def make_llm(
+    name: str, config: ModelConfig, cache: LLMCache, on_ray: bool = False, gate: SpendGate | None = None
+) -> LLMBackend:
     """Build the backend `config` asks for; its client library is imported only then.
 
     `on_ray` (the recipe's executor is Ray) runs a vLLM model as Ray Data vLLM engines on

@@ -32,8 +32,7 @@ def _advance(job: Job[T], response: ChatResponse | None) -> tuple[ChatRequest | 
         return None, stop.value
 
 
-def run_jobs(backend: LLMBackend, jobs: Sequence[Job[T]],
-             on_done: Callable[[int], None] | None = None) -> list[T]:
+def run_jobs(backend: LLMBackend, jobs: Sequence[Job[T]], on_done: Callable[[int], None] | None = None) -> list[T]:
     """Each job's result, in order. `on_done(n)` counts progress in jobs: with a pool as
     they finish, in rounds as their first answers come."""
     open_pool: Callable[[], ChatPool] | None = getattr(backend, "open_pool", None)
@@ -75,8 +74,13 @@ def _pooled(pool: ChatPool, jobs: Sequence[Job[T]], on_done: Callable[[int], Non
     return cast(list[T], results)
 
 
-def _step(jobs: Sequence[Job[T]], indexes: Sequence[int], responses: Sequence[ChatResponse | None],
-          results: list[object], send: Callable[[list[int], list[ChatRequest]], None]) -> int:
+def _step(
+    jobs: Sequence[Job[T]],
+    indexes: Sequence[int],
+    responses: Sequence[ChatResponse | None],
+    results: list[object],
+    send: Callable[[list[int], list[ChatRequest]], None],
+) -> int:
     """Advance the jobs at `indexes`, send their follow-ups, and say how many finished."""
     again: list[int] = []
     requests: list[ChatRequest] = []

@@ -55,8 +55,9 @@ def parse_json_lenient(text: str, expect: type | None = None) -> Any:
             other.append(value)
     if other:
         return other[0]
-    raise ValueError(f"answer is nested too deeply (over {MAX_DEPTH} levels)" if scan.too_deep
-                     else "answer is not valid JSON")
+    raise ValueError(
+        f"answer is nested too deeply (over {MAX_DEPTH} levels)" if scan.too_deep else "answer is not valid JSON"
+    )
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,9 @@ class _Failure:
     asked: tuple[ChatRequest, ...]
 
 
-def json_job(request: ChatRequest, validate: Callable[[Any], T], max_reasks: int
-             ) -> Job[tuple[JSONAnswer[T], _Failure | None]]:
+def json_job(
+    request: ChatRequest, validate: Callable[[Any], T], max_reasks: int
+) -> Job[tuple[JSONAnswer[T], _Failure | None]]:
     """Ask, then re-ask up to `max_reasks` times while the answer does not parse or validate.
 
     Returns the answer and, when it stayed unusable, why.

@@ -63,8 +63,12 @@ class IdList(Generic[V]):
             "additionalProperties": False,
         }
         items = {"type": "array", "items": entry, "minItems": n, "maxItems": n}
-        return {"type": "object", "properties": {self.wrappers[0]: items}, "required": [self.wrappers[0]],
-                "additionalProperties": False}
+        return {
+            "type": "object",
+            "properties": {self.wrappers[0]: items},
+            "required": [self.wrappers[0]],
+            "additionalProperties": False,
+        }
 
     def unwrap(self, answer: Any) -> Any:
         """The list an object answer holds; other answers as they are."""
@@ -93,8 +97,7 @@ class IdList(Generic[V]):
         return lambda answer: self.values(answer, n)
 
 
-def number_batches(items: Iterable[tuple[G, K, str]], per_call: int,
-                   request_for: RequestFor) -> list[NumberedBatch[K]]:
+def number_batches(items: Iterable[tuple[G, K, str]], per_call: int, request_for: RequestFor) -> list[NumberedBatch[K]]:
     """Batches of (group, key, text) items: each group's items in order, `per_call` at most."""
     groups: dict[G, list[tuple[K, str]]] = {}
     for group, key, text in items:
@@ -102,17 +105,21 @@ def number_batches(items: Iterable[tuple[G, K, str]], per_call: int,
     out: list[NumberedBatch[K]] = []
     for group, rows in groups.items():
         for at in range(0, len(rows), per_call):
-            batch = rows[at: at + per_call]
+            batch = rows[at : at + per_call]
             keys = [key for key, _ in batch]
             numbered = [{"id": i, "text": text} for i, (_, text) in enumerate(batch, start=1)]
             out.append(NumberedBatch(tuple(keys), request_for(group, at, keys, numbered)))
     return out
 
 
-def ask_numbered(backend: LLMBackend, batches: Sequence[NumberedBatch[K]],
-                 validator_for: Callable[[int], Callable[[Any], list[V]]],
-                 schema_for: Callable[[int], dict[str, Any]], raw_log: Path | None = None,
-                 on_done: Callable[[int], None] | None = None) -> list[JSONAnswer[list[V]]]:
+def ask_numbered(
+    backend: LLMBackend,
+    batches: Sequence[NumberedBatch[K]],
+    validator_for: Callable[[int], Callable[[Any], list[V]]],
+    schema_for: Callable[[int], dict[str, Any]],
+    raw_log: Path | None = None,
+    on_done: Callable[[int], None] | None = None,
+) -> list[JSONAnswer[list[V]]]:
     """Every batch's answer (values in id order), all batches in one pool.
 
     `validator_for(n)` checks an answer for n items, e.g. `IdList.validator`, and
@@ -122,12 +129,12 @@ def ask_numbered(backend: LLMBackend, batches: Sequence[NumberedBatch[K]],
     for batch in batches:
         validators.setdefault(len(batch.keys), validator_for(len(batch.keys)))
     requests = [replace(b.request, json_schema=schema_for(len(b.keys))) for b in batches]
-    return chat_json(backend, requests, [validators[len(b.keys)] for b in batches],
-                     raw_log=raw_log, on_done=on_done)
+    return chat_json(backend, requests, [validators[len(b.keys)] for b in batches], raw_log=raw_log, on_done=on_done)
 
 
-def per_item(batches: Sequence[NumberedBatch[K]], answers: Sequence[JSONAnswer[list[V]]]
-             ) -> Iterator[tuple[K, V | None, str | None]]:
+def per_item(
+    batches: Sequence[NumberedBatch[K]], answers: Sequence[JSONAnswer[list[V]]]
+) -> Iterator[tuple[K, V | None, str | None]]:
     """(key, value, error) for every item: the value, or None and the batch's drop reason."""
     for batch, answer in zip(batches, answers, strict=True):
         for k, key in enumerate(batch.keys):

@@ -24,8 +24,18 @@ from builder.backends.llm.base import ChatRequest, ChatResponse, LLMUsage, Messa
 from builder.backends.llm.budget import SpendGate, metered_now
 from builder.backends.llm.cache import LLMCache, Origin, fill, key_for, split_cached
 from builder.backends.llm.config import OpenAIModelConfig, VLLMModelConfig
-from builder.backends.llm.mock_prompts import (STOPWORDS, Sentence, between, blocks, content_words, identify, numbered,
-                                               outside, prompt_text, sentences)
+from builder.backends.llm.mock_prompts import (
+    STOPWORDS,
+    Sentence,
+    between,
+    blocks,
+    content_words,
+    identify,
+    numbered,
+    outside,
+    prompt_text,
+    sentences,
+)
 
 MOCK_NAME = "build-bench mock LLM"
 # Where a mock build keeps the mock's answers: in its own run folder, never the LLM cache.
@@ -94,9 +104,11 @@ def _generate(text: str, rng: random.Random, with_notes: bool) -> str:
     answer = json.dumps({"usable": True, "questions": items} if items else {"usable": False}, ensure_ascii=False)
     if not with_notes:
         return answer
-    notes = ("1. Searchers: people who want the facts this document states.\n"
-             "2. Question types: fact lookups and explanations.\n"
-             "3. Register: plain keyword-like questions.\n")
+    notes = (
+        "1. Searchers: people who want the facts this document states.\n"
+        "2. Question types: fact lookups and explanations.\n"
+        "3. Register: plain keyword-like questions.\n"
+    )
     return f"{notes}4. Questions:\n```json\n{answer}\n```"
 
 
@@ -200,8 +212,14 @@ class MockLLMBackend:
     """Same interface as the OpenAI and vLLM backends; answers in process, from `cache`
     first (the mock's own, see the module docstring)."""
 
-    def __init__(self, name: str, config: OpenAIModelConfig | VLLMModelConfig, seed: int,
-                 cache: LLMCache | None = None, gate: SpendGate | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        config: OpenAIModelConfig | VLLMModelConfig,
+        seed: int,
+        cache: LLMCache | None = None,
+        gate: SpendGate | None = None,
+    ) -> None:
         self.name = name
         self._config = config
         self.seed = seed
@@ -219,8 +237,9 @@ class MockLLMBackend:
         """The answer depends on the messages and the seed alone, whatever model the recipe names."""
         return key_for("mock", MOCK_NAME, {"seed": self.seed}, request.messages, None)
 
-    def chat_many(self, requests: Sequence[ChatRequest],
-                  on_done: Callable[[int], None] | None = None) -> list[ChatResponse]:
+    def chat_many(
+        self, requests: Sequence[ChatRequest], on_done: Callable[[int], None] | None = None
+    ) -> list[ChatResponse]:
         responses, missing = split_cached(self.cache, [self.key(r) for r in requests])
         made = []
         for key, positions in missing.items():
@@ -242,8 +261,9 @@ class MockLLMBackend:
     def _answer(self, request: ChatRequest) -> ChatResponse:
         text = mock_answer(request.messages, self.seed)
         if text is None:
-            return ChatResponse.failed("the mock LLM answers only build-bench's own prompts (prompts/*.j2); "
-                                       "this request matches none of them")
+            return ChatResponse.failed(
+                "the mock LLM answers only build-bench's own prompts (prompts/*.j2); this request matches none of them"
+            )
         return ChatResponse(text, None, False, source=MOCK_NAME)  # no tokens: nothing was spent
 
     def close(self) -> None:

@@ -26,14 +26,16 @@ _MIN_FINGERPRINT = 24
 _WORD = re.compile(r"\w+", re.UNICODE)
 # A sentence: a run of text up to . ! ? (or their CJK forms) or a line break.
 _SENTENCE = re.compile(r"[^\s][^\n.!?。！？]*(?:[.!?。！？]+|(?=\n)|$)")
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against all also am an and any are as at be because been before being below
 between both but by can could did do does doing down during each few for from further had has have having
 he her here hers him his how i if in into is it its itself just me more most my no nor not now of off on
 once only or other our out over own same she should so some such than that the their them then there these
 they this those through to too under until up very was we were what when where which while who whom why
 will with would you your yours said known related matter happened described mentioned explain tell things
-""".split())
+""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -103,8 +105,7 @@ def _literal_lines(source: str) -> set[str]:
 @cache
 def fingerprints() -> dict[str, frozenset[str]]:
     """Shipped prompt name -> the literal lines only that prompt has."""
-    lines = {p.stem: _literal_lines(p.read_text(encoding="utf-8"))
-             for p in sorted(shipped_dir("prompts").glob("*.j2"))}
+    lines = {p.stem: _literal_lines(p.read_text(encoding="utf-8")) for p in sorted(shipped_dir("prompts").glob("*.j2"))}
     seen = Counter(line for found in lines.values() for line in found)
     return {name: frozenset(line for line in found if seen[line] == 1) for name, found in lines.items()}
 

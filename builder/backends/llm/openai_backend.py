@@ -50,11 +50,11 @@ def resolve_api_key(config: OpenAIModelConfig) -> str:
     )
 
 
-
 def warm_up() -> None:
     """Do now, on the calling thread, the one-time work of a first client: importing the
     SDK (done by importing this module) and the shared SSL context."""
     ssl_context()
+
 
 class _LoopThread:
     """A private event loop on a daemon thread, so callers need no loop of their own."""
@@ -87,8 +87,9 @@ class OpenAIBackend:
         self.cache = cache
         self.usage = LLMUsage()
         self._usage_lock = threading.Lock()
-        self._endpoints = Endpoints(config.endpoints, resolve_api_key(config), config.timeout_s,
-                                    config.max_concurrency, config.max_reply_bytes)
+        self._endpoints = Endpoints(
+            config.endpoints, resolve_api_key(config), config.timeout_s, config.max_concurrency, config.max_reply_bytes
+        )
         # Why the server refused `response_format`, once it has: from then on the prompt
         # alone asks for JSON (see `_sent`).
         self.schema_refused: str | None = None
@@ -129,8 +130,15 @@ class OpenAIBackend:
         """A pool that takes requests while others are in flight, within max_concurrency."""
         if self._closed:
             raise RuntimeError(f"LLM backend {self.name!r} is closed")
-        return LoopPool(self._loop.loop, key=self._key, ask=self._ask_bounded, cache=self.cache,
-                        writer=self._writer, record=self._record_one, store=self._store)
+        return LoopPool(
+            self._loop.loop,
+            key=self._key,
+            ask=self._ask_bounded,
+            cache=self.cache,
+            writer=self._writer,
+            record=self._record_one,
+            store=self._store,
+        )
 
     def mark_failed(self, requests: Sequence[ChatRequest], kind: str) -> None:
         """Mark the cached answers to `requests` as unusable (`kind` is the drop reason)."""
@@ -207,8 +215,9 @@ class OpenAIBackend:
         """Hand a good answer to the cache writer, with where it came from."""
         if answer.ok:
             origin = Origin(self.config.model, self.cache.stage, answer.source)
-            self._writer.put(key, cast(str, answer.text), answer.prompt_tokens, answer.completion_tokens,
-                             answer.reasoning, origin)
+            self._writer.put(
+                key, cast(str, answer.text), answer.prompt_tokens, answer.completion_tokens, answer.reasoning, origin
+            )
 
     async def _ask_bounded(self, request: ChatRequest) -> ChatResponse:
         async with self._slots:
@@ -296,8 +305,10 @@ class OpenAIBackend:
                 if reason == "timeout":
                     self.timed_out += 1
                     self.last_wait_s = time.perf_counter() - started
-                    reason = (f"timeout: no whole reply within timeout_s={self.config.timeout_s:g} s "
-                              f"(the attempt waited {self.last_wait_s:.1f} s)")
+                    reason = (
+                        f"timeout: no whole reply within timeout_s={self.config.timeout_s:g} s "
+                        f"(the attempt waited {self.last_wait_s:.1f} s)"
+                    )
                 if not retryable:
                     return ChatResponse.failed(reason, attempt, transport)
             else:

@@ -33,7 +33,6 @@ def _retryable(status: int) -> bool:
     return status in (408, 409, 429) or status >= 500
 
 
-
 class _Malformed(ValueError):
     """A 200 reply whose body is not a chat completion we can use; the message says why."""
 
@@ -136,8 +135,11 @@ def answer_of(data: Any, retries: int, max_tokens: int) -> ChatResponse:
         # from one, unless it is llama-server, which reports its reuse as timings.cache_n.
         cached = _llama_cache_n(data.get("timings"))
     if choices and choices[0].get("finish_reason") == "length":
-        return replace(ChatResponse.truncated(f"answer cut off at max_tokens {max_tokens}", retries),
-                       prompt_tokens=prompt, completion_tokens=completion)
+        return replace(
+            ChatResponse.truncated(f"answer cut off at max_tokens {max_tokens}", retries),
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+        )
     if not text:
         return ChatResponse.failed("empty answer", retries)
     return ChatResponse(text, None, False, prompt, completion, retries, reasoning or None, cached_tokens=cached)

@@ -64,9 +64,8 @@ class PreparedChat:
         headers = [*self._headers, ("x-stainless-retry-count", str(attempt))]
         request = self._http.Request("POST", self._url, headers=headers, content=payload, extensions=self._extensions)
         try:
-            status, response_headers, content = await asyncio.wait_for(self._exchange(request, max_bytes),
-                                                                       deadline_s)
-        except (self._http.TimeoutException, asyncio.TimeoutError) as error:
+            status, response_headers, content = await asyncio.wait_for(self._exchange(request, max_bytes), deadline_s)
+        except (TimeoutError, self._http.TimeoutException) as error:
             raise openai.APITimeoutError(request=request) from error
         except self._http.RequestError as error:
             raise openai.APIConnectionError(request=request) from error
@@ -91,8 +90,11 @@ class PreparedChat:
                 if size > max_bytes:
                     # A small compressed body that inflates past the cap is a decompression bomb.
                     encoding = response.headers.get("content-encoding", "identity").lower()
-                    packed = f"compressed reply ({encoding}) decodes to more than" if encoding != "identity" \
+                    packed = (
+                        f"compressed reply ({encoding}) decodes to more than"
+                        if encoding != "identity"
                         else "reply is over"
+                    )
                     raise ReplyTooLarge(f"{packed} max_reply_bytes {max_bytes:,}")
                 chunks.append(chunk)
         finally:

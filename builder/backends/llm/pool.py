@@ -38,10 +38,17 @@ class LoopPool:
     (it keeps only good ones); both run on the loop's thread.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, *, key: Callable[[ChatRequest], str],
-                 ask: Callable[[ChatRequest], Awaitable[ChatResponse]], cache: LLMCache,
-                 writer: CacheWriter, record: Callable[[ChatResponse], None],
-                 store: Callable[[str, ChatResponse], None]) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        key: Callable[[ChatRequest], str],
+        ask: Callable[[ChatRequest], Awaitable[ChatResponse]],
+        cache: LLMCache,
+        writer: CacheWriter,
+        record: Callable[[ChatResponse], None],
+        store: Callable[[str, ChatResponse], None],
+    ) -> None:
         self._loop = loop
         self._key = key
         self._ask = ask

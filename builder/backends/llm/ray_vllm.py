@@ -26,6 +26,7 @@ from builder.backends.llm.config import VLLMModelConfig
 from builder.backends.llm.vllm_backend import vllm_cache_key, wants_schema
 from builder.install_hint import install_command
 
+
 def _ray_llm_hint() -> str:
     return f"{install_command('ray')} on the driver, and {install_command('gpu')} on the GPU workers"
 
@@ -39,8 +40,12 @@ def sampling_base(config: VLLMModelConfig) -> dict[str, Any]:
 def request_row(index: int, request: ChatRequest, max_tokens: int, structured: bool) -> dict[str, Any]:
     """The dataset row for one request; `index` brings its answer back to its place."""
     schema = json.dumps(request.json_schema) if structured and request.json_schema is not None else ""
-    return {"i": index, "messages": json.dumps(list(request.messages), ensure_ascii=False),
-            "schema": schema, "max_tokens": max_tokens}
+    return {
+        "i": index,
+        "messages": json.dumps(list(request.messages), ensure_ascii=False),
+        "schema": schema,
+        "max_tokens": max_tokens,
+    }
 
 
 def preprocess(sampling: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
@@ -54,8 +59,13 @@ def preprocess(sampling: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
 
 def postprocess(row: dict[str, Any]) -> dict[str, Any]:
     """Engine output → the few columns the driver reads (failed rows skip this)."""
-    return {"i": row["i"], "text": row["generated_text"], "prompt_tokens": row["num_input_tokens"],
-            "completion_tokens": row["num_generated_tokens"], "max_tokens": row["max_tokens"]}
+    return {
+        "i": row["i"],
+        "text": row["generated_text"],
+        "prompt_tokens": row["num_input_tokens"],
+        "completion_tokens": row["num_generated_tokens"],
+        "max_tokens": row["max_tokens"],
+    }
 
 
 def answer_of(row: dict[str, Any]) -> tuple[int, ChatResponse]:
@@ -79,9 +89,12 @@ def processor_config(config: VLLMModelConfig) -> Any:
     reported as rows (a prompt longer than the context must not sink the batch)."""
     llm = _import_ray_llm()
     return llm.vLLMEngineProcessorConfig(
-        model_source=config.model, engine_kwargs=dict(config.engine_kwargs),
-        concurrency=(config.engines, config.engines), batch_size=config.batch_size,
-        should_continue_on_error=True)
+        model_source=config.model,
+        engine_kwargs=dict(config.engine_kwargs),
+        concurrency=(config.engines, config.engines),
+        batch_size=config.batch_size,
+        should_continue_on_error=True,
+    )
 
 
 def _import_ray_llm() -> Any:
@@ -104,8 +117,9 @@ class RayVLLMBackend:
         # Built on the first cache miss: a fully cached rerun needs no cluster and no model files.
         self._processor: Any = None
 
-    def chat_many(self, requests: Sequence[ChatRequest],
-                  on_done: Callable[[int], None] | None = None) -> list[ChatResponse]:
+    def chat_many(
+        self, requests: Sequence[ChatRequest], on_done: Callable[[int], None] | None = None
+    ) -> list[ChatResponse]:
         keys = [self._key(r) for r in requests]
         responses, missing = split_cached(self.cache, keys)
         hits = len(requests) - sum(len(p) for p in missing.values())
@@ -114,8 +128,9 @@ class RayVLLMBackend:
         pending = list(missing.items())
         if pending:
             try:
-                answers = self._answer_all([k for k, _ in pending], [requests[p[0]] for _, p in pending],
-                                           [len(p) for _, p in pending], on_done)
+                answers = self._answer_all(
+                    [k for k, _ in pending], [requests[p[0]] for _, p in pending], [len(p) for _, p in pending], on_done
+                )
             finally:
                 self._writer.flush()
             for (_, positions), answer in zip(pending, answers, strict=True):
@@ -142,33 +157,39 @@ class RayVLLMBackend:
     def _budget(self, request: ChatRequest) -> int:
         return request.max_tokens or self.config.max_tokens
 
-    def _answer_all(self, keys: list[str], requests: list[ChatRequest], copies: list[int],
-                    on_done: Callable[[int], None] | None) -> list[ChatResponse]:
+    def _answer_all(
+        self, keys: list[str], requests: list[ChatRequest], copies: list[int], on_done: Callable[[int], None] | None
+    ) -> list[ChatResponse]:
         """Answers; those cut off at max_tokens are generated once more with twice the budget."""
         budgets = [self._budget(r) for r in requests]
-        answers = self._generate(keys, requests, budgets,
-                                 lambda i: on_done(copies[i]) if on_done is not None else None)
+        answers = self._generate(keys, requests, budgets, lambda i: on_done(copies[i]) if on_done is not None else None)
         cut = [i for i, a in enumerate(answers) if a.reason == "llm_truncated"]
         if cut:
-            again = self._generate([keys[i] for i in cut], [requests[i] for i in cut],
-                                   [2 * budgets[i] for i in cut], lambda i: None)
+            again = self._generate(
+                [keys[i] for i in cut], [requests[i] for i in cut], [2 * budgets[i] for i in cut], lambda i: None
+            )
             for i, answer in zip(cut, again, strict=True):
                 answers[i] = replace(answer, retries=1)
         return answers
 
-    def _generate(self, keys: list[str], requests: list[ChatRequest], budgets: list[int],
-                  arrived: Callable[[int], None]) -> list[ChatResponse]:
+    def _generate(
+        self, keys: list[str], requests: list[ChatRequest], budgets: list[int], arrived: Callable[[int], None]
+    ) -> list[ChatResponse]:
         rows = [request_row(i, r, b, self._structured(r)) for i, (r, b) in enumerate(zip(requests, budgets))]
         answers: list[ChatResponse | None] = [None] * len(rows)
         for index, answer in map(answer_of, self._run(rows)):
             answers[index] = answer
             if answer.ok:
-                self._writer.put(keys[index], cast(str, answer.text), answer.prompt_tokens,
-                                 answer.completion_tokens, answer.reasoning,
-                                 Origin(self.config.model, self.cache.stage))
+                self._writer.put(
+                    keys[index],
+                    cast(str, answer.text),
+                    answer.prompt_tokens,
+                    answer.completion_tokens,
+                    answer.reasoning,
+                    Origin(self.config.model, self.cache.stage),
+                )
             arrived(index)
-        return [a if a is not None else ChatResponse.failed("no answer came back from the engines")
-                for a in answers]
+        return [a if a is not None else ChatResponse.failed("no answer came back from the engines") for a in answers]
 
     def _run(self, rows: list[dict[str, Any]]) -> Iterable[dict[str, Any]]:
         """Rows through the processor, streamed back in whatever order they finish."""
@@ -176,7 +197,9 @@ class RayVLLMBackend:
 
         if self._processor is None:
             self._processor = self._ray_llm.build_processor(
-                processor_config(self.config), preprocess=functools.partial(preprocess, sampling_base(self.config)),
-                postprocess=postprocess)
+                processor_config(self.config),
+                preprocess=functools.partial(preprocess, sampling_base(self.config)),
+                postprocess=postprocess,
+            )
         ray.data.DataContext.get_current().enable_progress_bars = False
         return cast(Iterable[dict[str, Any]], self._processor(ray.data.from_items(rows)).iter_rows())

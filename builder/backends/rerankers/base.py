@@ -86,7 +86,7 @@ def length_batches(lengths: Sequence[int], size: int) -> list[list[int]]:
     forms exactly the batches it forms in this process, and gets the same floats.
     """
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    return [order[at: at + size] for at in range(0, len(order), size)]
+    return [order[at : at + size] for at in range(0, len(order), size)]
 
 
 def is_missing(score: float) -> bool:

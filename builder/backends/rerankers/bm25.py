@@ -63,9 +63,14 @@ class Lexicon:
             indptr.append(len(indices))
             lengths.append(len(terms))
         shape = (len(texts), len(self.vocab))
-        self.tf = sparse.csr_matrix((np.frombuffer(counts, np.int32).astype(np.float64),
-                                     np.frombuffer(indices, np.int32), np.frombuffer(indptr, np.int64)),
-                                    shape=shape)
+        self.tf = sparse.csr_matrix(
+            (
+                np.frombuffer(counts, np.int32).astype(np.float64),
+                np.frombuffer(indices, np.int32),
+                np.frombuffer(indptr, np.int64),
+            ),
+            shape=shape,
+        )
         self.lengths = np.frombuffer(lengths, np.int32).astype(np.float64)
         self.avgdl = float(self.lengths.mean()) if len(texts) and self.lengths.mean() > 0 else 1.0
         df = np.bincount(self.tf.indices, minlength=len(self.vocab))

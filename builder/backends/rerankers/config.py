@@ -25,17 +25,27 @@ class _Config(BaseModel):
 class _NeuralConfig(_Config):
     model: str = Field(description="hub id, local folder, or pkg:<package>/<folder>")
     device: str | None = Field(default=None, description="e.g. cpu, cuda, cuda:1; default: best available")
-    precision: Literal["fp32", "fp16", "bf16"] = Field(default="fp32", description=(
-        "the weights' dtype, whatever the checkpoint was saved in (half precision is for GPUs)"))
+    precision: Literal["fp32", "fp16", "bf16"] = Field(
+        default="fp32",
+        description=("the weights' dtype, whatever the checkpoint was saved in (half precision is for GPUs)"),
+    )
     max_length: int = Field(default=512, ge=8, description="tokens per (query, text) input")
     normalize: bool = Field(default=True, description="map scores into [0, 1] (sigmoid of the logit)")
     trust_remote_code: bool = False
     # Where the model runs on a Ray executor; the local executor ignores these, and they
     # stay out of the stage fingerprint, since placement does not change a score.
-    actors: int = Field(default=1, ge=1, le=4096, description=(
-        "ray executor only: model workers, each loading its own copy of the model"))
-    num_gpus: float = Field(default=0, ge=0, le=64, description=(
-        "ray executor only: GPUs per worker (1 = a GPU each; 0.5 = two workers share one)"))
+    actors: int = Field(
+        default=1,
+        ge=1,
+        le=4096,
+        description=("ray executor only: model workers, each loading its own copy of the model"),
+    )
+    num_gpus: float = Field(
+        default=0,
+        ge=0,
+        le=64,
+        description=("ray executor only: GPUs per worker (1 = a GPU each; 0.5 = two workers share one)"),
+    )
     num_cpus: float = Field(default=1, gt=0, le=1024, description="ray executor only: CPUs per worker")
 
 
@@ -46,9 +56,13 @@ class BM25Config(_Config):
     k1: float = Field(default=1.5, gt=0)
     b: float = Field(default=0.75, ge=0, le=1)
     stopwords: Literal["en"] | None = "en"
-    normalize: bool = Field(default=False, description=(
-        "map into [0, 1): the score's ratio r to that of a text of average length holding each "
-        "query term once, as 2r / (2r + 1) (0.5 at half the reference; never capped, so no ties)"))
+    normalize: bool = Field(
+        default=False,
+        description=(
+            "map into [0, 1): the score's ratio r to that of a text of average length holding each "
+            "query term once, as 2r / (2r + 1) (0.5 at half the reference; never capped, so no ties)"
+        ),
+    )
 
 
 class FlagConfig(_NeuralConfig):
@@ -73,14 +87,20 @@ class BiEncoderConfig(_NeuralConfig):
     backend: Literal["bi_encoder"]
     model: str = MINILM
     library: Literal["sentence_transformers", "flag_m3"] = Field(
-        default="sentence_transformers", description="flag_m3: BGE-M3 dense vectors via FlagEmbedding")
-    max_length: int | None = Field(default=512, ge=8, description=(
-        "tokens per text; null: the model's own limit (8192 for flag_m3)"))
+        default="sentence_transformers", description="flag_m3: BGE-M3 dense vectors via FlagEmbedding"
+    )
+    max_length: int | None = Field(
+        default=512, ge=8, description=("tokens per text; null: the model's own limit (8192 for flag_m3)")
+    )
     query_prefix: str = ""
     doc_prefix: str = ""
-    query_kwargs: dict[str, Any] = Field(default_factory=dict, description=(
-        "extra keyword arguments to SentenceTransformer.encode for queries, e.g. "
-        "{task: retrieval.query, prompt_name: retrieval.query} for jina-embeddings-v3"))
+    query_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description=(
+            "extra keyword arguments to SentenceTransformer.encode for queries, e.g. "
+            "{task: retrieval.query, prompt_name: retrieval.query} for jina-embeddings-v3"
+        ),
+    )
     doc_kwargs: dict[str, Any] = Field(default_factory=dict, description="the same, for documents")
     normalize: bool = Field(default=False, description="map the cosine from [-1, 1] to [0, 1]")
 
@@ -91,8 +111,11 @@ class LLMJudgeConfig(_Config):
     backend: Literal["llm_judge"]
     llm: str = Field(description="a model name declared under models:")
     prompt: str = "relevance_grade"
-    questions_per_call: int = Field(default=8, ge=1, description=(
-        "questions about one text per request; 1 = one pair per request, graded with a bare integer"))
+    questions_per_call: int = Field(
+        default=8,
+        ge=1,
+        description=("questions about one text per request; 1 = one pair per request, graded with a bare integer"),
+    )
     normalize: bool = Field(default=True, description="grade / 4, so 3 and 4 are above 0.5")
 
 

@@ -27,8 +27,13 @@ class RerankerUnavailable(BackendUnavailable):
     """The reranker is not declared, or its backend's libraries are not installed."""
 
 
-def make_reranker(name: str, config: AnyRerankerConfig, llm_lookup: Callable[[str], LLMBackend],
-                  prompts: PromptLibrary | None = None, pool: BatchPool | None = None) -> Reranker:
+def make_reranker(
+    name: str,
+    config: AnyRerankerConfig,
+    llm_lookup: Callable[[str], LLMBackend],
+    prompts: PromptLibrary | None = None,
+    pool: BatchPool | None = None,
+) -> Reranker:
     """The reranker for one `rerankers:` entry; models load on first use. With a `pool`,
     a neural model scores on the pool's workers (see pooled.py); others ignore it."""
     hint = missing_extra(config)
@@ -53,5 +58,3 @@ def make_reranker(name: str, config: AnyRerankerConfig, llm_lookup: Callable[[st
         return CrossEncoderScorer(name, config, pool)
     assert isinstance(config, BiEncoderConfig)
     return BiEncoderScorer(name, config, pool)
-
-

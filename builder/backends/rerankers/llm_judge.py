@@ -59,14 +59,19 @@ def _entry_grade(entry: Any) -> Any:
     return entry.get("grade", entry.get("score"))
 
 
-GRADES = IdList(read=_entry_grade, wrappers=("grades", "scores"), entry="grade",
-                fields={"grade": {"type": "integer", "minimum": 0, "maximum": MAX_GRADE}})
+GRADES = IdList(
+    read=_entry_grade,
+    wrappers=("grades", "scores"),
+    entry="grade",
+    fields={"grade": {"type": "integer", "minimum": 0, "maximum": MAX_GRADE}},
+)
 # One pair per request: the prompt asks for the grade alone.
 BARE_GRADE: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": MAX_GRADE}
 
 
 def _validator(n: int) -> Callable[[Any], list[int]]:
     """Grades for n questions: id-keyed entries, or a plain list (a bare number for one)."""
+
     def validate(value: Any) -> list[int]:
         value = GRADES.unwrap(value)
         if isinstance(value, int) and n == 1:
@@ -84,21 +89,22 @@ def _document(text: str | SetAside) -> str:
     return text.document if isinstance(text, SetAside) else text
 
 
-def _batches(sets: Sequence[Sequence[GradedPair]], per_call: int, render: Render, tag: str
-             ) -> list[NumberedBatch[tuple[int, int]]]:
+def _batches(
+    sets: Sequence[Sequence[GradedPair]], per_call: int, render: Render, tag: str
+) -> list[NumberedBatch[tuple[int, int]]]:
     """Requests for the pairs of every set: pairs of one set sharing a text, `per_call` at most
     each; the requests about one document follow each other, so a prefix cache of modest
     size still holds the document when the next one comes."""
-    def request_for(group: tuple[int, str | SetAside], _: int, keys: list[tuple[int, int]],
-                    questions: list[dict[str, Any]]) -> ChatRequest:
+
+    def request_for(
+        group: tuple[int, str | SetAside], _: int, keys: list[tuple[int, int]], questions: list[dict[str, Any]]
+    ) -> ChatRequest:
         text = group[1]
         passages = list(text.passages) if isinstance(text, SetAside) else []
-        messages = render(document=_document(text), questions=questions, one_pair=per_call == 1,
-                          set_aside=passages)
+        messages = render(document=_document(text), questions=questions, one_pair=per_call == 1, set_aside=passages)
         return ChatRequest.of(messages, item_id=f"{tag}{keys[0][1]}")
 
-    items = [((s, text), (s, i), question) for s, pairs in enumerate(sets)
-             for i, (question, text) in enumerate(pairs)]
+    items = [((s, text), (s, i), question) for s, pairs in enumerate(sets) for i, (question, text) in enumerate(pairs)]
     first_seen: dict[str, int] = {}
     for (_, text), _, _ in items:
         first_seen.setdefault(_document(text), len(first_seen))
@@ -106,9 +112,16 @@ def _batches(sets: Sequence[Sequence[GradedPair]], per_call: int, render: Render
     return number_batches(items, per_call, request_for)
 
 
-def grade_pair_sets(backend: LLMBackend, render: Render, sets: Sequence[Sequence[GradedPair]], *,
-                    questions_per_call: int = 8, raw_log: Path | None = None,
-                    on_done: Callable[[int], None] | None = None, tag: str = "") -> list[list[Grade]]:
+def grade_pair_sets(
+    backend: LLMBackend,
+    render: Render,
+    sets: Sequence[Sequence[GradedPair]],
+    *,
+    questions_per_call: int = 8,
+    raw_log: Path | None = None,
+    on_done: Callable[[int], None] | None = None,
+    tag: str = "",
+) -> list[list[Grade]]:
     """Grade each (question, text) pair of several sets, every request in one pool.
 
     Within a set, pairs with the same text are asked together: one request per text and
@@ -125,12 +138,20 @@ def grade_pair_sets(backend: LLMBackend, render: Render, sets: Sequence[Sequence
     return out
 
 
-def grade_pairs(backend: LLMBackend, render: Render, pairs: Sequence[Pair], *,
-                questions_per_call: int = 8, raw_log: Path | None = None,
-                on_done: Callable[[int], None] | None = None, tag: str = "") -> list[Grade]:
+def grade_pairs(
+    backend: LLMBackend,
+    render: Render,
+    pairs: Sequence[Pair],
+    *,
+    questions_per_call: int = 8,
+    raw_log: Path | None = None,
+    on_done: Callable[[int], None] | None = None,
+    tag: str = "",
+) -> list[Grade]:
     """Grade each (question, text) pair (see `grade_pair_sets`)."""
-    return grade_pair_sets(backend, render, [pairs], questions_per_call=questions_per_call, raw_log=raw_log,
-                           on_done=on_done, tag=tag)[0]
+    return grade_pair_sets(
+        backend, render, [pairs], questions_per_call=questions_per_call, raw_log=raw_log, on_done=on_done, tag=tag
+    )[0]
 
 
 def request_count(pairs: Sequence[GradedPair], questions_per_call: int) -> int:
@@ -143,8 +164,9 @@ class LLMJudge(RerankerBase):
     """A reranker whose scores are LLM grades (0-4, or grade / 4 when normalized); NaN
     where the model gave no usable answer."""
 
-    def __init__(self, name: str, config: LLMJudgeConfig, llm_lookup: Callable[[str], LLMBackend],
-                 render: Render) -> None:
+    def __init__(
+        self, name: str, config: LLMJudgeConfig, llm_lookup: Callable[[str], LLMBackend], render: Render
+    ) -> None:
         self.name = name
         self.config = config
         self.normalized = config.normalize
@@ -154,7 +176,12 @@ class LLMJudge(RerankerBase):
     def score_pairs(self, pairs: Sequence[Pair]) -> list[float]:
         if not pairs:
             return []
-        grades = grade_pairs(self._llm_lookup(self.config.llm), self._render, pairs,
-                             questions_per_call=self.config.questions_per_call, tag=f"{self.name}:")
+        grades = grade_pairs(
+            self._llm_lookup(self.config.llm),
+            self._render,
+            pairs,
+            questions_per_call=self.config.questions_per_call,
+            tag=f"{self.name}:",
+        )
         scale = MAX_GRADE if self.config.normalize else 1
         return [g.value / scale if g.value is not None else math.nan for g in grades]

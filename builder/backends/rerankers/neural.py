@@ -70,8 +70,9 @@ def _tokenizer_only(config: Any) -> Any | None:
         from transformers import AutoTokenizer
 
         where = _where(config.model)
-        return AutoTokenizer.from_pretrained(where, subfolder=_transformer_folder(where),
-                                             trust_remote_code=config.trust_remote_code)
+        return AutoTokenizer.from_pretrained(
+            where, subfolder=_transformer_folder(where), trust_remote_code=config.trust_remote_code
+        )
     except Exception:  # noqa: BLE001 - the caller then loads the whole model, which explains a failure
         return None
 
@@ -189,8 +190,9 @@ class _Lazy(RerankerBase):
         try:
             # The whole text, longer than the model reads, is tokenized only to find where to
             # cut its windows: verbose=False keeps transformers from warning about its length.
-            offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
-                                verbose=False)["offset_mapping"]
+            offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)[
+                "offset_mapping"
+            ]
             return [end for _, end in offsets]
         except (NotImplementedError, TypeError, KeyError):
             words = super().token_ends(text)
@@ -209,11 +211,18 @@ class FlagScorer(_Lazy):
         import FlagEmbedding
 
         c = self.config
-        cls = {"encoder": FlagEmbedding.FlagReranker, "llm": FlagEmbedding.FlagLLMReranker,
-               "layerwise": FlagEmbedding.LayerWiseFlagLLMReranker}[c.kind]
+        cls = {
+            "encoder": FlagEmbedding.FlagReranker,
+            "llm": FlagEmbedding.FlagLLMReranker,
+            "layerwise": FlagEmbedding.LayerWiseFlagLLMReranker,
+        }[c.kind]
         kwargs: dict[str, Any] = {
-            "use_fp16": c.precision == "fp16", "devices": c.device, "batch_size": c.batch_size,
-            "max_length": c.max_length, "normalize": c.normalize, "trust_remote_code": c.trust_remote_code,
+            "use_fp16": c.precision == "fp16",
+            "devices": c.device,
+            "batch_size": c.batch_size,
+            "max_length": c.max_length,
+            "normalize": c.normalize,
+            "trust_remote_code": c.trust_remote_code,
         }
         if c.kind != "encoder":
             kwargs["use_bf16"] = c.precision == "bf16"
@@ -239,13 +248,22 @@ class CrossEncoderScorer(_Lazy):
         # Without normalize the raw logit is kept; with it, the model's own activation
         # (a sigmoid for one-label models) maps it into [0, 1].
         activation = None if c.normalize else torch.nn.Identity()
-        return _load(c.model, lambda where: CrossEncoder(
-            where, device=c.device, max_length=c.max_length, trust_remote_code=c.trust_remote_code,
-            activation_fn=activation, model_kwargs=_model_kwargs(c.precision)))
+        return _load(
+            c.model,
+            lambda where: CrossEncoder(
+                where,
+                device=c.device,
+                max_length=c.max_length,
+                trust_remote_code=c.trust_remote_code,
+                activation_fn=activation,
+                model_kwargs=_model_kwargs(c.precision),
+            ),
+        )
 
     def score_batch(self, pairs: list[Pair]) -> list[float]:
-        scores = self.model.predict([list(p) for p in pairs], batch_size=self.config.batch_size,
-                                    show_progress_bar=False, convert_to_numpy=True)
+        scores = self.model.predict(
+            [list(p) for p in pairs], batch_size=self.config.batch_size, show_progress_bar=False, convert_to_numpy=True
+        )
         # One column for the usual one-label rerankers; with (not relevant, relevant) labels,
         # the last column is the relevant one.
         return as_floats(np.asarray(scores, dtype=np.float64).reshape(len(pairs), -1)[:, -1], len(pairs))
@@ -266,14 +284,28 @@ class BiEncoderScorer(_Lazy):
             from FlagEmbedding import BGEM3FlagModel
 
             limit = c.max_length or _M3_MAX_LENGTH
-            return _full_precision(_load(c.model, lambda where: BGEM3FlagModel(
-                where, use_fp16=c.precision == "fp16", devices=c.device, batch_size=c.batch_size,
-                passage_max_length=limit, query_max_length=limit)), c.precision)
+            return _full_precision(
+                _load(
+                    c.model,
+                    lambda where: BGEM3FlagModel(
+                        where,
+                        use_fp16=c.precision == "fp16",
+                        devices=c.device,
+                        batch_size=c.batch_size,
+                        passage_max_length=limit,
+                        query_max_length=limit,
+                    ),
+                ),
+                c.precision,
+            )
         from sentence_transformers import SentenceTransformer
 
-        model = _load(c.model, lambda where: SentenceTransformer(
-            where, device=c.device, trust_remote_code=c.trust_remote_code,
-            model_kwargs=_model_kwargs(c.precision)))
+        model = _load(
+            c.model,
+            lambda where: SentenceTransformer(
+                where, device=c.device, trust_remote_code=c.trust_remote_code, model_kwargs=_model_kwargs(c.precision)
+            ),
+        )
         if c.max_length is not None:
             model.max_seq_length = c.max_length
         return model
@@ -286,7 +318,7 @@ class BiEncoderScorer(_Lazy):
 
     def embed(self, texts: Sequence[str], *, queries: bool = False) -> np.ndarray:
         """Unit-length vectors (rows) for texts, with the configured query / document prefix."""
-        vectors, = self._embed_groups([(texts, queries)])
+        (vectors,) = self._embed_groups([(texts, queries)])
         return vectors
 
     def _embed_groups(self, groups: list[tuple[Sequence[str], bool]]) -> list[np.ndarray]:
@@ -316,8 +348,9 @@ class BiEncoderScorer(_Lazy):
         if c.library == "flag_m3":
             vectors = np.asarray(self.model.encode(inputs, batch_size=c.batch_size, **extra)["dense_vecs"])
         else:
-            vectors = self.model.encode(inputs, batch_size=c.batch_size, show_progress_bar=False,
-                                        convert_to_numpy=True, **extra)
+            vectors = self.model.encode(
+                inputs, batch_size=c.batch_size, show_progress_bar=False, convert_to_numpy=True, **extra
+            )
         vectors = np.asarray(vectors, dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1, norms)

@@ -34,8 +34,9 @@ class ModelPool:
     """Ships a scorer's batches through `executor.map_with_model`; the executor is asked
     for on first use, so building a scorer starts no cluster."""
 
-    def __init__(self, name: str, config: FlagConfig | CrossEncoderConfig | BiEncoderConfig,
-                 executor: Callable[[], Executor]) -> None:
+    def __init__(
+        self, name: str, config: FlagConfig | CrossEncoderConfig | BiEncoderConfig, executor: Callable[[], Executor]
+    ) -> None:
         self.make = partial(build_scorer, name, config)
         self.config = config
         self.executor = executor

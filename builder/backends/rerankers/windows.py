@@ -17,6 +17,7 @@ from typing import Any
 
 from builder.backends.rerankers.base import Pair
 
+
 def budget_of(reranker: Any) -> Callable[[str], int | None] | None:
     """The scorer's `text_budget`, or None when it reads any length."""
     if getattr(reranker, "max_length", None) is None:
@@ -33,7 +34,7 @@ def windows(text: str, ends: Sequence[int], budget: int) -> list[str]:
     out, i = [], 0
     while True:
         j = min(i + budget, n)
-        out.append(text[ends[i - 1] if i else 0: len(text) if j == n else ends[j - 1]])
+        out.append(text[ends[i - 1] if i else 0 : len(text) if j == n else ends[j - 1]])
         if j == n:
             return out
         i += stride
@@ -63,15 +64,14 @@ def progress_step(reranker: Any) -> int:
     return min(PROGRESS_CHUNK, batch) if isinstance(batch, int) and batch > 0 else PROGRESS_CHUNK
 
 
-def score_windowed(reranker: Any, pairs: Sequence[Pair],
-                   on_done: Callable[[int], None] | None = None) -> list[float]:
+def score_windowed(reranker: Any, pairs: Sequence[Pair], on_done: Callable[[int], None] | None = None) -> list[float]:
     """Per pair, the best score over the windows of its text (NaN if any window has none).
     `on_done(n)` is told each time n more pairs are scored (a batch at a time, see
     `progress_step`)."""
     scores: list[float] = []
     step = progress_step(reranker) if on_done is not None else max(1, len(pairs))
     for start in range(0, len(pairs), step):
-        chunk = pairs[start: start + step]
+        chunk = pairs[start : start + step]
         scores += _score_windowed(reranker, chunk)
         if on_done is not None:
             on_done(len(chunk))

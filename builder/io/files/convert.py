@@ -22,8 +22,15 @@ from pathlib import Path
 
 from builder.io.files.text import Piece, first_heading, heading_sections, paragraphs
 
-KINDS = {".pdf": "pdf", ".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown",
-         ".docx": "docx", ".txt": "text"}
+KINDS = {
+    ".pdf": "pdf",
+    ".html": "html",
+    ".htm": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".docx": "docx",
+    ".txt": "text",
+}
 # The import each kind needs beyond the cleaning every kind gets (ftfy).
 _MODULES = {"pdf": "pypdf", "html": "trafilatura", "docx": "docx", "markdown": None, "text": None}
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # an encrypted .docx is an OLE container, not a zip

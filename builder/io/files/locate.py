@@ -33,8 +33,9 @@ def _pages(numbers: list[int]) -> str:
     return ("page " if len(numbers) == 1 or len(set(numbers)) == 1 else "pages ") + text
 
 
-def evidence_location(spans: Sequence[dict[str, Any]] | None, locations: Sequence[dict[str, Any]] | None
-                      ) -> tuple[str | None, int | None]:
+def evidence_location(
+    spans: Sequence[dict[str, Any]] | None, locations: Sequence[dict[str, Any]] | None
+) -> tuple[str | None, int | None]:
     """(a label such as "page 3", "pages 3-4", "Setup > Linux" or "paragraph 7", the page the
     first span starts on for a PDF) for a query's spans; (None, None) without spans or map."""
     if not spans or not locations:
@@ -65,8 +66,9 @@ def add_evidence_locations(queries: pl.DataFrame, corpus: pl.DataFrame) -> pl.Da
         label, page = evidence_location(spans, maps.get(doc_id))
         labels.append(label)
         pages.append(page)
-    return queries.with_columns(pl.Series("evidence_location", labels, dtype=pl.Utf8),
-                                pl.Series("evidence_page", pages, dtype=pl.Int64))
+    return queries.with_columns(
+        pl.Series("evidence_location", labels, dtype=pl.Utf8), pl.Series("evidence_page", pages, dtype=pl.Int64)
+    )
 
 
 def file_position_stats(queries: pl.DataFrame, corpus: pl.DataFrame) -> dict[str, Any]:
@@ -78,8 +80,14 @@ def file_position_stats(queries: pl.DataFrame, corpus: pl.DataFrame) -> dict[str
     from builder.textutil.positions import third_of
 
     rows = queries.filter(pl.col("evidence_location").is_not_null()).join(
-        corpus.select("doc_id", "source_kind", pl.col("locations").list.eval(pl.element().struct.field("number"))
-                      .list.max().alias("_last_page")), on="doc_id", how="inner")
+        corpus.select(
+            "doc_id",
+            "source_kind",
+            pl.col("locations").list.eval(pl.element().struct.field("number")).list.max().alias("_last_page"),
+        ),
+        on="doc_id",
+        how="inner",
+    )
     if rows.is_empty():
         return {}
     by_kind = dict(sorted(rows.group_by("source_kind").len().iter_rows()))
@@ -93,7 +101,11 @@ def file_position_stats(queries: pl.DataFrame, corpus: pl.DataFrame) -> dict[str
         thirds[third_of(rel)]["text"] += 1
         thirds[third_of(share)]["pages"] += 1
     pages = dict(sorted(pdf.group_by("evidence_page").len().iter_rows()))
-    out["pdf"] = {"n_queries": pdf.height, "mean_share_of_text": round(cast(float, pdf["rel_pos"].mean()), 3),
-                  "mean_share_of_pages": round(sum(page_share) / len(page_share), 3), "thirds": thirds,
-                  "pages": {str(p): n for p, n in pages.items()}}
+    out["pdf"] = {
+        "n_queries": pdf.height,
+        "mean_share_of_text": round(cast(float, pdf["rel_pos"].mean()), 3),
+        "mean_share_of_pages": round(sum(page_share) / len(page_share), 3),
+        "thirds": thirds,
+        "pages": {str(p): n for p, n in pages.items()},
+    }
     return out

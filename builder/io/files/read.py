@@ -22,10 +22,14 @@ from builder.io.files.dedup import near_duplicates
 from builder.io.sources import FilesSource, Located, SourceError, resolve_path
 
 EXTRA_HINT = 'pip install -e ".[files]" from a checkout, or pip install "build-bench[files]"'
-LOCATION_DTYPE = pl.List(pl.Struct({"start": pl.Int64, "end": pl.Int64, "kind": pl.Utf8, "label": pl.Utf8,
-                                    "number": pl.Int64}))
+LOCATION_DTYPE = pl.List(
+    pl.Struct({"start": pl.Int64, "end": pl.Int64, "kind": pl.Utf8, "label": pl.Utf8, "number": pl.Int64})
+)
 FILE_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
-    "source_path": pl.Utf8, "source_kind": pl.Utf8, "locations": LOCATION_DTYPE}
+    "source_path": pl.Utf8,
+    "source_kind": pl.Utf8,
+    "locations": LOCATION_DTYPE,
+}
 FILE_CACHE = "file_cache"  # under the run folder root, beside the LLM cache
 _GLOB = set("*?[")
 _DETAILS_KEPT = 50  # drop details listed in stats.json per source; the counts cover all
@@ -48,10 +52,12 @@ class FolderRead:
     def figures(self) -> dict[str, Any]:
         """The read as stats.json reports it."""
         out: dict[str, Any] = {
-            "path": self.path, "found": dict(sorted(self.found.items())),
+            "path": self.path,
+            "found": dict(sorted(self.found.items())),
             "documents": sum(self.found.values()) - sum(self.dropped.values()),
             "dropped": dict(sorted(self.dropped.items())),
-            "converted": self.converted, "from_cache": self.from_cache,
+            "converted": self.converted,
+            "from_cache": self.from_cache,
         }
         if self.details:
             out["drop_details"] = dict(list(sorted(self.details.items()))[:_DETAILS_KEPT])
@@ -97,8 +103,9 @@ def iter_files(spec: FilesSource, base_dir: Path | None) -> Iterator[Located]:
         raise SourceError(f"files source {spec.path}: no files found in {root} (hidden files are not read)")
     missing = missing_modules({k for p in files if (k := KINDS.get(p.suffix.lower()))})
     if missing:
-        raise SourceError(f"files source {spec.path}: the `files` extra is not installed ({', '.join(missing)} "
-                          f"missing): {EXTRA_HINT}")
+        raise SourceError(
+            f"files source {spec.path}: the `files` extra is not installed ({', '.join(missing)} missing): {EXTRA_HINT}"
+        )
     read = FolderRead(spec.path)
     spec._last_read = read
     cache = ConversionCache(spec._cache_dir)
@@ -126,8 +133,7 @@ def iter_files(spec: FilesSource, base_dir: Path | None) -> Iterator[Located]:
             read.empty_pages[rel] = got.empty_pages
         rows.append((rel, {"id": rel, "title": got.title or path.stem, "text": got.text}))
         texts.append((rel, got.text))
-        read.located[f"{spec.id_prefix}{rel}"] = {"source_path": rel, "source_kind": kind,
-                                                  "locations": got.locations}
+        read.located[f"{spec.id_prefix}{rel}"] = {"source_path": rel, "source_kind": kind, "locations": got.locations}
     read.converted, read.from_cache = cache.converted, cache.reused
     if spec.near_duplicates is not None and len(texts) > 1:
         read.near_duplicates = near_duplicates(texts, spec.near_duplicates)
@@ -148,8 +154,7 @@ def file_columns(corpus: pl.DataFrame, specs: Sequence[Any]) -> pl.DataFrame:
             located.update(spec._last_read.located)
     if not located:
         return corpus
-    meta = pl.DataFrame([{"doc_id": d, **m} for d, m in located.items()],
-                        schema={"doc_id": pl.Utf8, **FILE_COLUMNS})
+    meta = pl.DataFrame([{"doc_id": d, **m} for d, m in located.items()], schema={"doc_id": pl.Utf8, **FILE_COLUMNS})
     return corpus.join(meta, on="doc_id", how="left", maintain_order="left")
 
 

@@ -53,8 +53,9 @@ def assemble(pieces: list[Piece]) -> tuple[str, list[dict[str, Any]]]:
         if parts:
             at += len(PIECE_SEPARATOR)
         parts.append(body)
-        locations.append({"start": at, "end": at + len(body), "kind": piece.kind, "label": piece.label,
-                          "number": piece.number})
+        locations.append(
+            {"start": at, "end": at + len(body), "kind": piece.kind, "label": piece.label, "number": piece.number}
+        )
         at += len(body)
     return PIECE_SEPARATOR.join(parts), locations
 

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from pydantic import Field, field_validator
 
-from builder.license_field import license_field
 from builder.bench import SPAN_DTYPE
-from builder.stages.base import Stage, StageParams, register_stage
-from builder.stages.contracts import DOCUMENTS, QUERIES, SPANS
-from builder.stages.refs import DataPath
 from builder.io.bench_rows import add_rows, input_path
+from builder.license_field import license_field
+from builder.stages.base import Stage, StageParams, register_stage
 from builder.stages.colder.probes import BUILDERS, SETTINGS, FactParts, Probe, Setting, foil_probe, shortfall
 from builder.stages.colder.redocred import Document, Fact, load_documents
+from builder.stages.contracts import DOCUMENTS, QUERIES, SPANS
+from builder.stages.refs import DataPath
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -34,15 +34,19 @@ PAIR_DTYPE = pl.List(pl.Struct({"doc_a": pl.Utf8, "doc_b": pl.Utf8}))
 
 
 class ProbeParams(StageParams):
-    path: DataPath | list[DataPath] = Field(description="Re-DocRED file(s): release JSON, JSONL or parquet; "
-                                                        "local paths, hf://datasets/<repo>@<rev>/<file> or URLs")
+    path: DataPath | list[DataPath] = Field(
+        description="Re-DocRED file(s): release JSON, JSONL or parquet; "
+        "local paths, hf://datasets/<repo>@<rev>/<file> or URLs"
+    )
     templates: dict[str, str] = Field(description="relation id (e.g. P17) -> question with {head}")
     license: str | None = license_field()
-    settings: list[Setting] = Field(default=list(SETTINGS), min_length=1, description=(
-        "the ColDeR probes built, one output folder each"))
+    settings: list[Setting] = Field(
+        default=list(SETTINGS), min_length=1, description=("the ColDeR probes built, one output folder each")
+    )
     queries_per_setting: int | None = Field(default=250, ge=1, description="seeded sample size")
-    max_neutral: int | None = Field(default=None, ge=1, description=(
-        "use at most this many neutral sentences (in document order); None: all"))
+    max_neutral: int | None = Field(
+        default=None, ge=1, description=("use at most this many neutral sentences (in document order); None: all")
+    )
     unrelated_sentences: int = Field(default=4, ge=1, description="foil: sentences on each side")
     foil_prefix: str = Field(default='"{head}" "{head}"', description="foil: the repeated head")
     lang: str = Field(default="en", description="language given to every document")
@@ -90,8 +94,9 @@ class Candidate:
     answer: str
 
 
-def _candidate(doc: Document, fact: Fact, templates: dict[str, str], heads: Counter[tuple[int, str]],
-               max_neutral: int | None) -> Candidate | str:
+def _candidate(
+    doc: Document, fact: Fact, templates: dict[str, str], heads: Counter[tuple[int, str]], max_neutral: int | None
+) -> Candidate | str:
     if fact.relation not in templates:
         return "no_template"
     if len(fact.evidence) != 1 or not 0 <= fact.evidence[0] < len(doc.tokens):
@@ -151,8 +156,12 @@ class PositionProbes(Stage):
         paths = [p.path] if isinstance(p.path, str) else p.path
         docs, malformed = load_documents([input_path(x, ctx.base_dir) for x in paths])
         candidates, reasons = _candidates(docs, p)
-        ctx.stats["facts"] = {"documents": len(docs), "malformed_documents": malformed,
-                              "eligible": len(candidates), "ineligible": dict(reasons)}
+        ctx.stats["facts"] = {
+            "documents": len(docs),
+            "malformed_documents": malformed,
+            "eligible": len(candidates),
+            "ineligible": dict(reasons),
+        }
         rows = _Rows(p, ctx)
         for setting in p.settings:
             for c, probe in self._pick(setting, candidates, docs, ctx):
@@ -160,11 +169,18 @@ class PositionProbes(Stage):
         kept_as = rows.fold_identical()
         rows.pairs_table().write_parquet(ctx.work_dir / "pairs.parquet")
         ctx.stats["identical_documents_folded"] = len(kept_as)
-        return add_rows(bench, ctx.label, corpus=rows.corpus(), queries=rows.queries(),
-                        qrels=rows.qrels(), rejected=[("doc", d, "duplicate_text") for d in kept_as])
+        return add_rows(
+            bench,
+            ctx.label,
+            corpus=rows.corpus(),
+            queries=rows.queries(),
+            qrels=rows.qrels(),
+            rejected=[("doc", d, "duplicate_text") for d in kept_as],
+        )
 
-    def _pick(self, setting: Setting, candidates: list[Candidate], docs: list[Document],
-              ctx: StageContext) -> list[tuple[Candidate, Probe]]:
+    def _pick(
+        self, setting: Setting, candidates: list[Candidate], docs: list[Document], ctx: StageContext
+    ) -> list[tuple[Candidate, Probe]]:
         """A seeded sample of facts that can feed this setting, with their probes."""
         p = self.params
         ranked = sorted(candidates, key=lambda c: (ctx.item_rng(f"{setting}:{c.key}").random(), c.key))
@@ -181,9 +197,7 @@ class PositionProbes(Stage):
         ctx.stats.setdefault("settings", {})[setting] = {"queries": len(chosen), "skipped": dict(skipped)}
         return chosen
 
-
-    def _probe(self, setting: Setting, c: Candidate, docs: list[Document], ctx: StageContext
-               ) -> Probe | str:
+    def _probe(self, setting: Setting, c: Candidate, docs: list[Document], ctx: StageContext) -> Probe | str:
         """The setting's documents for one fact, or why the fact cannot feed the setting."""
         reason = shortfall(setting, c.parts)
         if reason is not None:
@@ -210,22 +224,41 @@ class _Rows:
         spans: dict[str, dict[str, Any]] = {}
         for v in probe.variants:
             text, start, end = v.text_and_span()
-            self.docs.append({
-                "doc_id": f"{qid}-{v.name}", "title": "", "text": text, "lang": self.p.lang,
-                "domain": self.p.domain, "setting": probe.setting, "variant": v.name,
-                "probe_query": qid, "evidence_start": start, "evidence_end": end,
-                "sentences": list(v.sentences), "source_title": c.doc.title,
-            })
+            self.docs.append(
+                {
+                    "doc_id": f"{qid}-{v.name}",
+                    "title": "",
+                    "text": text,
+                    "lang": self.p.lang,
+                    "domain": self.p.domain,
+                    "setting": probe.setting,
+                    "variant": v.name,
+                    "probe_query": qid,
+                    "evidence_start": start,
+                    "evidence_end": end,
+                    "sentences": list(v.sentences),
+                    "source_title": c.doc.title,
+                }
+            )
             if start is not None:
                 spans[v.name] = {"start": start, "end": end, "method": "constructed", "score": 100.0}
         pairs = [{"doc_a": f"{qid}-{a}", "doc_b": f"{qid}-{b}"} for a, b in probe.pairs]
         self.pair_rows += [{"query_id": qid, "setting": probe.setting, **x} for x in pairs]
-        self.query_rows.append({
-            "query_id": qid, "text": self.p.templates[c.fact.relation].format(head=c.parts.head),
-            "doc_id": f"{qid}-{probe.positive}", "lang": self.p.lang, "answer": c.answer,
-            "relation": c.fact.relation, "head": c.parts.head, "setting": probe.setting,
-            "spans": [spans[probe.positive]], "pairs": pairs, "source_title": c.doc.title,
-        })
+        self.query_rows.append(
+            {
+                "query_id": qid,
+                "text": self.p.templates[c.fact.relation].format(head=c.parts.head),
+                "doc_id": f"{qid}-{probe.positive}",
+                "lang": self.p.lang,
+                "answer": c.answer,
+                "relation": c.fact.relation,
+                "head": c.parts.head,
+                "setting": probe.setting,
+                "spans": [spans[probe.positive]],
+                "pairs": pairs,
+                "source_title": c.doc.title,
+            }
+        )
 
     def fold_identical(self) -> dict[str, str]:
         """Keep one document per text (the first built): settings share documents (pos01 is
@@ -240,38 +273,71 @@ class _Rows:
             if keeper is not d:
                 keeper["same_text_ids"].append(d["doc_id"])
                 kept_as[d["doc_id"]] = keeper["doc_id"]
-        self.judged = [(d["probe_query"], kept_as.get(d["doc_id"], d["doc_id"]), int(d["evidence_start"] is not None))
-                       for d in self.docs]
+        self.judged = [
+            (d["probe_query"], kept_as.get(d["doc_id"], d["doc_id"]), int(d["evidence_start"] is not None))
+            for d in self.docs
+        ]
         self.docs = list(first.values())
         for q in self.query_rows:
             q["doc_id"] = kept_as.get(q["doc_id"], q["doc_id"])
             q["pairs"] = [{k: kept_as.get(v, v) for k, v in pair.items()} for pair in q["pairs"]]
         for pair in self.pair_rows:
-            pair["doc_a"], pair["doc_b"] = (kept_as.get(pair["doc_a"], pair["doc_a"]),
-                                            kept_as.get(pair["doc_b"], pair["doc_b"]))
+            pair["doc_a"], pair["doc_b"] = (
+                kept_as.get(pair["doc_a"], pair["doc_a"]),
+                kept_as.get(pair["doc_b"], pair["doc_b"]),
+            )
         return kept_as
 
     def corpus(self) -> pl.DataFrame:
-        frame = pl.DataFrame(self.docs, schema={
-            "doc_id": pl.Utf8, "title": pl.Utf8, "text": pl.Utf8, "lang": pl.Utf8, "domain": pl.Utf8,
-            "setting": pl.Utf8, "variant": pl.Utf8, "probe_query": pl.Utf8, "evidence_start": pl.Int64,
-            "evidence_end": pl.Int64, "sentences": pl.List(pl.Utf8), "source_title": pl.Utf8,
-            "same_text_ids": pl.List(pl.Utf8)})
+        frame = pl.DataFrame(
+            self.docs,
+            schema={
+                "doc_id": pl.Utf8,
+                "title": pl.Utf8,
+                "text": pl.Utf8,
+                "lang": pl.Utf8,
+                "domain": pl.Utf8,
+                "setting": pl.Utf8,
+                "variant": pl.Utf8,
+                "probe_query": pl.Utf8,
+                "evidence_start": pl.Int64,
+                "evidence_end": pl.Int64,
+                "sentences": pl.List(pl.Utf8),
+                "source_title": pl.Utf8,
+                "same_text_ids": pl.List(pl.Utf8),
+            },
+        )
         counts = self.ctx.tokenizer.count_many(frame["text"].to_list())
         return frame.with_columns(pl.Series("n_tokens", counts, pl.Int64))
 
     def queries(self) -> pl.DataFrame:
-        return pl.DataFrame(self.query_rows, schema={
-            "query_id": pl.Utf8, "text": pl.Utf8, "doc_id": pl.Utf8, "lang": pl.Utf8, "answer": pl.Utf8,
-            "relation": pl.Utf8, "head": pl.Utf8, "setting": pl.Utf8, "spans": SPAN_DTYPE,
-            "pairs": PAIR_DTYPE, "source_title": pl.Utf8})
+        return pl.DataFrame(
+            self.query_rows,
+            schema={
+                "query_id": pl.Utf8,
+                "text": pl.Utf8,
+                "doc_id": pl.Utf8,
+                "lang": pl.Utf8,
+                "answer": pl.Utf8,
+                "relation": pl.Utf8,
+                "head": pl.Utf8,
+                "setting": pl.Utf8,
+                "spans": SPAN_DTYPE,
+                "pairs": PAIR_DTYPE,
+                "source_title": pl.Utf8,
+            },
+        )
 
     def qrels(self) -> pl.DataFrame:
         """Every probe document is judged by its probe's query: 1 where it holds the
         evidence, 0 where not (under the kept id, once per pair)."""
-        return pl.DataFrame(self.judged, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Int64},
-                            orient="row").group_by("query_id", "doc_id", maintain_order=True).agg(pl.col("score").max())
+        return (
+            pl.DataFrame(self.judged, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Int64}, orient="row")
+            .group_by("query_id", "doc_id", maintain_order=True)
+            .agg(pl.col("score").max())
+        )
 
     def pairs_table(self) -> pl.DataFrame:
-        return pl.DataFrame(self.pair_rows, schema={
-            "query_id": pl.Utf8, "setting": pl.Utf8, "doc_a": pl.Utf8, "doc_b": pl.Utf8})
+        return pl.DataFrame(
+            self.pair_rows, schema={"query_id": pl.Utf8, "setting": pl.Utf8, "doc_a": pl.Utf8, "doc_b": pl.Utf8}
+        )

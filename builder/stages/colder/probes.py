@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Setting = Literal["position_i", "first_vs_last", "brevity", "repetition", "answer_importance", "foil"]
-SETTINGS: tuple[Setting, ...] = (
-    "position_i", "first_vs_last", "brevity", "repetition", "answer_importance", "foil")
+SETTINGS: tuple[Setting, ...] = ("position_i", "first_vs_last", "brevity", "repetition", "answer_importance", "foil")
 
 
 @dataclass(frozen=True)
@@ -48,9 +47,7 @@ class Probe:
 
 def _position(f: FactParts) -> Probe:
     n = len(f.neutral)
-    variants = tuple(
-        Variant(f"pos{i + 1:02d}", f.neutral[:i] + (f.evidence,) + f.neutral[i:], i) for i in range(n + 1)
-    )
+    variants = tuple(Variant(f"pos{i + 1:02d}", f.neutral[:i] + (f.evidence,) + f.neutral[i:], i) for i in range(n + 1))
     pairs = tuple((variants[0].name, v.name) for v in variants[1:])
     return Probe("position_i", variants, pairs, variants[0].name)
 
@@ -89,12 +86,19 @@ def foil_probe(f: FactParts, unrelated: tuple[str, ...], prefix: str) -> Probe:
 
 # What each setting needs: (neutral sentences, head-only sentences).
 NEEDS: dict[Setting, tuple[int, int]] = {
-    "position_i": (1, 0), "first_vs_last": (1, 0), "brevity": (1, 0),
-    "repetition": (2, 2), "answer_importance": (1, 1), "foil": (0, 1),
+    "position_i": (1, 0),
+    "first_vs_last": (1, 0),
+    "brevity": (1, 0),
+    "repetition": (2, 2),
+    "answer_importance": (1, 1),
+    "foil": (0, 1),
 }
 BUILDERS: dict[Setting, Callable[[FactParts], Probe]] = {
-    "position_i": _position, "first_vs_last": _first_vs_last, "brevity": _brevity,
-    "repetition": _repetition, "answer_importance": _answer_importance,
+    "position_i": _position,
+    "first_vs_last": _first_vs_last,
+    "brevity": _brevity,
+    "repetition": _repetition,
+    "answer_importance": _answer_importance,
 }
 
 

@@ -54,7 +54,7 @@ class Document:
         """Surface text of the entity's first annotated mention in a sentence."""
         for m in self.entities[entity]:
             if m.sent_id == sent and 0 <= m.start < m.end <= len(self.tokens[sent]):
-                return " ".join(self.tokens[sent][m.start:m.end])
+                return " ".join(self.tokens[sent][m.start : m.end])
         return None
 
     @cached_property
@@ -82,8 +82,10 @@ def _facts(labels: Any) -> list[Fact]:
     if isinstance(labels, dict):  # Hugging Face layout: one list per field
         rows = zip(labels["head"], labels["tail"], labels["relation_id"], labels["evidence"])
         return [Fact(i, int(h), int(t), str(r), tuple(map(int, e))) for i, (h, t, r, e) in enumerate(rows)]
-    return [Fact(i, int(x["h"]), int(x["t"]), str(x["r"]), tuple(map(int, x.get("evidence") or ())))
-            for i, x in enumerate(labels or [])]
+    return [
+        Fact(i, int(x["h"]), int(x["t"]), str(x["r"]), tuple(map(int, x.get("evidence") or ())))
+        for i, x in enumerate(labels or [])
+    ]
 
 
 def parse_document(raw: dict[str, Any], key: str) -> Document | None:
@@ -91,8 +93,7 @@ def parse_document(raw: dict[str, Any], key: str) -> Document | None:
     try:
         tokens = tuple(tuple(str(t) for t in sent) for sent in raw["sents"])
         entities = tuple(
-            tuple(Mention(int(m["sent_id"]), int(m["pos"][0]), int(m["pos"][1]), str(m["name"]))
-                  for m in vertex)
+            tuple(Mention(int(m["sent_id"]), int(m["pos"][0]), int(m["pos"][1]), str(m["name"])) for m in vertex)
             for vertex in raw["vertexSet"]
         )
         facts = tuple(_facts(raw.get("labels")))
@@ -100,7 +101,8 @@ def parse_document(raw: dict[str, Any], key: str) -> Document | None:
         return None
     n_sent, n_ent = len(tokens), len(entities)
     if any(not 0 <= m.sent_id < n_sent for v in entities for m in v) or any(
-            not (0 <= f.head < n_ent and 0 <= f.tail < n_ent) for f in facts):
+        not (0 <= f.head < n_ent and 0 <= f.tail < n_ent) for f in facts
+    ):
         return None
     return Document(key, str(raw.get("title") or ""), tokens, entities, facts)
 

@@ -44,8 +44,14 @@ class Assembly:
 class _Sampler:
     """Draws distractors at random, rejecting relevant, already used and empty passages."""
 
-    def __init__(self, pool: Sequence[Passage], excluded_ids: set[str], excluded_texts: set[str],
-                 rng: random.Random, max_draws: int) -> None:
+    def __init__(
+        self,
+        pool: Sequence[Passage],
+        excluded_ids: set[str],
+        excluded_texts: set[str],
+        rng: random.Random,
+        max_draws: int,
+    ) -> None:
         self.pool, self.rng, self.max_draws = pool, rng, max_draws
         self.excluded_ids, self.excluded_texts = set(excluded_ids), excluded_texts
 
@@ -53,16 +59,22 @@ class _Sampler:
         """A new passage (of at most `max_tokens`), or None after `max_draws` rejections."""
         for _ in range(self.max_draws):
             p = self.pool[self.rng.randrange(len(self.pool))]
-            usable = p.n_tokens > 0 and p.doc_id not in self.excluded_ids \
-                and p.text not in self.excluded_texts
+            usable = p.n_tokens > 0 and p.doc_id not in self.excluded_ids and p.text not in self.excluded_texts
             if usable and (max_tokens is None or p.n_tokens <= max_tokens):
                 self.excluded_ids.add(p.doc_id)
                 return p
         return None
 
 
-def assemble(gold: Passage, pool: Sequence[Passage], *, banned_ids: set[str],
-             banned_texts: set[str], limits: Limits, rng: random.Random) -> Assembly | str:
+def assemble(
+    gold: Passage,
+    pool: Sequence[Passage],
+    *,
+    banned_ids: set[str],
+    banned_texts: set[str],
+    limits: Limits,
+    rng: random.Random,
+) -> Assembly | str:
     """One FarRelevant document around `gold`, or the reason none can be built.
 
     `banned_ids`/`banned_texts` are the query's relevant passages, never used as
@@ -77,8 +89,7 @@ def assemble(gold: Passage, pool: Sequence[Passage], *, banned_ids: set[str],
     if not pool:
         return "distractors_exhausted"
     target = rng.randint(limits.min_start + c_t, limits.max_length)
-    sampler = _Sampler(pool, banned_ids | {gold.doc_id}, banned_texts | {gold.text}, rng,
-                       limits.max_draws)
+    sampler = _Sampler(pool, banned_ids | {gold.doc_id}, banned_texts | {gold.text}, rng, limits.max_draws)
     head: list[Passage] = []
     total = 0
     while total <= limits.min_start:

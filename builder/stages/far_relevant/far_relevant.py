@@ -22,12 +22,12 @@ if TYPE_CHECKING:
 
 
 class FarRelevantParams(StageParams):
-    min_start: int = Field(default=512, ge=0, description=(
-        "distractors before the relevant passage total more than this many tokens"))
+    min_start: int = Field(
+        default=512, ge=0, description=("distractors before the relevant passage total more than this many tokens")
+    )
     max_length: int = Field(default=1431, ge=2, description="document length cap in tokens")
     separator: str = Field(default=" ", description="put between passages")
-    max_draws: int = Field(default=1000, ge=1,
-                           description="rejected random draws allowed per distractor")
+    max_draws: int = Field(default=1000, ge=1, description="rejected random draws allowed per distractor")
     doc_id_prefix: str = Field(default="far-", description="assembled document id = prefix + query id")
 
     @model_validator(mode="after")
@@ -68,8 +68,9 @@ class FarRelevant(Stage):
                     drops[qid] = "no_relevant_passage"
                     continue
                 texts = {by_id[d].text for d in banned if d in by_id and d != positive}
-                built = assemble(gold, passages, banned_ids=banned, banned_texts=texts,
-                                 limits=limits, rng=ctx.item_rng(qid))
+                built = assemble(
+                    gold, passages, banned_ids=banned, banned_texts=texts, limits=limits, rng=ctx.item_rng(qid)
+                )
                 outcome = built if isinstance(built, str) else self._document(qid, built, texts, ctx)
                 if isinstance(outcome, str):
                     drops[qid] = outcome
@@ -79,8 +80,9 @@ class FarRelevant(Stage):
                 found.append(span)
         return self._rebuild(bench, ctx, docs, found, drops)
 
-    def _document(self, qid: str, built: Assembly, other_relevant: set[str], ctx: StageContext
-                  ) -> tuple[dict[str, Any], dict[str, Any]] | str:
+    def _document(
+        self, qid: str, built: Assembly, other_relevant: set[str], ctx: StageContext
+    ) -> tuple[dict[str, Any], dict[str, Any]] | str:
         """Join the passages and check every FarRelevant invariant on the result."""
         p = self.params
         text, start, end = built.text_and_span(p.separator)
@@ -94,29 +96,62 @@ class FarRelevant(Stage):
         if len(starts) > p.max_length:
             return "document_too_long"
         doc_id = f"{p.doc_id_prefix}{qid}"
-        doc = {"doc_id": doc_id, "title": "", "text": text, "n_tokens": len(starts),
-               "passage_ids": [x.doc_id for x in built.passages], "target_tokens": built.target}
-        span = {"query_id": qid, "doc_id": doc_id, "gold_passage": gold.doc_id,
-                "spans": [{"start": start, "end": end, "method": "assembled", "score": 100.0}],
-                "span_token_start": tok_start, "span_token_end": tok_end}
+        doc = {
+            "doc_id": doc_id,
+            "title": "",
+            "text": text,
+            "n_tokens": len(starts),
+            "passage_ids": [x.doc_id for x in built.passages],
+            "target_tokens": built.target,
+        }
+        span = {
+            "query_id": qid,
+            "doc_id": doc_id,
+            "gold_passage": gold.doc_id,
+            "spans": [{"start": start, "end": end, "method": "assembled", "score": 100.0}],
+            "span_token_start": tok_start,
+            "span_token_end": tok_end,
+        }
         return doc, span
 
-    def _rebuild(self, bench: Bench, ctx: StageContext, docs: list[dict[str, Any]],
-                 found: list[dict[str, Any]], drops: dict[str, str]) -> Bench:
+    def _rebuild(
+        self,
+        bench: Bench,
+        ctx: StageContext,
+        docs: list[dict[str, Any]],
+        found: list[dict[str, Any]],
+        drops: dict[str, str],
+    ) -> Bench:
         bench = bench.drop_queries(drops, ctx.label)
-        where = pl.DataFrame(found, schema={
-            "query_id": pl.Utf8, "doc_id": pl.Utf8, "gold_passage": pl.Utf8, "spans": SPAN_DTYPE,
-            "span_token_start": pl.Int64, "span_token_end": pl.Int64})
+        where = pl.DataFrame(
+            found,
+            schema={
+                "query_id": pl.Utf8,
+                "doc_id": pl.Utf8,
+                "gold_passage": pl.Utf8,
+                "spans": SPAN_DTYPE,
+                "span_token_start": pl.Int64,
+                "span_token_end": pl.Int64,
+            },
+        )
         meta = bench.corpus.select(pl.col("doc_id").alias("gold_passage"), "lang", "domain")
-        corpus = pl.DataFrame(docs, schema={
-            "doc_id": pl.Utf8, "title": pl.Utf8, "text": pl.Utf8, "n_tokens": pl.Int64,
-            "passage_ids": pl.List(pl.Utf8), "target_tokens": pl.Int64})
+        corpus = pl.DataFrame(
+            docs,
+            schema={
+                "doc_id": pl.Utf8,
+                "title": pl.Utf8,
+                "text": pl.Utf8,
+                "n_tokens": pl.Int64,
+                "passage_ids": pl.List(pl.Utf8),
+                "target_tokens": pl.Int64,
+            },
+        )
         corpus = corpus.with_columns(pl.Series("gold_passage", where["gold_passage"]))
-        corpus = corpus.join(meta, on="gold_passage", how="left", maintain_order="left"
-                             ).drop("gold_passage")
+        corpus = corpus.join(meta, on="gold_passage", how="left", maintain_order="left").drop("gold_passage")
         replaced = [c for c in where.columns if c != "query_id"]
         queries = bench.queries.drop([c for c in replaced if c in bench.queries.columns]).join(
-            where, on="query_id", how="left", maintain_order="left")
+            where, on="query_id", how="left", maintain_order="left"
+        )
         qrels = where.select("query_id", "doc_id", pl.lit(1, pl.Int64).alias("score"))
         _report(ctx, where["span_token_start"].to_list(), corpus["n_tokens"].to_list())
         return bench.replace(corpus=corpus, queries=queries, qrels=qrels)
@@ -143,8 +178,13 @@ def _report(ctx: StageContext, starts: list[int], lengths: list[int], width: int
         return
     bins = Counter(s // width * width for s in starts)
     ctx.stats["relevant_start_tokens"] = {
-        "min": min(starts), "median": statistics.median(starts), "max": max(starts),
+        "min": min(starts),
+        "median": statistics.median(starts),
+        "max": max(starts),
         "histogram": {f"[{b}, {b + width})": bins[b] for b in sorted(bins)},
     }
-    ctx.stats["document_tokens"] = {"min": min(lengths), "mean": round(statistics.fmean(lengths), 1),
-                                    "max": max(lengths)}
+    ctx.stats["document_tokens"] = {
+        "min": min(lengths),
+        "mean": round(statistics.fmean(lengths), 1),
+        "max": max(lengths),
+    }

@@ -46,8 +46,9 @@ def _cuttable(gaps: list[tuple[int, int]], protected: Sequence[tuple[int, int]])
     return [(gs, ge) for gs, ge in gaps if not any(s < ge and gs < e for s, e in protected)]
 
 
-def shuffle_segments(text: str, segments: int, rng: random.Random, *,
-                     protected: Sequence[tuple[int, int]] = (), joiner: str = " ") -> Shuffled:
+def shuffle_segments(
+    text: str, segments: int, rng: random.Random, *, protected: Sequence[tuple[int, int]] = (), joiner: str = " "
+) -> Shuffled:
     """Cut `text` into at most `segments` pieces at random word gaps outside `protected`,
     then join the pieces in random order. Leading and trailing whitespace is dropped."""
     if not text.strip():

@@ -28,11 +28,16 @@ STALE_COLUMNS = (*POSITION_COLUMNS, "char_bucket")
 
 
 class ShuffleParams(StageParams):
-    segments: int = Field(default=4, ge=2, description=(
-        "pieces per document (fewer where a document has fewer usable word gaps)"))
-    on_cut: Literal["keep_intact", "drop"] = Field(default="keep_intact", description=(
-        "keep_intact: never cut inside an evidence span; drop: cut anywhere and drop "
-        "queries whose span is cut (span_cut_by_shuffle)"))
+    segments: int = Field(
+        default=4, ge=2, description=("pieces per document (fewer where a document has fewer usable word gaps)")
+    )
+    on_cut: Literal["keep_intact", "drop"] = Field(
+        default="keep_intact",
+        description=(
+            "keep_intact: never cut inside an evidence span; drop: cut anywhere and drop "
+            "queries whose span is cut (span_cut_by_shuffle)"
+        ),
+    )
     joiner: str = Field(default=" ", description="put between shuffled pieces")
 
 
@@ -61,24 +66,30 @@ class ShuffleDebias(Stage):
                 entries = by_doc.get(doc_id, [])
                 keep = [(s["start"], s["end"]) for _, spans in entries for s in spans]
                 shuffled = shuffle_segments(
-                    text, p.segments, ctx.item_rng(doc_id), joiner=p.joiner,
-                    protected=keep if p.on_cut == "keep_intact" else ())
+                    text,
+                    p.segments,
+                    ctx.item_rng(doc_id),
+                    joiner=p.joiner,
+                    protected=keep if p.on_cut == "keep_intact" else (),
+                )
                 texts.append(shuffled.text)
                 for qid, spans in entries:
                     places = [shuffled.move(s["start"], s["end"]) for s in spans]
                     if any(x is None for x in places):
                         drops[qid] = "span_cut_by_shuffle"
                         continue
-                    moved[qid] = sorted(({**s, "start": a, "end": b}
-                                         for s, (a, b) in zip(spans, places)), key=lambda s: s["start"])
+                    moved[qid] = sorted(
+                        ({**s, "start": a, "end": b} for s, (a, b) in zip(spans, places)), key=lambda s: s["start"]
+                    )
         corpus = bench.corpus.with_columns(
-            pl.Series("text", texts, pl.Utf8),
-            pl.Series("n_tokens", ctx.tokenizer.count_many(texts), pl.Int64))
+            pl.Series("text", texts, pl.Utf8), pl.Series("n_tokens", ctx.tokenizer.count_many(texts), pl.Int64)
+        )
         queries = self._update_queries(bench.queries, corpus, moved, ctx)
         return bench.replace(corpus=corpus, queries=queries).drop_queries(drops, ctx.label)
 
-    def _update_queries(self, queries: pl.DataFrame, corpus: pl.DataFrame,
-                        moved: dict[str, Spans], ctx: StageContext) -> pl.DataFrame:
+    def _update_queries(
+        self, queries: pl.DataFrame, corpus: pl.DataFrame, moved: dict[str, Spans], ctx: StageContext
+    ) -> pl.DataFrame:
         if "spans" not in queries.columns:
             return queries
         new = [moved.get(q, old) for q, old in queries.select("query_id", "spans").iter_rows()]
@@ -118,5 +129,6 @@ def _token_positions(queries: pl.DataFrame, corpus: pl.DataFrame, ctx: StageCont
         offsets = token_starts[doc_id]
         starts.append(bisect_left(offsets, spans[0]["start"]))
         ends.append(bisect_left(offsets, spans[0]["end"]))
-    return queries.with_columns(pl.Series("span_token_start", starts, pl.Int64),
-                                pl.Series("span_token_end", ends, pl.Int64))
+    return queries.with_columns(
+        pl.Series("span_token_start", starts, pl.Int64), pl.Series("span_token_end", ends, pl.Int64)
+    )

@@ -92,8 +92,9 @@ def _detect_and_yield(text: str) -> Detection | None:
     return found
 
 
-def wrong_language(queries: pl.DataFrame, detect: Callable[[str], Detection | None] = detect_base
-                   ) -> tuple[dict[str, str], dict[str, int]]:
+def wrong_language(
+    queries: pl.DataFrame, detect: Callable[[str], Detection | None] = detect_base
+) -> tuple[dict[str, str], dict[str, int]]:
     """Queries to drop as `query_wrong_language`, and how many were checked or too short."""
     out: dict[str, str] = {}
     counts = {"checked": 0, "too_short": 0, "wrong": 0}

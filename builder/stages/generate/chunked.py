@@ -22,10 +22,15 @@ if TYPE_CHECKING:
     from builder.stages.context import StageContext
     from builder.stages.generate.params import GenerateParams
 
+
 def answer_schema(n: int) -> dict[str, Any]:
     """An object at the top, as hosted APIs require; `validate_answer` also takes the bare list."""
-    return {"type": "object", "properties": {"questions": question_list_schema(n, ["simple", "complicated"], least=0)},
-            "required": ["questions"], "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": {"questions": question_list_schema(n, ["simple", "complicated"], least=0)},
+        "required": ["questions"],
+        "additionalProperties": False,
+    }
 
 
 def validate_answer(value: Any) -> list[dict[str, str]]:
@@ -39,8 +44,10 @@ def make_splitter(p: GenerateParams, count: Callable[[str], int]) -> RecursiveCh
     from langchain_text_splitters import RecursiveCharacterTextSplitter  # slow to import; only this mode needs it
 
     return RecursiveCharacterTextSplitter(
-        chunk_size=p.chunk_size, chunk_overlap=p.chunk_overlap,
-        length_function=count, add_start_index=True,
+        chunk_size=p.chunk_size,
+        chunk_overlap=p.chunk_overlap,
+        length_function=count,
+        add_start_index=True,
     )
 
 
@@ -50,7 +57,7 @@ def split_with_offsets(splitter: RecursiveCharacterTextSplitter, text: str) -> l
     out = []
     for d in docs:
         start = d.metadata["start_index"]
-        if start < 0 or text[start:start + len(d.page_content)] != d.page_content:
+        if start < 0 or text[start : start + len(d.page_content)] != d.page_content:
             start = text.find(d.page_content)
         out.append((start, start + len(d.page_content), d.page_content))
     return out
@@ -62,8 +69,9 @@ def _counter(p: GenerateParams, ctx: StageContext) -> Callable[[str], int]:
     return lambda s: ctx.tokenizer.count_many([s])[0]
 
 
-def chunk_calls(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams
-                ) -> list[tuple[str, str, int, int, str, str]]:
+def chunk_calls(
+    corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams
+) -> list[tuple[str, str, int, int, str, str]]:
     """Every call this mode can make: (doc_id, call id, start, end, third, chunk) per chunk."""
     splitter = make_splitter(p, _counter(p, ctx))
     out = []
@@ -73,9 +81,13 @@ def chunk_calls(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams
     return out
 
 
-def generate_chunked(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
-                     on_questions: Callable[[list[str]], None],
-                     only: Collection[str] | None = None) -> GenerationOutcome:
+def generate_chunked(
+    corpus: pl.DataFrame,
+    ctx: StageContext,
+    p: GenerateParams,
+    on_questions: Callable[[list[str]], None],
+    only: Collection[str] | None = None,
+) -> GenerationOutcome:
     """`on_questions` hears each accepted answer's questions as it arrives; `only` (call
     ids, see `chunk_calls`) asks about those chunks alone."""
     assert p.llm is not None
@@ -91,15 +103,20 @@ def generate_chunked(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
     for doc_id, call_id, start, end, tag, chunk in chunk_calls(corpus, ctx, p):
         if only is not None and call_id not in only:
             continue
-        messages = ctx.render(p.prompt, summary=summaries[doc_id] or "", chunk=chunk,
-                              max_questions=p.questions_per_call, wording=p.wording)
+        messages = ctx.render(
+            p.prompt,
+            summary=summaries[doc_id] or "",
+            chunk=chunk,
+            max_questions=p.questions_per_call,
+            wording=p.wording,
+        )
         calls.append((doc_id, call_id, start, end, tag))
         requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=answer_schema(p.questions_per_call)))
     with ctx.progress.task("generating per chunk", len(requests)) as bar:
-        answers = chat_json(ctx.llm(p.llm), requests, validate,
-                            raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
-    outcome = GenerationOutcome(notes={"chunks": len(requests), "questions_over_cap": 0,
-                                       "chunks_without_questions": 0})
+        answers = chat_json(
+            ctx.llm(p.llm), requests, validate, raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance
+        )
+    outcome = GenerationOutcome(notes={"chunks": len(requests), "questions_over_cap": 0, "chunks_without_questions": 0})
     for (doc_id, call_id, start, end, tag), answer in zip(calls, answers):
         if answer.error is not None:
             outcome.failed[call_id] = (doc_id, answer.error)
@@ -109,11 +126,17 @@ def generate_chunked(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
         for item in answer.value[: p.questions_per_call]:
             qtype = str(item.get("type") or "").lower()
             text = item["question"].strip()
-            outcome.drafts.append(QueryDraft(
-                query_id=query_id(doc_id, f"generate_queries:chunk:{start}-{end}", text), doc_id=doc_id, text=text,
-                answer=item["answer"].strip(),
-                qtype=qtype if qtype in ("simple", "complicated") else "complicated",
-                requested_position=tag,
-                chunk_start=start, chunk_end=end, chunk_tag=tag,
-            ))
+            outcome.drafts.append(
+                QueryDraft(
+                    query_id=query_id(doc_id, f"generate_queries:chunk:{start}-{end}", text),
+                    doc_id=doc_id,
+                    text=text,
+                    answer=item["answer"].strip(),
+                    qtype=qtype if qtype in ("simple", "complicated") else "complicated",
+                    requested_position=tag,
+                    chunk_start=start,
+                    chunk_end=end,
+                    chunk_tag=tag,
+                )
+            )
     return outcome

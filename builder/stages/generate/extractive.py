@@ -64,13 +64,11 @@ def _keyword(sentence: str) -> re.Match[str] | None:
     return max(words, key=lambda m: len(m.group()), default=None)
 
 
-def _draft(doc_id: str, text: str, region: str, rng: random.Random,
-           taken: set[tuple[int, int]]) -> QueryDraft | None:
+def _draft(doc_id: str, text: str, region: str, rng: random.Random, taken: set[tuple[int, int]]) -> QueryDraft | None:
     third = len(text) / 3
     lo, hi = _THIRDS[region] * third, (_THIRDS[region] + 1) * third
     candidates = [
-        (s, e) for s, e in sentences(text)
-        if lo <= s and e <= hi and (s, e) not in taken and _usable(text[s:e], text)
+        (s, e) for s, e in sentences(text) if lo <= s and e <= hi and (s, e) not in taken and _usable(text[s:e], text)
     ]
     rng.shuffle(candidates)
     for s, e in candidates:
@@ -79,19 +77,23 @@ def _draft(doc_id: str, text: str, region: str, rng: random.Random,
         if key is None:
             continue
         taken.add((s, e))
-        masked = piece[: key.start()] + "____" + piece[key.end():]
+        masked = piece[: key.start()] + "____" + piece[key.end() :]
         question = rng.choice(_TEMPLATES).format(masked=" ".join(masked.split()))
         return QueryDraft(
-            query_id=query_id(doc_id, f"generate_queries:cloze:{requested_of_region(region)}", question), doc_id=doc_id,
+            query_id=query_id(doc_id, f"generate_queries:cloze:{requested_of_region(region)}", question),
+            doc_id=doc_id,
             text=question,
-            answer=key.group(), qtype="cloze", requested_position=region,
+            answer=key.group(),
+            qtype="cloze",
+            requested_position=region,
             reference_texts=(piece,),
         )
     return None
 
 
-def generate_extractive(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
-                        on_questions: Callable[[list[str]], None]) -> GenerationOutcome:
+def generate_extractive(
+    corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams, on_questions: Callable[[list[str]], None]
+) -> GenerationOutcome:
     outcome = GenerationOutcome(notes={"no_sentence_in_region": 0})
     for doc in corpus.select("doc_id", "text").iter_rows(named=True):
         taken: set[tuple[int, int]] = set()

@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from builder.ids import unique
-from builder.stages.generate.chunked import generate_chunked
-from builder.stages.generate.checks import BackgroundDetector, repeated_questions, wrong_language
-from builder.stages.generate.extractive import generate_extractive
-from builder.stages.generate.records import GenerationOutcome
-from builder.stages.generate.whole_document import generate_whole_document
 from builder.stages.base import Estimate, Flow, Stage, register_stage
 from builder.stages.contracts import CHUNK_TAGS, DOCUMENTS, QUERIES, REFERENCE_TEXTS, REQUESTED_POSITIONS, SUMMARIES
+from builder.stages.generate.checks import BackgroundDetector, repeated_questions, wrong_language
+from builder.stages.generate.chunked import generate_chunked
+from builder.stages.generate.extractive import generate_extractive
 from builder.stages.generate.params import GenerateParams
+from builder.stages.generate.records import GenerationOutcome
+from builder.stages.generate.whole_document import generate_whole_document
 from builder.stages.translate.languages import detect_base, detectable, normalise
 
 if TYPE_CHECKING:
@@ -45,8 +45,18 @@ class GenerateQueries(Stage):
             return {}
         if p.mode == "chunked":
             return {p.prompt: {"summary", "chunk", "max_questions", "wording"}}
-        return {p.prompt: {"document", "n_questions", "region_instruction", "question_types", "styles",
-                           "call_number", "calls", "wording"}}
+        return {
+            p.prompt: {
+                "document",
+                "n_questions",
+                "region_instruction",
+                "question_types",
+                "styles",
+                "call_number",
+                "calls",
+                "wording",
+            }
+        }
 
     def needed(self) -> frozenset[str]:
         return self.needs | ({SUMMARIES} if self.params.mode == "chunked" else set())
@@ -70,8 +80,11 @@ class GenerateQueries(Stage):
             detector = BackgroundDetector()
         try:
             on_questions = detector.submit if detector else _ignore
-            outcome = (_MODES[p.mode](bench.corpus, ctx, p, on_questions) if only is None
-                       else _MODES[p.mode](bench.corpus, ctx, p, on_questions, only))
+            outcome = (
+                _MODES[p.mode](bench.corpus, ctx, p, on_questions)
+                if only is None
+                else _MODES[p.mode](bench.corpus, ctx, p, on_questions, only)
+            )
             ctx.stats.update(outcome.notes)
             return _apply(bench, outcome, ctx, p, detector)
         finally:
@@ -98,17 +111,27 @@ def _ignore(texts: list[str]) -> None:
     """No language check: nobody needs the questions early."""
 
 
-def _apply(bench: Bench, outcome: GenerationOutcome, ctx: StageContext, p: GenerateParams,
-           detector: BackgroundDetector | None) -> Bench:
+def _apply(
+    bench: Bench, outcome: GenerationOutcome, ctx: StageContext, p: GenerateParams, detector: BackgroundDetector | None
+) -> Bench:
     langs = dict(bench.corpus.select("doc_id", "lang").iter_rows())
     # The same question asked twice by one request keeps a distinct id (and is then dropped
     # as a repeat); ids already in the bench are never reused.
     ids = unique((d.query_id for d in outcome.drafts), bench.queries["query_id"].to_list())
     rows = [
-        {"query_id": qid, "text": d.text, "doc_id": d.doc_id, "lang": langs[d.doc_id],
-         "answer": d.answer, "qtype": d.qtype, "requested_position": d.requested_position,
-         "reference_texts": list(d.reference_texts) or None, "chunk_start": d.chunk_start,
-         "chunk_end": d.chunk_end, "chunk_tag": d.chunk_tag}
+        {
+            "query_id": qid,
+            "text": d.text,
+            "doc_id": d.doc_id,
+            "lang": langs[d.doc_id],
+            "answer": d.answer,
+            "qtype": d.qtype,
+            "requested_position": d.requested_position,
+            "reference_texts": list(d.reference_texts) or None,
+            "chunk_start": d.chunk_start,
+            "chunk_end": d.chunk_end,
+            "chunk_tag": d.chunk_tag,
+        }
         for qid, d in zip(ids, outcome.drafts)
     ]
     # A failed call becomes a placeholder query that is dropped at once, so the loss shows.
@@ -118,14 +141,14 @@ def _apply(bench: Bench, outcome: GenerationOutcome, ctx: StageContext, p: Gener
     ]
     new = pl.DataFrame(rows, schema=_QUERY_SCHEMA)
     queries = pl.concat([bench.queries, new], how="diagonal_relaxed")
-    qrels = pl.concat([bench.qrels, new.select(
-        "query_id", "doc_id", pl.lit(1, dtype=pl.Int64).alias("score"))])
+    qrels = pl.concat([bench.qrels, new.select("query_id", "doc_id", pl.lit(1, dtype=pl.Int64).alias("score"))])
     bench = bench.replace(queries=queries, qrels=qrels)
     reasons = {c: reason for c, (_, reason) in outcome.failed.items()}
     reasons.update(repeated_questions(bench.queries, new["query_id"].to_list()))
     if p.check_language:
-        wrong, counts = wrong_language(new.filter(~pl.col("query_id").is_in(list(reasons))),
-                                       detector.detect if detector else detect_base)
+        wrong, counts = wrong_language(
+            new.filter(~pl.col("query_id").is_in(list(reasons))), detector.detect if detector else detect_base
+        )
         reasons.update(wrong)
         ctx.stats["query_language"] = counts
     bench = bench.drop_queries(reasons, ctx.label)
@@ -133,7 +156,15 @@ def _apply(bench: Bench, outcome: GenerationOutcome, ctx: StageContext, p: Gener
 
 
 _QUERY_SCHEMA = {
-    "query_id": pl.Utf8, "text": pl.Utf8, "doc_id": pl.Utf8, "lang": pl.Utf8, "answer": pl.Utf8,
-    "qtype": pl.Utf8, "requested_position": pl.Utf8, "reference_texts": pl.List(pl.Utf8),
-    "chunk_start": pl.Int64, "chunk_end": pl.Int64, "chunk_tag": pl.Utf8,
+    "query_id": pl.Utf8,
+    "text": pl.Utf8,
+    "doc_id": pl.Utf8,
+    "lang": pl.Utf8,
+    "answer": pl.Utf8,
+    "qtype": pl.Utf8,
+    "requested_position": pl.Utf8,
+    "reference_texts": pl.List(pl.Utf8),
+    "chunk_start": pl.Int64,
+    "chunk_end": pl.Int64,
+    "chunk_tag": pl.Utf8,
 }

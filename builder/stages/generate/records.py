@@ -57,7 +57,11 @@ def check_question_items(items: Any) -> list[dict[str, Any]]:
     if not isinstance(items, list) or not items:
         raise ValueError("expected a non-empty JSON list of questions")
     for item in items:
-        if not (isinstance(item, dict) and isinstance(item.get("question"), str)
-                and item["question"].strip() and isinstance(item.get("answer"), str)):
+        if not (
+            isinstance(item, dict)
+            and isinstance(item.get("question"), str)
+            and item["question"].strip()
+            and isinstance(item.get("answer"), str)
+        ):
             raise ValueError('each question needs non-empty "question" and "answer" strings')
     return items

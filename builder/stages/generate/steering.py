@@ -78,8 +78,7 @@ def targets(tallies: dict[Group, Tally], quota: int | None, prior: float) -> dic
     return out
 
 
-def plan_round(tallies: dict[Group, Tally], quota: int | None, prior: float, first_share: float
-               ) -> dict[Group, int]:
+def plan_round(tallies: dict[Group, Tally], quota: int | None, prior: float, first_share: float) -> dict[Group, int]:
     """How many more calls each group asks this round (groups at their target ask none).
 
     The first round asks `first_share` of each group's candidates to learn its yield (or,

@@ -40,19 +40,16 @@ class Summarize(Stage):
         p = self.params
         corpus = bench.corpus
         requests = [
-            ChatRequest.of(ctx.render(p.prompt, title=row["title"], text=row["text"],
-                                      max_words=p.max_words), item_id=row["doc_id"])
+            ChatRequest.of(
+                ctx.render(p.prompt, title=row["title"], text=row["text"], max_words=p.max_words), item_id=row["doc_id"]
+            )
             for row in corpus.select("doc_id", "title", "text").iter_rows(named=True)
         ]
         with ctx.progress.task("summarizing", len(requests)) as bar:
             answers = ctx.llm(p.llm).chat_many(requests, on_done=bar.advance)
         summaries = [_without_lead_in(a.text) if a.text else None for a in answers]
-        ctx.stats["summary_lead_in_cut"] = sum(
-            1 for s, a in zip(summaries, answers) if a.text and s != a.text.strip())
-        reasons = [
-            None if s else (a.reason or "empty_summary")
-            for s, a in zip(summaries, answers)
-        ]
+        ctx.stats["summary_lead_in_cut"] = sum(1 for s, a in zip(summaries, answers) if a.text and s != a.text.strip())
+        reasons = [None if s else (a.reason or "empty_summary") for s, a in zip(summaries, answers)]
         bench = bench.replace(corpus=corpus.with_columns(pl.Series("summary", summaries, pl.Utf8)))
         return bench.keep_docs(pl.Series(reasons, dtype=pl.Utf8), ctx.label)
 
@@ -71,7 +68,8 @@ _LEAD_IN = re.compile(
     r"^\s*(?:(?:sure|certainly|of course|okay|ok)[!.,]?\s*)?"
     r"(?:(?:here is|here's|below is|the following is)[^\n]{0,120}?(?:summary|paraphrase)[^\n]{0,80}?"
     r"|(?:concise\s+)?(?:summary|paraphrase))\s*(?:[:：]\s*|\n\s*|$)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def _without_lead_in(text: str) -> str:

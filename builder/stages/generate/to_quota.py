@@ -19,8 +19,15 @@ from pydantic import Field, model_validator
 from builder.stages.base import STAGES, Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.generate.checks import repeated_questions
 from builder.stages.generate.generate_queries import GenerateQueries
-from builder.stages.generate.steering import (Group, Tally, candidate_calls, plan_round, stop_reason, strata,
-                                              third_of_value)
+from builder.stages.generate.steering import (
+    Group,
+    Tally,
+    candidate_calls,
+    plan_round,
+    stop_reason,
+    strata,
+    third_of_value,
+)
 from builder.stages.qc.categories import CategoryColumn
 from builder.stages.refs import ModelRef, refs_of
 
@@ -30,15 +37,26 @@ if TYPE_CHECKING:
 
 
 class ToQuotaParams(StageParams):
-    stages: list[dict[str, dict[str, Any]]] = Field(min_length=1, description=(
-        "the stages each round runs, as recipe entries: generate_queries first, then those whose "
-        "losses should count toward the quota (e.g. localize_spans, segment_agreement)"))
+    stages: list[dict[str, dict[str, Any]]] = Field(
+        min_length=1,
+        description=(
+            "the stages each round runs, as recipe entries: generate_queries first, then those whose "
+            "losses should count toward the quota (e.g. localize_spans, segment_agreement)"
+        ),
+    )
     column: CategoryColumn = Field(default="chunk_tag", description="the position column balance evens out")
-    quota: int | None = Field(default=None, ge=1, description=(
-        "queries per group; default: what the group's stratum's scarcest third can reach"))
+    quota: int | None = Field(
+        default=None,
+        ge=1,
+        description=("queries per group; default: what the group's stratum's scarcest third can reach"),
+    )
     rounds: int = Field(default=4, ge=1, description="the most rounds of generation")
-    first_share: float = Field(default=0.34, gt=0, le=1, description=(
-        "without a quota: the share of each group's candidates the first round asks, to learn its yield"))
+    first_share: float = Field(
+        default=0.34,
+        gt=0,
+        le=1,
+        description=("without a quota: the share of each group's candidates the first round asks, to learn its yield"),
+    )
     per: list[Literal["lang", "domain"]] = Field(default=[], description="strata: quotas per language / domain")
     buckets: list[int] | None = Field(default=None, description="strata: token-length bucket edges")
 
@@ -68,7 +86,9 @@ class GenerateToQuota(Stage):
         super().__init__(params)
         self.children: list[Stage] = [
             STAGES[name](STAGES[name].Params.model_validate(p or {}))
-            for entry in params.stages for name, p in entry.items()]
+            for entry in params.stages
+            for name, p in entry.items()
+        ]
 
     def needed(self) -> frozenset[str]:
         provided: set[str] = set()
@@ -95,12 +115,18 @@ class GenerateToQuota(Stage):
         return out
 
     def problems(self, recipe: Any) -> list[tuple[str, str]]:
-        out = [(f"stages.{k}.{field}", message) for k, child in enumerate(self.children)
-               for field, message in child.problems(recipe)]
+        out = [
+            (f"stages.{k}.{field}", message)
+            for k, child in enumerate(self.children)
+            for field, message in child.problems(recipe)
+        ]
         for k, child in enumerate(self.children):
             declared = getattr(recipe, "models", {}) or {}
-            out += [(f"stages.{k}.{field}", f"model {name!r} is not declared under models:")
-                    for field, kind, name in refs_of(child.params) if issubclass(kind, ModelRef) and name not in declared]
+            out += [
+                (f"stages.{k}.{field}", f"model {name!r} is not declared under models:")
+                for field, kind, name in refs_of(child.params)
+                if issubclass(kind, ModelRef) and name not in declared
+            ]
         return out
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
@@ -140,8 +166,14 @@ class GenerateToQuota(Stage):
             kept = self._survivors(bench, before, stratum_of)
             for group, n in kept.items():
                 tallies.setdefault(group, Tally()).kept += n
-            rounds.append({"round": number, "calls": len(only), "kept": sum(kept.values()),
-                           "yield": round(sum(kept.values()) / len(only), 4)})
+            rounds.append(
+                {
+                    "round": number,
+                    "calls": len(only),
+                    "kept": sum(kept.values()),
+                    "yield": round(sum(kept.values()) / len(only), 4),
+                }
+            )
         else:
             if not plan_round(tallies, p.quota, prior, p.first_share):
                 stopped = stop_reason(tallies, p.quota, prior)
@@ -150,7 +182,8 @@ class GenerateToQuota(Stage):
         ctx.stats["stopped"] = stopped
         ctx.stats["groups"] = {
             "/".join((third, *stratum)): {"asked": t.asked, "kept": t.kept, "left": len(t.left)}
-            for (third, stratum), t in sorted(tallies.items())}
+            for (third, stratum), t in sorted(tallies.items())
+        }
         return bench
 
     def _round(self, bench: Bench, ctx: StageContext, only: set[str], number: int) -> Bench:
@@ -163,9 +196,15 @@ class GenerateToQuota(Stage):
             if isinstance(child, GenerateQueries):
                 fresh = child.run_calls(fresh, child_ctx, only)
                 # Generation sees only this round's questions: a repeat of an earlier round's is dropped here.
-                asked = pl.concat([earlier.queries.select("query_id", "text", "doc_id"),
-                                   fresh.queries.select("query_id", "text", "doc_id")])
-                fresh = fresh.drop_queries(repeated_questions(asked, fresh.queries["query_id"].to_list()), child_ctx.label)
+                asked = pl.concat(
+                    [
+                        earlier.queries.select("query_id", "text", "doc_id"),
+                        fresh.queries.select("query_id", "text", "doc_id"),
+                    ]
+                )
+                fresh = fresh.drop_queries(
+                    repeated_questions(asked, fresh.queries["query_id"].to_list()), child_ctx.label
+                )
             else:
                 fresh = child.run(fresh, child_ctx)
             figures[f"{k}_{child.name}"] = child_ctx.stats
@@ -174,17 +213,19 @@ class GenerateToQuota(Stage):
         merged = earlier.replace(
             queries=pl.concat([earlier.queries, fresh.queries], how="diagonal_relaxed"),
             qrels=pl.concat([earlier.qrels, fresh.qrels]),
-            drops=pl.concat([earlier.drops, fresh.drops.filter(~is_doc)]))
+            drops=pl.concat([earlier.drops, fresh.drops.filter(~is_doc)]),
+        )
         # A document a round found unusable takes the earlier rounds' questions about it along.
         gone = fresh.drops.filter(is_doc).select("id", "reason")
         return merged.drop_docs(dict(gone.iter_rows()), ctx.label)
 
-    def _survivors(self, bench: Bench, before: set[str], stratum_of: dict[str, tuple[str, ...]]
-                   ) -> Counter[Group]:
+    def _survivors(self, bench: Bench, before: set[str], stratum_of: dict[str, tuple[str, ...]]) -> Counter[Group]:
         column = self.params.column
         if column not in bench.queries.columns:
             return Counter()
         new = bench.queries.filter(~pl.col("query_id").is_in(list(before)))
-        return Counter((third, stratum_of[doc_id]) for doc_id, value in new.select("doc_id", column).iter_rows()
-                       if (third := third_of_value(value)) is not None)
-
+        return Counter(
+            (third, stratum_of[doc_id])
+            for doc_id, value in new.select("doc_id", column).iter_rows()
+            if (third := third_of_value(value)) is not None
+        )

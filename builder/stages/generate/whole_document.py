@@ -26,6 +26,7 @@ REGION_INSTRUCTIONS = {
     "end": "Base every question mainly on the final third of the document.",
 }
 
+
 def answer_schema(n: int) -> dict[str, Any]:
     """What a server that enforces it may answer, all of which `validate_answer` takes: the
     questions are required even of an unusable document (they are ignored then), since a
@@ -57,8 +58,9 @@ def region_calls(corpus: pl.DataFrame, p: GenerateParams) -> list[tuple[str, str
     region of positive weight. A failed call's id becomes a query id, so it keeps the
     prompt's word for the region."""
     regions = [r for r in REGIONS if p.region_weights.get(r, 0) > 0]
-    return [(doc_id, f"{doc_id}/{requested_of_region(region)}", region)
-            for doc_id in corpus["doc_id"] for region in regions]
+    return [
+        (doc_id, f"{doc_id}/{requested_of_region(region)}", region) for doc_id in corpus["doc_id"] for region in regions
+    ]
 
 
 def _drawn_calls(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams) -> list[tuple[str, str, str, int]]:
@@ -79,15 +81,20 @@ def _drawn_calls(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams) -> 
 
 def _groups(corpus: pl.DataFrame) -> list[tuple[str | None, str | None]]:
     """Each row's (lang, domain); a corpus without the column is one group in it."""
+
     def column(name: str) -> list[str | None]:
         return corpus[name].to_list() if name in corpus.columns else [None] * corpus.height
 
     return list(zip(column("lang"), column("domain")))
 
 
-def generate_whole_document(corpus: pl.DataFrame, ctx: StageContext, p: GenerateParams,
-                            on_questions: Callable[[list[str]], None],
-                            only: Collection[str] | None = None) -> GenerationOutcome:
+def generate_whole_document(
+    corpus: pl.DataFrame,
+    ctx: StageContext,
+    p: GenerateParams,
+    on_questions: Callable[[list[str]], None],
+    only: Collection[str] | None = None,
+) -> GenerationOutcome:
     """`on_questions` hears each accepted answer's questions as it arrives, before the
     last answer is in. `only` (call ids of `region_calls`) asks those regions instead of
     drawing one per call."""
@@ -99,23 +106,31 @@ def generate_whole_document(corpus: pl.DataFrame, ctx: StageContext, p: Generate
         return value
 
     texts = dict(corpus.select("doc_id", "text").iter_rows())
-    planned = _drawn_calls(corpus, ctx, p) if only is None else [
-        (doc_id, call_id, region, 0) for doc_id, call_id, region in region_calls(corpus, p) if call_id in only]
+    planned = (
+        _drawn_calls(corpus, ctx, p)
+        if only is None
+        else [(doc_id, call_id, region, 0) for doc_id, call_id, region in region_calls(corpus, p) if call_id in only]
+    )
     calls: list[tuple[str, str, str]] = []  # (doc_id, call id, region)
     requests: list[ChatRequest] = []
     for doc_id, call_id, region, k in planned:
         messages = ctx.render(
-            p.prompt, document=texts[doc_id], n_questions=p.questions_per_call,
+            p.prompt,
+            document=texts[doc_id],
+            n_questions=p.questions_per_call,
             region_instruction=REGION_INSTRUCTIONS[region],
-            question_types=p.question_types, styles=p.styles,
-            call_number=k + 1, calls=p.calls_per_doc,  # so two calls are never one cached request
+            question_types=p.question_types,
+            styles=p.styles,
+            call_number=k + 1,
+            calls=p.calls_per_doc,  # so two calls are never one cached request
             wording=p.wording,
         )
         calls.append((doc_id, call_id, region))
         requests.append(ChatRequest.of(messages, item_id=call_id, json_schema=answer_schema(p.questions_per_call)))
     with ctx.progress.task("generating questions", len(requests)) as bar:
-        answers = chat_json(ctx.llm(p.llm), requests, validate,
-                            raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
+        answers = chat_json(
+            ctx.llm(p.llm), requests, validate, raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance
+        )
     outcome = GenerationOutcome()
     for (doc_id, call_id, region), answer in zip(calls, answers):
         if answer.error is not None:
@@ -125,11 +140,16 @@ def generate_whole_document(corpus: pl.DataFrame, ctx: StageContext, p: Generate
         else:
             for item in answer.value["questions"][: p.questions_per_call]:
                 text = item["question"].strip()
-                outcome.drafts.append(QueryDraft(
-                    query_id=query_id(doc_id, f"generate_queries:whole_document:{requested_of_region(region)}",
-                                      text),
-                    doc_id=doc_id, text=text,
-                    answer=item["answer"].strip(), qtype=str(item.get("type") or ""),
-                    requested_position=region,
-                ))
+                outcome.drafts.append(
+                    QueryDraft(
+                        query_id=query_id(
+                            doc_id, f"generate_queries:whole_document:{requested_of_region(region)}", text
+                        ),
+                        doc_id=doc_id,
+                        text=text,
+                        answer=item["answer"].strip(),
+                        qtype=str(item.get("type") or ""),
+                        requested_position=region,
+                    )
+                )
     return outcome

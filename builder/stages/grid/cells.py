@@ -48,8 +48,13 @@ class GridQuery:
 Row = tuple[GridQuery, int, float, Placed, list[Piece]]
 
 
-def tables(rows: list[Row], distractors: dict[int, list[tuple[str, list[Piece]]]], depths: list[float],
-           bench: Bench, tokenizer: TokenCounter) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def tables(
+    rows: list[Row],
+    distractors: dict[int, list[tuple[str, list[Piece]]]],
+    depths: list[float],
+    bench: Bench,
+    tokenizer: TokenCounter,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """The grid's corpus, queries and qrels: each query's document in every cell, and each
     cell's distractors (none where no query is left: a cell without one is no task)."""
     domains = dict(zip(bench.corpus["doc_id"].to_list(), bench.corpus["domain"].to_list()))
@@ -59,41 +64,103 @@ def tables(rows: list[Row], distractors: dict[int, list[tuple[str, list[Piece]]]
         query_id = f"{q.query_id}@{cell}"
         doc_id = f"{query_id}-doc"
         start = placed.evidence_start
-        docs.append({"doc_id": doc_id, "title": "", "text": placed.text, "lang": q.lang, "domain": cell,
-                     "setting": cell, "grid_depth": depth, "grid_length": length,
-                     "grid_depth_actual": placed.depth, "source_doc_id": q.doc_id,
-                     "source_domain": domains.get(q.doc_id)})
-        queries.append({"query_id": query_id, "text": q.text, "doc_id": doc_id, "lang": q.lang,
-                        "setting": cell, "grid_depth": depth, "grid_length": length,
-                        "source_query_id": q.query_id,
-                        "evidence_start": start, "evidence_end": start + len(q.evidence.text),
-                        "spans": [{"start": start + q.evidence.span_start, "end": start + q.evidence.span_end,
-                                   "method": q.span.get("method"), "score": q.span.get("score")}]})
+        docs.append(
+            {
+                "doc_id": doc_id,
+                "title": "",
+                "text": placed.text,
+                "lang": q.lang,
+                "domain": cell,
+                "setting": cell,
+                "grid_depth": depth,
+                "grid_length": length,
+                "grid_depth_actual": placed.depth,
+                "source_doc_id": q.doc_id,
+                "source_domain": domains.get(q.doc_id),
+            }
+        )
+        queries.append(
+            {
+                "query_id": query_id,
+                "text": q.text,
+                "doc_id": doc_id,
+                "lang": q.lang,
+                "setting": cell,
+                "grid_depth": depth,
+                "grid_length": length,
+                "source_query_id": q.query_id,
+                "evidence_start": start,
+                "evidence_end": start + len(q.evidence.text),
+                "spans": [
+                    {
+                        "start": start + q.evidence.span_start,
+                        "end": start + q.evidence.span_end,
+                        "method": q.span.get("method"),
+                        "score": q.span.get("score"),
+                    }
+                ],
+            }
+        )
     lang = next((q.lang for q, *_ in rows), None)
     if rows:
         for length, made in distractors.items():
             for depth in depths:
                 cell = cell_name(depth, length)
-                docs += [{"doc_id": f"distractor{k}@{cell}", "title": "", "text": text, "lang": lang,
-                          "domain": cell, "setting": cell, "grid_depth": depth, "grid_length": length,
-                          "grid_depth_actual": None, "source_doc_id": None, "source_domain": None}
-                         for k, (text, _) in enumerate(made)]
-    corpus = pl.DataFrame(docs, schema={
-        "doc_id": pl.Utf8, "title": pl.Utf8, "text": pl.Utf8, "lang": pl.Utf8, "domain": pl.Utf8,
-        "setting": pl.Utf8, "grid_depth": pl.Float64, "grid_length": pl.Int64,
-        "grid_depth_actual": pl.Float64, "source_doc_id": pl.Utf8, "source_domain": pl.Utf8})
-    corpus = corpus.with_columns(pl.Series("n_tokens", tokenizer.count_many(corpus["text"].to_list()),
-                                           dtype=pl.Int64))
-    grid_queries = pl.DataFrame(queries, schema={
-        "query_id": pl.Utf8, "text": pl.Utf8, "doc_id": pl.Utf8, "lang": pl.Utf8, "setting": pl.Utf8,
-        "grid_depth": pl.Float64, "grid_length": pl.Int64, "source_query_id": pl.Utf8,
-        "evidence_start": pl.Int64, "evidence_end": pl.Int64, "spans": SPAN_DTYPE})
+                docs += [
+                    {
+                        "doc_id": f"distractor{k}@{cell}",
+                        "title": "",
+                        "text": text,
+                        "lang": lang,
+                        "domain": cell,
+                        "setting": cell,
+                        "grid_depth": depth,
+                        "grid_length": length,
+                        "grid_depth_actual": None,
+                        "source_doc_id": None,
+                        "source_domain": None,
+                    }
+                    for k, (text, _) in enumerate(made)
+                ]
+    corpus = pl.DataFrame(
+        docs,
+        schema={
+            "doc_id": pl.Utf8,
+            "title": pl.Utf8,
+            "text": pl.Utf8,
+            "lang": pl.Utf8,
+            "domain": pl.Utf8,
+            "setting": pl.Utf8,
+            "grid_depth": pl.Float64,
+            "grid_length": pl.Int64,
+            "grid_depth_actual": pl.Float64,
+            "source_doc_id": pl.Utf8,
+            "source_domain": pl.Utf8,
+        },
+    )
+    corpus = corpus.with_columns(pl.Series("n_tokens", tokenizer.count_many(corpus["text"].to_list()), dtype=pl.Int64))
+    grid_queries = pl.DataFrame(
+        queries,
+        schema={
+            "query_id": pl.Utf8,
+            "text": pl.Utf8,
+            "doc_id": pl.Utf8,
+            "lang": pl.Utf8,
+            "setting": pl.Utf8,
+            "grid_depth": pl.Float64,
+            "grid_length": pl.Int64,
+            "source_query_id": pl.Utf8,
+            "evidence_start": pl.Int64,
+            "evidence_end": pl.Int64,
+            "spans": SPAN_DTYPE,
+        },
+    )
     qrels = grid_queries.select("query_id", "doc_id", pl.lit(1, dtype=pl.Int64).alias("score"))
     return corpus, grid_queries, qrels
 
 
 def span_text(q: GridQuery) -> str:
-    return q.evidence.text[q.evidence.span_start:q.evidence.span_end]
+    return q.evidence.text[q.evidence.span_start : q.evidence.span_end]
 
 
 def shares(pieces: list[Piece], domains: dict[str, str | None]) -> dict[str, float]:

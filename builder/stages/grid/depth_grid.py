@@ -24,6 +24,8 @@ Each cell is a `setting` (written to settings/<cell>/ as a BEIR folder) and a `d
 `source_domain`.
 """
 
+# cohesive: the grid's padding pool, leak checks and cell assembly are one validity argument.
+
 from __future__ import annotations
 
 from collections import Counter
@@ -36,8 +38,7 @@ from pydantic import Field, field_validator, model_validator
 from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.bench import Bench
 from builder.io.sources import SourceError, SourceSpec
-from builder.stages.base import (Estimate, Flow, Stage, StageParamError, StageParams, Verdicts,
-                                 register_stage)
+from builder.stages.base import Estimate, Flow, Stage, StageParamError, StageParams, Verdicts, register_stage
 from builder.stages.contracts import DOCUMENTS, QUERIES, SPANS
 from builder.stages.grid.cells import GridQuery, Row, chance, errors, shares, span_text, tables
 from builder.stages.grid.evidence import Evidence, widen
@@ -60,50 +61,112 @@ _BENCH_POOL = "the bench's documents"  # the recipe's sources, as the stages bef
 
 
 class GridParams(StageParams):
-    depths: list[float] = Field(default=[0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0], min_length=1, description=(
-        "where the evidence goes: the share of padding tokens before it, 0 (first) to 1 (last)"))
-    lengths: list[int] = Field(default=[512, 1024, 2048, 4096, 8192], min_length=1, description=(
-        "document lengths in the recipe's tokenizer's tokens, evidence included"))
-    distractors: int = Field(default=100, ge=0, description=(
-        "documents of the cell's length in each cell beside the queries' own, made from the same "
-        "padding pool and checked the same way (no query's evidence, none answering a query): with "
-        "40 queries, 100 make chance nDCG@10 0.032 and Recall@100 0.71; a shortfall is counted"))
-    padding: SourceSpec | None = Field(default=None, description=(
-        "the corpus the padding comes from, written like an entry of `sources:` (e.g. "
-        "{type: python_docs}); null: the bench's own documents (after from_built, the built "
-        "folder's). Either way no query's source document pads"))
-    judge: Literal["bm25", "reranker", "llm"] = Field(default="bm25", description=(
-        "what checks that padding answers none of the cell's queries: BM25 (max_score_ratio, "
-        "rank_margin), the `reranker` named, or the `llm` judge"))
-    max_score_ratio: float | None = Field(default=0.5, gt=0, le=1, description=(
-        "bm25: padding that BM25 scores at least this share of a query's evidence's score for it is "
-        "left out; null: no score check"))
-    rank_margin: int | None = Field(default=None, ge=0, description=(
-        "bm25: rank the padding pool by BM25 score per query; padding ranked at or above the evidence, "
-        "or among the rank_margin passages just below it, is left out (0: only those at or above)"))
-    reranker: RerankerRef | None = Field(default=None, description=(
-        "judge reranker: a rerankers: entry (or bm25) scoring each query against each passage"))
-    reranker_margin: float = Field(default=0.0, ge=0, description=(
-        "judge reranker: padding must score more than this below the evidence, in the reranker's units"))
+    depths: list[float] = Field(
+        default=[0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0],
+        min_length=1,
+        description=("where the evidence goes: the share of padding tokens before it, 0 (first) to 1 (last)"),
+    )
+    lengths: list[int] = Field(
+        default=[512, 1024, 2048, 4096, 8192],
+        min_length=1,
+        description=("document lengths in the recipe's tokenizer's tokens, evidence included"),
+    )
+    distractors: int = Field(
+        default=100,
+        ge=0,
+        description=(
+            "documents of the cell's length in each cell beside the queries' own, made from the same "
+            "padding pool and checked the same way (no query's evidence, none answering a query): with "
+            "40 queries, 100 make chance nDCG@10 0.032 and Recall@100 0.71; a shortfall is counted"
+        ),
+    )
+    padding: SourceSpec | None = Field(
+        default=None,
+        description=(
+            "the corpus the padding comes from, written like an entry of `sources:` (e.g. "
+            "{type: python_docs}); null: the bench's own documents (after from_built, the built "
+            "folder's). Either way no query's source document pads"
+        ),
+    )
+    judge: Literal["bm25", "reranker", "llm"] = Field(
+        default="bm25",
+        description=(
+            "what checks that padding answers none of the cell's queries: BM25 (max_score_ratio, "
+            "rank_margin), the `reranker` named, or the `llm` judge"
+        ),
+    )
+    max_score_ratio: float | None = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description=(
+            "bm25: padding that BM25 scores at least this share of a query's evidence's score for it is "
+            "left out; null: no score check"
+        ),
+    )
+    rank_margin: int | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "bm25: rank the padding pool by BM25 score per query; padding ranked at or above the evidence, "
+            "or among the rank_margin passages just below it, is left out (0: only those at or above)"
+        ),
+    )
+    reranker: RerankerRef | None = Field(
+        default=None,
+        description=("judge reranker: a rerankers: entry (or bm25) scoring each query against each passage"),
+    )
+    reranker_margin: float = Field(
+        default=0.0,
+        ge=0,
+        description=("judge reranker: padding must score more than this below the evidence, in the reranker's units"),
+    )
     llm: ModelRef | None = Field(default=None, description="judge llm: the model that grades each passage 0-4")
-    prompt: PromptRef = Field(default="relevance_grade", description=(
-        "judge llm: the grading prompt, 0-4"))
-    max_grade: int = Field(default=1, ge=0, le=3, description=(
-        "judge llm: padding graded above this (0-4) against a query is left out"))
-    judge_batch: int = Field(default=16, ge=1, description=(
-        "judge reranker or llm: passages per walk per round; a walk stops once its padding is full"))
-    near_duplicate: float = Field(default=0.5, gt=0, le=1, description=(
-        "padding holding this share of a query's evidence's word trigrams (or the evidence, or its "
-        "span) is left out"))
-    near_duplicate_ratio: float = Field(default=90.0, gt=0, le=100, description=(
-        "padding matching a query's evidence at this rapidfuzz partial_ratio (0-100) or above is left "
-        "out: a near copy with a few words changed"))
-    length_tolerance: float = Field(default=0.02, ge=0, lt=1, description=(
-        "a document may fall short of its length by at most this share of it; a query whose padding "
-        "cannot come that close goes (padding_exhausted)"))
-    max_depth_error: float = Field(default=0.05, gt=0, le=1, description=(
-        "a query whose evidence cannot be placed within this of every depth (padding sentences too "
-        "long to break near it) goes (depth_beyond_tolerance)"))
+    prompt: PromptRef = Field(default="relevance_grade", description=("judge llm: the grading prompt, 0-4"))
+    max_grade: int = Field(
+        default=1, ge=0, le=3, description=("judge llm: padding graded above this (0-4) against a query is left out")
+    )
+    judge_batch: int = Field(
+        default=16,
+        ge=1,
+        description=("judge reranker or llm: passages per walk per round; a walk stops once its padding is full"),
+    )
+    near_duplicate: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description=(
+            "padding holding this share of a query's evidence's word trigrams (or the evidence, or its "
+            "span) is left out"
+        ),
+    )
+    near_duplicate_ratio: float = Field(
+        default=90.0,
+        gt=0,
+        le=100,
+        description=(
+            "padding matching a query's evidence at this rapidfuzz partial_ratio (0-100) or above is left "
+            "out: a near copy with a few words changed"
+        ),
+    )
+    length_tolerance: float = Field(
+        default=0.02,
+        ge=0,
+        lt=1,
+        description=(
+            "a document may fall short of its length by at most this share of it; a query whose padding "
+            "cannot come that close goes (padding_exhausted)"
+        ),
+    )
+    max_depth_error: float = Field(
+        default=0.05,
+        gt=0,
+        le=1,
+        description=(
+            "a query whose evidence cannot be placed within this of every depth (padding sentences too "
+            "long to break near it) goes (depth_beyond_tolerance)"
+        ),
+    )
     max_queries: int | None = Field(default=None, ge=1, description="a seeded sample of this many queries")
 
     @field_validator("depths")
@@ -170,17 +233,21 @@ class DepthGrid(Stage):
         queries = self._evidence(chosen, texts, ctx, verdicts)
         shortest = min(p.lengths)
         if queries and all(q.tokens > shortest for q in queries):
-            raise StageParamError("lengths", f"length {shortest} is below the evidence of every query "
-                                             f"(the shortest holds {min(q.tokens for q in queries)} tokens): "
-                                             "ask for longer lengths")
+            raise StageParamError(
+                "lengths",
+                f"length {shortest} is below the evidence of every query "
+                f"(the shortest holds {min(q.tokens for q in queries)} tokens): "
+                "ask for longer lengths",
+            )
         fits = self._apart([q for q in queries if q.tokens <= shortest], verdicts)
         verdicts.drop_all([q.query_id for q in queries if q.tokens > shortest], "evidence_longer_than_length")
         pool = self._pool(bench, {q.doc_id for q in queries}, ctx)
         sentences = sorted({s for ps in pool.passages.values() for x in ps for s in x.sentences})
         tokens = dict(zip(sentences, ctx.tokenizer.count_many(sentences)))
         judge = self._judge([x.text for d, t in pool.texts.items() for x in passages_of(d, t or "")], ctx)
-        repeats = Repeats([q.evidence.text for q in fits], [span_text(q) for q in fits],
-                          p.near_duplicate, p.near_duplicate_ratio)
+        repeats = Repeats(
+            [q.evidence.text for q in fits], [span_text(q) for q in fits], p.near_duplicate, p.near_duplicate_ratio
+        )
         screen = Screen([Target(q.text, q.evidence.text) for q in fits], repeats, judge)
         longest = max(p.lengths)
         walks = [self._walk(q.query_id, pool, longest - q.tokens, ctx) for q in fits]
@@ -197,19 +264,30 @@ class DepthGrid(Stage):
         kept = verdicts.apply(bench, ctx.label)
         corpus, grid_queries, qrels = tables(rows, distractors, p.depths, bench, ctx.tokenizer)
         n_queries = len({q.query_id for q, *_ in rows})
-        pieces = [x for *_, fill in rows for x in fill] + [x for by_length in distractors.values()
-                                                           for _, fill in by_length for x in fill]
+        pieces = [x for *_, fill in rows for x in fill] + [
+            x for by_length in distractors.values() for _, fill in by_length for x in fill
+        ]
         ctx.stats["grid"] = {
-            "depths": p.depths, "lengths": p.lengths, "cells": len(p.depths) * len(p.lengths),
-            "queries": n_queries, "judge": p.judge,
+            "depths": p.depths,
+            "lengths": p.lengths,
+            "cells": len(p.depths) * len(p.lengths),
+            "queries": n_queries,
+            "judge": p.judge,
             "padding_pool": {"from": pool.named, "documents": len(pool.passages)},
             "padding_share": shares(pieces, pool.domains),
             "padding_excluded": dict(sorted(screen.excluded.items())),
-            "distractors": {"asked": p.distractors, "per_length": {str(n): len(d) for n, d in distractors.items()},
-                            "short": dict(sorted(short.items()))},
-            "chance": {str(n): {"documents": n_queries + len(d), **chance(n_queries + len(d))}
-                       for n, d in distractors.items()} if n_queries else {},
-            **errors(corpus)}
+            "distractors": {
+                "asked": p.distractors,
+                "per_length": {str(n): len(d) for n, d in distractors.items()},
+                "short": dict(sorted(short.items())),
+            },
+            "chance": {
+                str(n): {"documents": n_queries + len(d), **chance(n_queries + len(d))} for n, d in distractors.items()
+            }
+            if n_queries
+            else {},
+            **errors(corpus),
+        }
         return Bench.of(corpus=corpus, queries=grid_queries, qrels=qrels, drops=kept.drops)
 
     def _apart(self, queries: list[GridQuery], verdicts: Verdicts) -> list[GridQuery]:
@@ -220,8 +298,9 @@ class DepthGrid(Stage):
         kept: list[GridQuery] = []
         for q in queries:
             mine = Repeats([q.evidence.text], [span_text(q)], p.near_duplicate, p.near_duplicate_ratio)
-            theirs = Repeats([k.evidence.text for k in kept], [span_text(k) for k in kept],
-                             p.near_duplicate, p.near_duplicate_ratio)
+            theirs = Repeats(
+                [k.evidence.text for k in kept], [span_text(k) for k in kept], p.near_duplicate, p.near_duplicate_ratio
+            )
             flat = " ".join(q.evidence.text.split())
             if kept and (theirs(flat) or any(mine(" ".join(k.evidence.text.split())) for k in kept)):
                 verdicts.drop(q.query_id, "evidence_shared_with_another_query")
@@ -232,8 +311,7 @@ class DepthGrid(Stage):
     def _slack(self, length: int) -> int:
         return int(self.params.length_tolerance * length)
 
-    def _place(self, q: GridQuery, walk: Walk, tokens: dict[str, int], screen: Screen
-               ) -> list[Row] | str:
+    def _place(self, q: GridQuery, walk: Walk, tokens: dict[str, int], screen: Screen) -> list[Row] | str:
         """The query's document in every cell, or why it cannot have one in each."""
         p = self.params
         out = []
@@ -255,8 +333,9 @@ class DepthGrid(Stage):
                 out.append((q, length, depth, placed, fill))
         return out
 
-    def _distractors(self, walks: list[Walk], tokens: dict[str, int], screen: Screen
-                     ) -> tuple[dict[int, list[tuple[str, list[Piece]]]], Counter[str]]:
+    def _distractors(
+        self, walks: list[Walk], tokens: dict[str, int], screen: Screen
+    ) -> tuple[dict[int, list[tuple[str, list[Piece]]]], Counter[str]]:
         """Per length, the distractors' texts (and pieces); a distractor the pool cannot fill,
         or that repeats another of its length word for word (MTEB refuses duplicate texts), is
         counted."""
@@ -284,8 +363,10 @@ class DepthGrid(Stage):
         p = self.params
         n = flow.queries if p.max_queries is None else min(flow.queries, p.max_queries)
         cells = len(p.depths) * len(p.lengths)
-        note = (f"{cells} cells ({len(p.depths)} depths x {len(p.lengths)} lengths): at most {n * cells:,} "
-                f"queries and {(n + p.distractors) * cells:,} documents")
+        note = (
+            f"{cells} cells ({len(p.depths)} depths x {len(p.lengths)} lengths): at most {n * cells:,} "
+            f"queries and {(n + p.distractors) * cells:,} documents"
+        )
         out = Flow(docs=(n + p.distractors) * cells, queries=n * cells, doc_tokens=sum(p.lengths) / len(p.lengths))
         if p.judge != "llm":
             return out, Estimate(notes=[note])
@@ -295,10 +376,16 @@ class DepthGrid(Stage):
         if p.padding is None:
             met = min(met, -(-int(flow.docs * flow.doc_tokens) // _PARAGRAPH_TOKENS))
         calls = n * met
-        judged = (f"llm judge: each padding paragraph met (taken as {_PARAGRAPH_TOKENS} tokens) graded against "
-                  f"every query, in rounds of {p.judge_batch} per walk")
-        return out, Estimate(calls=calls, prompt_tokens=calls * (_PARAGRAPH_TOKENS + 250), completion_tokens=calls * 2,
-                             notes=[note, judged])
+        judged = (
+            f"llm judge: each padding paragraph met (taken as {_PARAGRAPH_TOKENS} tokens) graded against "
+            f"every query, in rounds of {p.judge_batch} per walk"
+        )
+        return out, Estimate(
+            calls=calls,
+            prompt_tokens=calls * (_PARAGRAPH_TOKENS + 250),
+            completion_tokens=calls * 2,
+            notes=[note, judged],
+        )
 
     def _sample(self, queries: pl.DataFrame, ctx: StageContext, verdicts: Verdicts) -> pl.DataFrame:
         n = self.params.max_queries
@@ -310,8 +397,9 @@ class DepthGrid(Stage):
         verdicts.drop_all([q for q in queries["query_id"].to_list() if q not in picked], "not_sampled")
         return queries.filter(pl.col("query_id").is_in(list(picked)))
 
-    def _evidence(self, queries: pl.DataFrame, texts: dict[str, str], ctx: StageContext,
-                  verdicts: Verdicts) -> list[GridQuery]:
+    def _evidence(
+        self, queries: pl.DataFrame, texts: dict[str, str], ctx: StageContext, verdicts: Verdicts
+    ) -> list[GridQuery]:
         found: list[GridQuery] = []
         pending: list[tuple[str, str, str, str | None, Evidence, dict[str, Any]]] = []
         for qid, text, doc, lang, spans in queries.select("query_id", "text", "doc_id", "lang", "spans").iter_rows():
@@ -362,9 +450,12 @@ class DepthGrid(Stage):
         passages = {d: passages_of(d, t or "") for d, t in texts.items() if d not in sources}
         free = {d: ps for d, ps in passages.items() if ps}
         if not free and sources:
-            raise StageParamError("padding", f"the padding corpus ({named}) leaves nothing to pad with: each of "
-                                             f"its {len(texts)} documents is a query's source (or empty); name a "
-                                             "larger corpus with `padding:`, or take fewer queries (max_queries)")
+            raise StageParamError(
+                "padding",
+                f"the padding corpus ({named}) leaves nothing to pad with: each of "
+                f"its {len(texts)} documents is a query's source (or empty); name a "
+                "larger corpus with `padding:`, or take fewer queries (max_queries)",
+            )
         return _Pool(texts, domains, named, free)
 
     def _walk(self, item: str, pool: _Pool, need: int, ctx: StageContext, anywhere: bool = False) -> Walk:

@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 
 
 class FromBuiltParams(StageParams):
-    path: DataPath = Field(description="a folder build-bench wrote (corpus, queries and qrels .parquet), "
-                                       "whose queries carry spans, e.g. out/quickstart")
+    path: DataPath = Field(
+        description="a folder build-bench wrote (corpus, queries and qrels .parquet), "
+        "whose queries carry spans, e.g. out/quickstart"
+    )
 
 
 @register_stage
@@ -40,9 +42,14 @@ class FromBuilt(Stage):
         # The recipe's sources are loaded before any stage runs: beside a built folder they
         # would become padding unasked (or clash with its ids).
         if getattr(recipe, "sources", None):
-            return [("path", "from_built reads its documents from the built folder, but the recipe's "
-                             "`sources:` would be loaded beside them and pad the grid: set `sources: []` "
-                             "(to pad from another corpus, name it in depth_grid's `padding:`)")]
+            return [
+                (
+                    "path",
+                    "from_built reads its documents from the built folder, but the recipe's "
+                    "`sources:` would be loaded beside them and pad the grid: set `sources: []` "
+                    "(to pad from another corpus, name it in depth_grid's `padding:`)",
+                )
+            ]
         return []
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
@@ -56,8 +63,11 @@ class FromBuilt(Stage):
         built = read_beir(folder)
         queries = built.queries
         if "spans" not in queries.columns or queries["spans"].list.len().fill_null(0).sum() == 0:
-            raise StageParamError("path", f"{folder / 'queries.parquet'} has no spans: build the folder with "
-                                          "a localize_spans stage (or a recipe that writes spans)")
+            raise StageParamError(
+                "path",
+                f"{folder / 'queries.parquet'} has no spans: build the folder with "
+                "a localize_spans stage (or a recipe that writes spans)",
+            )
         ctx.stats["read"] = {"folder": str(folder), "docs": built.corpus.height, "queries": queries.height}
         # A later grid names where its padding came from by this column.
         corpus = built.corpus.with_columns(pl.lit(str(self.params.path)).alias(BUILT_FROM))

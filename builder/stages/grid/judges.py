@@ -54,7 +54,9 @@ class BM25Judge:
         return [self._one(a) for a in asks]
 
     def _one(self, ask: Ask) -> list[Verdict]:
-        evidence, *scores = self.scorer.score_pairs([(ask.query, ask.evidence)] + [(ask.query, p) for p in ask.passages])
+        evidence, *scores = self.scorer.score_pairs(
+            [(ask.query, ask.evidence)] + [(ask.query, p) for p in ask.passages]
+        )
         ranked = self._ranked_out(evidence, scores)
         out: list[Verdict] = []
         for k, score in enumerate(scores):
@@ -74,7 +76,7 @@ class BM25Judge:
             return set()
         above = {k for k, s in enumerate(scores) if s >= evidence}
         below = sorted((k for k, s in enumerate(scores) if s < evidence), key=lambda k: (-scores[k], k))
-        return above | set(below[:self.rank_margin])
+        return above | set(below[: self.rank_margin])
 
 
 class RerankerJudge:
@@ -90,8 +92,8 @@ class RerankerJudge:
         fresh = sorted({(a.query, a.evidence) for a in asks} - self._evidence.keys())
         pairs = fresh + [(a.query, p) for a in asks for p in a.passages]
         scores = score_windowed(self.reranker, pairs)
-        self._evidence.update(zip(fresh, scores[:len(fresh)]))
-        rest = iter(scores[len(fresh):])
+        self._evidence.update(zip(fresh, scores[: len(fresh)]))
+        rest = iter(scores[len(fresh) :])
         return [[self._verdict(self._evidence[(a.query, a.evidence)], next(rest)) for _ in a.passages] for a in asks]
 
     def _verdict(self, evidence: float, score: float) -> Verdict:

@@ -40,7 +40,7 @@ def shingles(text: str, n: int = 3) -> set[tuple[str, ...]]:
     words = [w.lower() for w in _WORD.findall(text)]
     if len(words) < n:
         return {tuple(words)} if words else set()
-    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 class Repeats:

@@ -38,8 +38,9 @@ def halves(pieces: Sequence[Piece], at: int) -> tuple[str, str] | None:
     return " ".join(before), " ".join(after)
 
 
-def place(pieces: Sequence[Piece], evidence: str, depth: float,
-          allowed: Callable[[int], bool] = lambda at: True) -> Placed:
+def place(
+    pieces: Sequence[Piece], evidence: str, depth: float, allowed: Callable[[int], bool] = lambda at: True
+) -> Placed:
     """The evidence goes between two sentences, as a paragraph of its own, at the allowed
     place where the padding tokens before it come closest to `depth` of them all (the
     earlier place on a tie). The first and last places are always allowed."""

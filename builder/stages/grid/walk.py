@@ -73,7 +73,7 @@ class Walk:
 def walk_all(walks: Sequence[Walk], screen: Screen, tokens: dict[str, int]) -> None:
     """Advance every walk until it is full or its pool runs out."""
     while pending := [w for w in walks if not w.done]:
-        chunks = [w.pool[w.at: w.at + (screen.batch or len(w.pool))] for w in pending]
+        chunks = [w.pool[w.at : w.at + (screen.batch or len(w.pool))] for w in pending]
         screen.check(x.text for chunk in chunks for x in chunk)
         for w, chunk in zip(pending, chunks):
             for passage in chunk:
@@ -86,8 +86,9 @@ def walk_all(walks: Sequence[Walk], screen: Screen, tokens: dict[str, int]) -> N
                     w.full = w.have >= w.need and padding(w.usable, tokens, w.need, w.slack, screen) is not None
 
 
-def padding(usable: list[Passage], tokens: dict[str, int], budget: int, slack: int, screen: Screen
-            ) -> list[Piece] | None:
+def padding(
+    usable: list[Passage], tokens: dict[str, int], budget: int, slack: int, screen: Screen
+) -> list[Piece] | None:
     """The fill of `budget` tokens from the usable passages in order, a paragraph cut short
     kept only when the screen passes it as cut (a shorter text can score higher); None when
     they cannot fill it."""
@@ -97,6 +98,9 @@ def padding(usable: list[Passage], tokens: dict[str, int], budget: int, slack: i
         if not failed:
             return pieces
         used = {p.passage for p in pieces}
-        passages = [x for n, x in enumerate(passages)
-                    if not (n in used and " ".join(p.text for p in pieces if p.passage == n) in failed)]
+        passages = [
+            x
+            for n, x in enumerate(passages)
+            if not (n in used and " ".join(p.text for p in pieces if p.passage == n) in failed)
+        ]
     return None

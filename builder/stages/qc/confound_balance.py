@@ -48,12 +48,21 @@ _FLAT = 1e-12
 
 class BalanceConfoundsParams(StageParams):
     column: CategoryColumn = Field(default="position_tag", description="query column holding the position group")
-    confounds: list[Confound] = Field(default_factory=lambda: list(ALL_CONFOUNDS), min_length=1, description=(
-        "confounds to balance; question_type balances the share of each question type"))
-    max_smd: float = Field(default=0.1, gt=0, description="largest |standardized mean difference| allowed "
-                                                          "between two groups for any confound")
-    min_group: int = Field(default=MIN_GROUP, ge=2, description=(
-        "groups of at least this many queries are compared (as in stats.json); none is trimmed below it"))
+    confounds: list[Confound] = Field(
+        default_factory=lambda: list(ALL_CONFOUNDS),
+        min_length=1,
+        description=("confounds to balance; question_type balances the share of each question type"),
+    )
+    max_smd: float = Field(
+        default=0.1,
+        gt=0,
+        description="largest |standardized mean difference| allowed between two groups for any confound",
+    )
+    min_group: int = Field(
+        default=MIN_GROUP,
+        ge=2,
+        description=("groups of at least this many queries are compared (as in stats.json); none is trimmed below it"),
+    )
 
 
 class _Matrix:
@@ -82,7 +91,7 @@ def _moments(values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
     part = values[rows]
     valid = ~np.isnan(part)
     filled = np.where(valid, part, 0.0)
-    return valid.sum(0).astype(float), filled.sum(0), (filled ** 2).sum(0)
+    return valid.sum(0).astype(float), filled.sum(0), (filled**2).sum(0)
 
 
 def _mean_var(n: np.ndarray, s: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -100,8 +109,15 @@ def _smd(mean_a: np.ndarray, var_a: np.ndarray, mean_b: np.ndarray, var_b: np.nd
     return np.where(np.isfinite(out) & (spread > _FLAT), out, 0.0)
 
 
-def _trim(matrix: _Matrix, groups: np.ndarray, kept: np.ndarray, compared: list[int], min_group: int,
-          max_smd: float, draws: np.ndarray) -> list[tuple[int, str]]:
+def _trim(
+    matrix: _Matrix,
+    groups: np.ndarray,
+    kept: np.ndarray,
+    compared: list[int],
+    min_group: int,
+    max_smd: float,
+    draws: np.ndarray,
+) -> list[tuple[int, str]]:
     """Greedy trimming on fixed features: the rows removed, in order, each with the confound
     it was removed for. `kept` is updated in place."""
     removed: list[tuple[int, str]] = []
@@ -123,7 +139,7 @@ def _trim(matrix: _Matrix, groups: np.ndarray, kept: np.ndarray, compared: list[
             valid = ~np.isnan(x)
             filled = np.where(valid, x, 0.0)
             # Every candidate of group g at once: its group's moments without it.
-            loo = _mean_var(n - valid, s - filled, q - filled ** 2)
+            loo = _mean_var(n - valid, s - filled, q - filled**2)
             scores = np.zeros((len(rows), len(pairs), current.shape[1]))
             for k, (a, b) in enumerate(pairs):
                 if g == a:
@@ -133,14 +149,14 @@ def _trim(matrix: _Matrix, groups: np.ndarray, kept: np.ndarray, compared: list[
                 else:
                     scores[:, k] = current[k]
             flat = scores.reshape(len(rows), -1)
-            largest, squares = flat.max(1), (flat ** 2).sum(1)
+            largest, squares = flat.max(1), (flat**2).sum(1)
             pick = int(np.lexsort((draws[rows], squares, largest))[0])
             candidate = (float(largest[pick]), float(squares[pick]), float(draws[rows[pick]]), int(rows[pick]))
             if best is None or candidate < best:
                 best = candidate
         if best is None:
             return removed
-        if best[:2] > (float(current.max()), float((current ** 2).sum())):
+        if best[:2] > (float(current.max()), float((current**2).sum())):
             return removed  # every removal makes it worse
         kept[best[3]] = False
         removed.append((best[3], worst))
@@ -207,12 +223,20 @@ class BalanceConfounds(QueryFilter):
         after = _largest(found, p.confounds)
         reached = all(v <= p.max_smd for v in after.values())
         ctx.stats["confounds_balanced"] = {
-            "column": p.column, "max_smd": p.max_smd, "min_group": p.min_group,
-            "compared_groups": found["compared_groups"], "method": "greedy trimming",
-            "largest_smd_before": _largest(before, p.confounds), "largest_smd_after": after,
-            "removed": len(removed), "reached": reached,
-            "group_sizes": {g["group"]: g["n"] for g in found["groups"]}}
+            "column": p.column,
+            "max_smd": p.max_smd,
+            "min_group": p.min_group,
+            "compared_groups": found["compared_groups"],
+            "method": "greedy trimming",
+            "largest_smd_before": _largest(before, p.confounds),
+            "largest_smd_after": after,
+            "removed": len(removed),
+            "reached": reached,
+            "group_sizes": {g["group"]: g["n"] for g in found["groups"]},
+        }
         if not reached:
             above = ", ".join(f"{k} {v:.3f}" for k, v in after.items() if v > p.max_smd)
-            ctx.warnings.append(f"balance_confounds: {p.column} groups still differ by more than SMD {p.max_smd} "
-                                f"in {above}: no removal improves it without trimming a group below {p.min_group}")
+            ctx.warnings.append(
+                f"balance_confounds: {p.column} groups still differ by more than SMD {p.max_smd} "
+                f"in {above}: no removal improves it without trimming a group below {p.min_group}"
+            )

@@ -35,10 +35,10 @@ from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.contracts import QUERIES
-from builder.stages.refs import ModelRef, PromptRef, RerankerRef, RetrieverRef
 from builder.stages.qc.grading import grade
 from builder.stages.qc.removal_fixpoint import removed_documents
 from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, span_ends
+from builder.stages.refs import ModelRef, PromptRef, RerankerRef, RetrieverRef
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -48,23 +48,35 @@ _BLOCK = 64  # queries scored together: bounds the pairs held at once
 
 
 class FalseNegativeParams(StageParams):
-    mode: Literal["posir", "fineweb_posq"] = Field(default="posir", description=(
-        "posir: remove documents that outscore the positive; fineweb_posq: drop the query when "
-        "LLM judges confirm a candidate"))
+    mode: Literal["posir", "fineweb_posq"] = Field(
+        default="posir",
+        description=(
+            "posir: remove documents that outscore the positive; fineweb_posq: drop the query when "
+            "LLM judges confirm a candidate"
+        ),
+    )
     retriever: RetrieverRef = Field(default="bm25", description="a bm25 or bi_encoder entry under rerankers:")
     top_k: int = Field(default=1000, ge=1, description="candidates recalled per query")
     rerankers: list[RerankerRef] = Field(default=["bm25"], min_length=1, description="names under rerankers:")
     threshold: float = Field(default=0.5, description="fineweb_posq: a normalized score above this is a yes")
-    judges: list[ModelRef] = Field(default=[], description="fineweb_posq: models that confirm candidates; "
-                                                      "none = the rerankers' majority decides alone")
+    judges: list[ModelRef] = Field(
+        default=[],
+        description="fineweb_posq: models that confirm candidates; none = the rerankers' majority decides alone",
+    )
     min_votes: int = Field(default=2, ge=1, description="judges that must grade at least min_grade")
-    min_grade: int = Field(default=3, ge=0, le=4, description="fineweb_posq: a judge's grade (0-4) that counts as a yes")
+    min_grade: int = Field(
+        default=3, ge=0, le=4, description="fineweb_posq: a judge's grade (0-4) that counts as a yes"
+    )
     prompt: PromptRef = Field(default="relevance_grade", description="fineweb_posq: the judges' grading prompt")
-    questions_per_call: int = Field(default=8, ge=1, description=(
-        "fineweb_posq: pairs about one document graded per request; 1 asks for a bare grade"))
+    questions_per_call: int = Field(
+        default=8,
+        ge=1,
+        description=("fineweb_posq: pairs about one document graded per request; 1 asks for a bare grade"),
+    )
     beyond_window: BeyondWindow = beyond_window_field()
-    warn_above: float = Field(default=0.3, ge=0, le=1, description="warn when the share of documents or "
-                              "queries removed is above this")
+    warn_above: float = Field(
+        default=0.3, ge=0, le=1, description="warn when the share of documents or queries removed is above this"
+    )
 
     @model_validator(mode="after")
     def _judges_fit_mode(self) -> FalseNegativeParams:
@@ -95,8 +107,10 @@ class FalseNegatives(QueryFilter):
             configs = reranker_configs(recipe)
             for name in p.rerankers:
                 if name in configs and not configs[name].normalize:
-                    message = (f"reranker {name!r} gives raw scores, but fineweb_posq compares them "
-                               f"with {p.threshold}: set normalize: true")
+                    message = (
+                        f"reranker {name!r} gives raw scores, but fineweb_posq compares them "
+                        f"with {p.threshold}: set normalize: true"
+                    )
                     out.append(("rerankers", message))
         return out
 
@@ -107,9 +121,11 @@ class FalseNegatives(QueryFilter):
             share = (got - getattr(out, table).height) / got if got else 0.0
             ctx.stats[f"false_negative_removed_share_{kind}"] = round(share, 4)
             if share > self.params.warn_above:
-                ctx.warnings.append(f"false-negative removal took {share:.0%} of the {kind} "
-                                    f"({got - getattr(out, table).height} of {got}; warn_above "
-                                    f"{self.params.warn_above:.0%})")
+                ctx.warnings.append(
+                    f"false-negative removal took {share:.0%} of the {kind} "
+                    f"({got - getattr(out, table).height} of {got}; warn_above "
+                    f"{self.params.warn_above:.0%})"
+                )
         return out
 
     def judge(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
@@ -126,8 +142,11 @@ class FalseNegatives(QueryFilter):
         """Queries whose span ends past what a reranker reads of their positive."""
         texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
         ends = span_ends(bench)
-        items = [(qid, q, texts[d], ends[qid]) for qid, q, d in bench.queries.select(
-            "query_id", "text", "doc_id").iter_rows() if qid in ends]
+        items = [
+            (qid, q, texts[d], ends[qid])
+            for qid, q, d in bench.queries.select("query_id", "text", "doc_id").iter_rows()
+            if qid in ends
+        ]
         for name in self.params.rerankers:
             unread = beyond_window(ctx.reranker(name), verdicts.undecided(items))
             verdicts.drop_all(unread, f"span_beyond_window:{name}")
@@ -151,7 +170,7 @@ class FalseNegatives(QueryFilter):
         n_candidates = 0
         with ctx.progress.task("false negatives", len(queries)) as bar, closing(retriever):
             for at in range(0, len(queries), _BLOCK):
-                block = queries[at: at + _BLOCK]
+                block = queries[at : at + _BLOCK]
                 hits = retriever.search([q for _, q, _ in block], p.top_k)
                 cands = [[int(r) for r in rows if r != row_of[d]] for (_, _, d), (rows, _) in zip(block, hits)]
                 n_candidates += sum(map(len, cands))
@@ -161,8 +180,9 @@ class FalseNegatives(QueryFilter):
         ctx.stats["false_negative_candidates_scored"] = n_candidates
         return records
 
-    def _judge_block(self, block: list[tuple], cands: list[list[int]], scores: list[list[list[float]]],
-                     doc_ids: list[str]) -> list[dict[str, Any]]:
+    def _judge_block(
+        self, block: list[tuple], cands: list[list[int]], scores: list[list[list[float]]], doc_ids: list[str]
+    ) -> list[dict[str, Any]]:
         p = self.params
         out = []
         posir = p.mode == "posir"
@@ -170,23 +190,36 @@ class FalseNegatives(QueryFilter):
             for j, row in enumerate(cands[k]):
                 per = [s[k][j + posir] for s in scores]  # in posir mode index 0 holds the positive
                 if posir:
-                    above = [name for name, s, mine in zip(p.rerankers, per, (s[k][0] for s in scores))
-                             if not is_missing(s) and not is_missing(mine) and s > mine]
+                    above = [
+                        name
+                        for name, s, mine in zip(p.rerankers, per, (s[k][0] for s in scores))
+                        if not is_missing(s) and not is_missing(mine) and s > mine
+                    ]
                     hit = bool(above)
                 else:
                     above = [name for name, s in zip(p.rerankers, per) if not is_missing(s) and s > p.threshold]
                     hit = len(above) > len(p.rerankers) / 2
                 if hit:
-                    out.append({"query_id": qid, "query": query, "positive": positive,
-                                "doc_id": doc_ids[row], "row": row, "rerankers": above})
+                    out.append(
+                        {
+                            "query_id": qid,
+                            "query": query,
+                            "positive": positive,
+                            "doc_id": doc_ids[row],
+                            "row": row,
+                            "rerankers": above,
+                        }
+                    )
         return out
 
-    def _remove_documents(self, bench: Bench, flagged: list[dict[str, Any]], ctx: StageContext,
-                          verdicts: Verdicts) -> None:
+    def _remove_documents(
+        self, bench: Bench, flagged: list[dict[str, Any]], ctx: StageContext, verdicts: Verdicts
+    ) -> None:
         _save(flagged, ctx, votes=None)
         positives = bench.queries["doc_id"].to_list()
-        docs = removed_documents(((r["positive"], r["doc_id"]) for r in flagged), positives,
-                                 bench.corpus["doc_id"].to_list())
+        docs = removed_documents(
+            ((r["positive"], r["doc_id"]) for r in flagged), positives, bench.corpus["doc_id"].to_list()
+        )
         ctx.stats["false_negative_flagged_docs"] = len({r["doc_id"] for r in flagged})
         ctx.stats["false_negative_docs"] = len(docs)
         # A document goes for a flag it shares with another: it beats that document's positive,
@@ -198,8 +231,7 @@ class FalseNegatives(QueryFilter):
         for doc_id in docs:
             verdicts.drop_doc(doc_id, "false_negative", shares.get(doc_id, ()))
 
-    def _drop_queries(self, bench: Bench, flagged: list[dict[str, Any]], ctx: StageContext,
-                      verdicts: Verdicts) -> None:
+    def _drop_queries(self, bench: Bench, flagged: list[dict[str, Any]], ctx: StageContext, verdicts: Verdicts) -> None:
         p = self.params
         ctx.stats["false_negative_candidates"] = len(flagged)
         texts = bench.corpus["text"].to_list()
@@ -213,8 +245,11 @@ class FalseNegatives(QueryFilter):
             left = len(p.judges) - k
             open_ = [i for i, v in enumerate(votes) if v < need <= v + left]
             skipped += len(flagged) - len(open_)
-            grades = grade(ctx, judge, p.prompt, [pairs[i] for i in open_], p.questions_per_call,
-                           f"judging with {judge}") if open_ else []
+            grades = (
+                grade(ctx, judge, p.prompt, [pairs[i] for i in open_], p.questions_per_call, f"judging with {judge}")
+                if open_
+                else []
+            )
             for i, g in zip(open_, grades):
                 votes[i] += g.value is not None and g.value >= p.min_grade
         if p.judges:
@@ -233,8 +268,14 @@ class FalseNegatives(QueryFilter):
         return flow, Estimate(notes=[f"up to {pairs} reranker pairs"])
 
 
-def _block_scores(reranker: Any, block: list[tuple], cands: list[list[int]], texts: list[str],
-                  row_of: dict[str, int], with_positive: bool) -> list[list[float]]:
+def _block_scores(
+    reranker: Any,
+    block: list[tuple],
+    cands: list[list[int]],
+    texts: list[str],
+    row_of: dict[str, int],
+    with_positive: bool,
+) -> list[list[float]]:
     """Per query of the block: the score of each candidate, after the positive's if asked."""
     pairs, sizes = [], []
     for (_, query, positive), rows in zip(block, cands):
@@ -244,16 +285,20 @@ def _block_scores(reranker: Any, block: list[tuple], cands: list[list[int]], tex
     flat = score_windowed(reranker, pairs)
     out, at = [], 0
     for n in sizes:
-        out.append(flat[at: at + n])
+        out.append(flat[at : at + n])
         at += n
     return out
 
 
 def _save(flagged: list[dict[str, Any]], ctx: StageContext, votes: list[int] | None) -> None:
     table = pl.DataFrame(
-        {"query_id": [r["query_id"] for r in flagged], "doc_id": [r["doc_id"] for r in flagged],
-         "rerankers": [r["rerankers"] for r in flagged]},
-        schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "rerankers": pl.List(pl.Utf8)})
+        {
+            "query_id": [r["query_id"] for r in flagged],
+            "doc_id": [r["doc_id"] for r in flagged],
+            "rerankers": [r["rerankers"] for r in flagged],
+        },
+        schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "rerankers": pl.List(pl.Utf8)},
+    )
     if votes is not None:
         table = table.with_columns(pl.Series("judge_votes", votes, dtype=pl.Int64))
     table.write_parquet(ctx.work_dir / "false_negatives.parquet")

@@ -45,10 +45,14 @@ ContrastRow = tuple[str, str, str, str, tuple[str, ...]]
 
 
 def without_span_field() -> Any:
-    return Field(default="cut", description=(
-        "grading without the span: cut sends the document with the span cut out, as PosIR did; set_aside "
-        "sends the whole document and names the span to disregard, so a prefix cache serves the document, "
-        "but a judge that ignores the instruction drops the query as llm_not_higher"))
+    return Field(
+        default="cut",
+        description=(
+            "grading without the span: cut sends the document with the span cut out, as PosIR did; set_aside "
+            "sends the whole document and names the span to disregard, so a prefix cache serves the document, "
+            "but a judge that ignores the instruction drops the query as llm_not_higher"
+        ),
+    )
 
 
 def contrast_rows(bench: Bench) -> tuple[list[ContrastRow], dict[str, str]]:
@@ -57,44 +61,70 @@ def contrast_rows(bench: Bench) -> tuple[list[ContrastRow], dict[str, str]]:
     spans_col = "spans" if "spans" in bench.queries.columns else None
     rows, missing = [], {}
     for qid, query, doc_id, spans in bench.queries.select(
-            "query_id", "text", "doc_id", pl.col(spans_col) if spans_col else pl.lit(None)).iter_rows():
+        "query_id", "text", "doc_id", pl.col(spans_col) if spans_col else pl.lit(None)
+    ).iter_rows():
         if not spans:
             missing[qid] = "no_spans"
             continue
         text = texts[doc_id]
-        passages = tuple(text[s["start"]:s["end"]] for s in sorted(spans, key=lambda s: s["start"]))
+        passages = tuple(text[s["start"] : s["end"]] for s in sorted(spans, key=lambda s: s["start"]))
         rows.append((qid, query, text, remove_spans(text, spans), passages))
     return rows, missing
 
 
-def grade(ctx: StageContext, llm: str, prompt: str, pairs: Sequence[GradedPair], questions_per_call: int,
-          what: str = "grading") -> list[Grade]:
+def grade(
+    ctx: StageContext,
+    llm: str,
+    prompt: str,
+    pairs: Sequence[GradedPair],
+    questions_per_call: int,
+    what: str = "grading",
+) -> list[Grade]:
     """Grade (question, text) pairs with the recipe model `llm`, with a progress bar."""
     return grade_sets(ctx, llm, prompt, [pairs], questions_per_call, what)[0]
 
 
-def grade_sets(ctx: StageContext, llm: str, prompt: str, sets: Sequence[Sequence[GradedPair]],
-               questions_per_call: int, what: str = "grading") -> list[list[Grade]]:
+def grade_sets(
+    ctx: StageContext,
+    llm: str,
+    prompt: str,
+    sets: Sequence[Sequence[GradedPair]],
+    questions_per_call: int,
+    what: str = "grading",
+) -> list[list[Grade]]:
     """Grade several sets of pairs at once: all their requests go to one pool."""
     total = sum(request_count(pairs, questions_per_call) for pairs in sets)
     if not total:
         return [[] for _ in sets]
     with ctx.progress.task(what, total) as bar:
-        return grade_pair_sets(ctx.llm(llm), lambda **v: ctx.render(prompt, **v), sets,
-                               questions_per_call=questions_per_call,
-                               raw_log=ctx.work_dir / "unparseable.jsonl", on_done=bar.advance)
+        return grade_pair_sets(
+            ctx.llm(llm),
+            lambda **v: ctx.render(prompt, **v),
+            sets,
+            questions_per_call=questions_per_call,
+            raw_log=ctx.work_dir / "unparseable.jsonl",
+            on_done=bar.advance,
+        )
 
 
 def grade_histogram(grades: Sequence[Grade]) -> dict[str, int]:
     # A failed request's cause (`llm_failed: HTTP 500`) is in the drop log; here its reason counts.
-    return dict(sorted(Counter(str(g.value) if g.error is None else g.error.partition(": ")[0]
-                               for g in grades).items()))
+    return dict(
+        sorted(Counter(str(g.value) if g.error is None else g.error.partition(": ")[0] for g in grades).items())
+    )
 
 
-def contrast_verdicts(ctx: StageContext, rows: Sequence[ContrastRow], llm: str, prompt: str,
-                      min_grade: int, contrast: bool, questions_per_call: int,
-                      without_span: WithoutSpan = "cut",
-                      grades: dict[str, int] | None = None) -> dict[str, str | None]:
+def contrast_verdicts(
+    ctx: StageContext,
+    rows: Sequence[ContrastRow],
+    llm: str,
+    prompt: str,
+    min_grade: int,
+    contrast: bool,
+    questions_per_call: int,
+    without_span: WithoutSpan = "cut",
+    grades: dict[str, int] | None = None,
+) -> dict[str, str | None]:
     """Per query: None (passes) or why not: a grading error, `llm_grade_below:<n>`, or
     (with `contrast`) `llm_not_higher` when the text without spans grades as high.
     `grades`, where given, receives each query's grade with its spans."""
@@ -102,10 +132,17 @@ def contrast_verdicts(ctx: StageContext, rows: Sequence[ContrastRow], llm: str, 
     if contrast:
         layout = without_span if "set_aside" in ctx.prompts.get(prompt).variables else "cut"
         ctx.stats["contrast_layout"] = layout
-        sets.append([(q, SetAside(doc, passages) if layout == "set_aside" else cut)
-                     for _, q, doc, cut, passages in rows])
-    with_span, *rest = grade_sets(ctx, llm, prompt, sets, questions_per_call,
-                                  "grading with and without spans" if contrast else "grading with spans")
+        sets.append(
+            [(q, SetAside(doc, passages) if layout == "set_aside" else cut) for _, q, doc, cut, passages in rows]
+        )
+    with_span, *rest = grade_sets(
+        ctx,
+        llm,
+        prompt,
+        sets,
+        questions_per_call,
+        "grading with and without spans" if contrast else "grading with spans",
+    )
     without = rest[0] if contrast else [Grade(None, None)] * len(rows)
     ctx.stats["llm_grades_with_span"] = grade_histogram(with_span)
     if contrast:

@@ -31,10 +31,15 @@ REASON = "lexical_overlap"
 
 
 class LexicalOverlapParams(StageParams):
-    max_overlap: float = Field(default=0.5, ge=0, le=1, description=(
-        "largest share of a question's content words that may occur in its evidence span"))
-    column: CategoryColumn = Field(default="position_tag", description=(
-        "query column whose groups the achieved overlap is reported by"))
+    max_overlap: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description=("largest share of a question's content words that may occur in its evidence span"),
+    )
+    column: CategoryColumn = Field(
+        default="position_tag", description=("query column whose groups the achieved overlap is reported by")
+    )
 
 
 def _means(frame: pl.DataFrame, column: str) -> dict[str, float | None]:
@@ -63,17 +68,28 @@ class LexicalOverlap(QueryFilter):
         texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
         features = span_features(bench.queries, texts)
         if features is None:
-            ctx.stats[REASON] = {"max_overlap": p.max_overlap, "column": p.column, "dropped": 0,
-                                 "not_judged": bench.queries.height, "mean_before": {}, "mean_after": {}}
+            ctx.stats[REASON] = {
+                "max_overlap": p.max_overlap,
+                "column": p.column,
+                "dropped": 0,
+                "not_judged": bench.queries.height,
+                "mean_before": {},
+                "mean_after": {},
+            }
             return
         group = pl.col(p.column).cast(pl.Utf8) if p.column in bench.queries.columns else pl.lit(None, pl.Utf8)
-        frame = features.join(bench.queries.select("query_id", group.alias("_group")), on="query_id", how="left") \
-            .with_columns(pl.col("_group").fill_null("none"))
+        frame = features.join(
+            bench.queries.select("query_id", group.alias("_group")), on="query_id", how="left"
+        ).with_columns(pl.col("_group").fill_null("none"))
         over = frame.filter(pl.col("overlap") > p.max_overlap)["query_id"].to_list()
         verdicts.drop_all(over, REASON)
         kept = frame.filter(~pl.col("query_id").is_in(over))
         ctx.stats[REASON] = {
-            "max_overlap": p.max_overlap, "column": p.column, "dropped": len(over),
+            "max_overlap": p.max_overlap,
+            "column": p.column,
+            "dropped": len(over),
             # Queries without a span, or without a content word, have no overlap to judge.
             "not_judged": bench.queries.height - frame["overlap"].drop_nulls().len(),
-            "mean_before": _means(frame, p.column), "mean_after": _means(kept, p.column)}
+            "mean_before": _means(frame, p.column),
+            "mean_after": _means(kept, p.column),
+        }

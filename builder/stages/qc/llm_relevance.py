@@ -11,8 +11,8 @@ from pydantic import Field
 from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.contracts import QUERIES, SPANS
-from builder.stages.refs import ModelRef, PromptRef
 from builder.stages.qc.grading import WithoutSpan, contrast_rows, contrast_verdicts, without_span_field
+from builder.stages.refs import ModelRef, PromptRef
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -23,10 +23,15 @@ class RelevanceParams(StageParams):
     llm: ModelRef = Field(description="the grading model (PosIR used DeepSeek-V3.1, non-thinking)")
     prompt: PromptRef = Field(default="relevance_grade", description="the grading prompt, 0-4")
     min_grade: int = Field(default=3, ge=0, le=4, description="keep only grades at or above this")
-    contrast: bool = Field(default=True, description=(
-        "also grade the document without the query's spans and require a strictly higher grade with them"))
-    questions_per_call: int = Field(default=8, ge=1, description=(
-        "questions about one text per request; 1 = one pair per request, graded with a bare integer"))
+    contrast: bool = Field(
+        default=True,
+        description=("also grade the document without the query's spans and require a strictly higher grade with them"),
+    )
+    questions_per_call: int = Field(
+        default=8,
+        ge=1,
+        description=("questions about one text per request; 1 = one pair per request, graded with a bare integer"),
+    )
     without_span: WithoutSpan = without_span_field()
 
 
@@ -50,10 +55,13 @@ class LLMRelevance(QueryFilter):
         out = super().run(bench, ctx)
         # The judge's grade stays on each kept query, for `build-bench review --report`'s
         # agreement between reviewers and the judge.
-        grades = pl.DataFrame({"query_id": list(self.grades), "llm_grade": list(self.grades.values())},
-                              schema={"query_id": pl.Utf8, "llm_grade": pl.Int64})
-        queries = out.queries.drop("llm_grade", strict=False).join(grades, on="query_id", how="left",
-                                                                    maintain_order="left")
+        grades = pl.DataFrame(
+            {"query_id": list(self.grades), "llm_grade": list(self.grades.values())},
+            schema={"query_id": pl.Utf8, "llm_grade": pl.Int64},
+        )
+        queries = out.queries.drop("llm_grade", strict=False).join(
+            grades, on="query_id", how="left", maintain_order="left"
+        )
         return out.replace(queries=queries)
 
     def judge(self, bench: Bench, ctx: StageContext, verdicts: Verdicts) -> None:
@@ -63,17 +71,24 @@ class LLMRelevance(QueryFilter):
             verdicts.update(missing)
         else:
             texts = dict(bench.corpus.select("doc_id", "text").iter_rows())
-            rows = [(qid, q, texts[d], "", ()) for qid, q, d in bench.queries.select(
-                "query_id", "text", "doc_id").iter_rows()]
-        verdicts.update(contrast_verdicts(ctx, rows, p.llm, p.prompt, p.min_grade, p.contrast, p.questions_per_call,
-                                          p.without_span, self.grades))
+            rows = [
+                (qid, q, texts[d], "", ())
+                for qid, q, d in bench.queries.select("query_id", "text", "doc_id").iter_rows()
+            ]
+        verdicts.update(
+            contrast_verdicts(
+                ctx, rows, p.llm, p.prompt, p.min_grade, p.contrast, p.questions_per_call, p.without_span, self.grades
+            )
+        )
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         p = self.params
         calls = max(flow.docs, flow.queries // p.questions_per_call) if flow.queries else 0
         if p.contrast:
             calls += flow.queries
-        est = Estimate(calls=calls, prompt_tokens=int(calls * (flow.doc_tokens + 300)),
-                       completion_tokens=calls * 12 * min(p.questions_per_call, 4))
+        est = Estimate(
+            calls=calls,
+            prompt_tokens=int(calls * (flow.doc_tokens + 300)),
+            completion_tokens=calls * 12 * min(p.questions_per_call, 4),
+        )
         return flow, est
-

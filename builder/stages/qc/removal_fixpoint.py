@@ -23,8 +23,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 
 
-def removed_documents(flags: Iterable[tuple[str, str]], positives: Sequence[str],
-                      order: Sequence[str]) -> list[str]:
+def removed_documents(flags: Iterable[tuple[str, str]], positives: Sequence[str], order: Sequence[str]) -> list[str]:
     """The documents to remove, in corpus order.
 
     `flags` holds (positive, flagged document) per flagged pair; `positives` the positive

@@ -21,10 +21,10 @@ from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.contracts import COLUMN_PROVIDED_AS, QUERIES
-from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 from builder.stages.qc.grading import grade, grade_histogram
 from builder.stages.qc.span_contrast import verdict
 from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, span_ends
+from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -37,15 +37,19 @@ Row = tuple[str, str, list[str], int]  # query id, query, the three thirds, labe
 class SegmentParams(StageParams):
     rerankers: list[RerankerRef] = Field(default=["bm25"], description="names under rerankers:; may be empty with llm")
     label_column: Literal["chunk_tag", "position_tag"] = Field(
-        default="chunk_tag", description="query column holding the labelled third")
-    require: Literal["all", "majority"] = Field(default="all", description=(
-        "every voting reranker must rank the labelled third highest, or more than half of them"))
+        default="chunk_tag", description="query column holding the labelled third"
+    )
+    require: Literal["all", "majority"] = Field(
+        default="all",
+        description=("every voting reranker must rank the labelled third highest, or more than half of them"),
+    )
     llm: ModelRef | None = Field(default=None, description="optional LLM grading of the three thirds")
     prompt: PromptRef = Field(default="relevance_grade", description="llm: the grading prompt, 0-4")
     min_grade: int = Field(default=3, ge=0, le=4, description="llm: lowest grade of the labelled third")
     margin: int = Field(default=1, ge=0, le=4, description="levels the labelled third must beat each other by")
-    questions_per_call: int = Field(default=8, ge=1, description=(
-        "llm: pairs about one text graded per request; 1 asks for a bare grade"))
+    questions_per_call: int = Field(
+        default=8, ge=1, description=("llm: pairs about one text graded per request; 1 asks for a bare grade")
+    )
     beyond_window: BeyondWindow = beyond_window_field()
 
     @model_validator(mode="after")
@@ -69,8 +73,11 @@ def third_vote(three: list[float], label: int) -> str:
 def segment_verdict(votes: list[tuple[str, str]], require: str) -> str | None:
     """None to keep, else why not. Ties abstain: the verdict is taken over the rerankers that
     decide (all of them agree, or more than half); when none decides, `segment_undecided`."""
-    failed = [f"{vote if vote == 'no_score' else 'segment_disagreement'}:{name}"
-              for name, vote in votes if vote in ("disagree", "no_score")]
+    failed = [
+        f"{vote if vote == 'no_score' else 'segment_disagreement'}:{name}"
+        for name, vote in votes
+        if vote in ("disagree", "no_score")
+    ]
     deciding = [v for v in votes if v[1] != "tie"]
     if not deciding:
         return "segment_undecided"
@@ -79,7 +86,7 @@ def segment_verdict(votes: list[tuple[str, str]], require: str) -> str | None:
 
 def thirds(text: str) -> list[str]:
     third = len(text) // 3
-    return [text[:third], text[third: 2 * third], text[2 * third:]]
+    return [text[:third], text[third : 2 * third], text[2 * third :]]
 
 
 @register_stage
@@ -112,7 +119,7 @@ class SegmentAgreement(QueryFilter):
             scores = score_windowed(reranker, [(q, part) for _, q, parts, _ in rows for part in parts])
             tally = tallies.setdefault(name, dict.fromkeys(("agree", "disagree", "tie", "no_score"), 0))
             for k, (qid, _, _, label) in enumerate(rows):
-                vote = third_vote(scores[3 * k: 3 * k + 3], label)
+                vote = third_vote(scores[3 * k : 3 * k + 3], label)
                 tally[vote] += 1
                 votes[qid].append((name, vote))
         ctx.stats["segment_agreement"] = tallies
@@ -141,8 +148,7 @@ class SegmentAgreement(QueryFilter):
             verdicts.drop_all(bench.queries["query_id"].to_list(), "no_position_label")
             return []
         rows: list[Row] = []
-        for qid, query, doc_id, label in bench.queries.select(
-                "query_id", "text", "doc_id", column).iter_rows():
+        for qid, query, doc_id, label in bench.queries.select("query_id", "text", "doc_id", column).iter_rows():
             if label not in THIRDS:
                 verdicts.drop(qid, "no_position_label")
             else:
@@ -173,8 +179,9 @@ class SegmentAgreement(QueryFilter):
         it the query fails whatever they get (None: not asked)."""
         p = self.params
         assert p.llm is not None
-        own = grade(ctx, p.llm, p.prompt, [(q, parts[label]) for _, q, parts, label in rows], 1,
-                    "grading labelled thirds")
+        own = grade(
+            ctx, p.llm, p.prompt, [(q, parts[label]) for _, q, parts, label in rows], 1, "grading labelled thirds"
+        )
         out: dict[str, list[Grade | None]] = {}
         for (qid, _, _, label), g in zip(rows, own):
             out[qid] = [g if j == label else None for j in range(3)]
@@ -189,13 +196,20 @@ class SegmentAgreement(QueryFilter):
         """Several questions share a call about one third, so all three thirds go at once."""
         p = self.params
         assert p.llm is not None
-        flat = grade(ctx, p.llm, p.prompt, [(q, part) for _, q, parts, _ in rows for part in parts],
-                     p.questions_per_call, "grading thirds")
-        return {qid: list(flat[3 * k: 3 * k + 3]) for k, (qid, *_) in enumerate(rows)}
+        flat = grade(
+            ctx,
+            p.llm,
+            p.prompt,
+            [(q, part) for _, q, parts, _ in rows for part in parts],
+            p.questions_per_call,
+            "grading thirds",
+        )
+        return {qid: list(flat[3 * k : 3 * k + 3]) for k, (qid, *_) in enumerate(rows)}
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         if not self.params.llm:
             return flow, Estimate()
         calls = 3 * max(flow.docs, flow.queries // self.params.questions_per_call) if flow.queries else 0
-        return flow, Estimate(calls=calls, prompt_tokens=int(calls * (flow.doc_tokens / 3 + 300)),
-                              completion_tokens=calls * 40)
+        return flow, Estimate(
+            calls=calls, prompt_tokens=int(calls * (flow.doc_tokens / 3 + 300)), completion_tokens=calls * 40
+        )

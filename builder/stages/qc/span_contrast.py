@@ -18,9 +18,9 @@ from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.contracts import QUERIES, SPANS
-from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 from builder.stages.qc.grading import WithoutSpan, contrast_rows, contrast_verdicts, without_span_field
 from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, span_ends
+from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -30,12 +30,14 @@ if TYPE_CHECKING:
 class SpanContrastParams(StageParams):
     rerankers: list[RerankerRef] = Field(default=["bm25"], min_length=1, description="names under rerankers:")
     require: Literal["all", "majority"] = Field(
-        default="all", description="with > without under every reranker, or under more than half")
+        default="all", description="with > without under every reranker, or under more than half"
+    )
     llm: ModelRef | None = Field(default=None, description="optional LLM contrast check after the rerankers")
     prompt: PromptRef = Field(default="relevance_grade", description="LLM check: the grading prompt, 0-4")
     min_grade: int = Field(default=3, ge=0, le=4, description="LLM check: lowest grade with the span")
-    questions_per_call: int = Field(default=8, ge=1, description=(
-        "LLM check: questions about one document graded per request"))
+    questions_per_call: int = Field(
+        default=8, ge=1, description=("LLM check: questions about one document graded per request")
+    )
     without_span: WithoutSpan = without_span_field()
     beyond_window: BeyondWindow = beyond_window_field()
 
@@ -94,16 +96,18 @@ class SpanContrast(QueryFilter):
             verdicts.drop(qid, verdict(failed, len(p.rerankers), p.require))
         if p.llm:
             kept = verdicts.undecided(rows)
-            answers = contrast_verdicts(ctx, kept, p.llm, p.prompt, p.min_grade, True, p.questions_per_call,
-                                        p.without_span)
+            answers = contrast_verdicts(
+                ctx, kept, p.llm, p.prompt, p.min_grade, True, p.questions_per_call, p.without_span
+            )
             verdicts.update({q: _llm_reason(r) for q, r in answers.items() if r})
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         if not self.params.llm:
             return flow, Estimate(notes=[f"{2 * flow.queries} reranker pairs per reranker"])
         calls = flow.docs + flow.queries
-        return flow, Estimate(calls=calls, prompt_tokens=int(calls * (flow.doc_tokens + 300)),
-                              completion_tokens=calls * 30)
+        return flow, Estimate(
+            calls=calls, prompt_tokens=int(calls * (flow.doc_tokens + 300)), completion_tokens=calls * 30
+        )
 
 
 def _llm_reason(reason: str) -> str:

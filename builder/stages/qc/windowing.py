@@ -25,18 +25,25 @@ THIRDS = ("beginning", "middle", "end")
 
 
 def beyond_window_field() -> Any:
-    return Field(default="window", description=(
-        "a text longer than a scorer's max_length: `window` scores overlapping windows and keeps "
-        "the best; `drop` removes queries whose span ends past the first window "
-        "(span_beyond_window:<scorer>)"))
+    return Field(
+        default="window",
+        description=(
+            "a text longer than a scorer's max_length: `window` scores overlapping windows and keeps "
+            "the best; `drop` removes queries whose span ends past the first window "
+            "(span_beyond_window:<scorer>)"
+        ),
+    )
 
 
 def span_ends(bench: Bench) -> dict[str, int]:
     """Per query with spans: the end of its last span (characters into its document)."""
     if "spans" not in bench.queries.columns:
         return {}
-    return {qid: max(s["end"] for s in spans) for qid, spans in
-            bench.queries.select("query_id", "spans").iter_rows() if spans}
+    return {
+        qid: max(s["end"] for s in spans)
+        for qid, spans in bench.queries.select("query_id", "spans").iter_rows()
+        if spans
+    }
 
 
 def beyond_window(reranker: Any, items: list[tuple[str, str, str, int]]) -> list[str]:

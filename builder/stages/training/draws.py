@@ -18,8 +18,10 @@ class TrainSetParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     shares: Literal["balanced", "natural"] | list[float] = Field(
-        default="balanced", description="shares of beginning / middle / end: balanced (a third each), natural "
-        "(as the train split has them) or three numbers adding up to 1, e.g. [0.6, 0.25, 0.15]")
+        default="balanced",
+        description="shares of beginning / middle / end: balanced (a third each), natural "
+        "(as the train split has them) or three numbers adding up to 1, e.g. [0.6, 0.25, 0.15]",
+    )
     by_length: bool = Field(default=False, description="also even out length buckets inside each third")
 
     @field_validator("shares")

@@ -46,21 +46,34 @@ class TrainingPairParams(StageParams):
     negatives: int = Field(default=3, ge=1, description="hard negatives per query (k)")
     retriever: RetrieverRef = Field(default="bm25", description="a bm25 or bi_encoder entry that mines negatives")
     top_k: int = Field(default=20, ge=1, description="candidates recalled per query before exclusions")
-    passage_chars: int | None = Field(default=1000, ge=50, description="passage size in characters (the "
-                                      "splitter's chunk_size); none: whole documents are the passages")
-    rerankers: list[RerankerRef] = Field(default=[], description="false-negative judges by score: a candidate "
-                                         "most of them score above threshold is flagged (normalized scores)")
+    passage_chars: int | None = Field(
+        default=1000,
+        ge=50,
+        description="passage size in characters (the splitter's chunk_size); none: whole documents are the passages",
+    )
+    rerankers: list[RerankerRef] = Field(
+        default=[],
+        description="false-negative judges by score: a candidate "
+        "most of them score above threshold is flagged (normalized scores)",
+    )
     threshold: float = Field(default=0.5, description="a normalized score above this is a yes")
-    judges: list[ModelRef] = Field(default=[], description="LLM judges that confirm flagged candidates as "
-                                   "false negatives; none: the rerankers' majority decides alone")
+    judges: list[ModelRef] = Field(
+        default=[],
+        description="LLM judges that confirm flagged candidates as "
+        "false negatives; none: the rerankers' majority decides alone",
+    )
     min_votes: int = Field(default=2, ge=1, description="judges that must grade at least min_grade")
     min_grade: int = Field(default=3, ge=0, le=4, description="the grade that counts as relevant")
     prompt: PromptRef = Field(default="relevance_grade", description="the judges' grading prompt")
     questions_per_call: int = Field(default=8, ge=1, description="questions a judge grades per call")
-    sets: dict[str, TrainSetParams] = Field(default={"balanced": TrainSetParams()}, min_length=1,
-                                            description="train sets by name, each with its position shares")
-    size: int | None = Field(default=None, ge=1, description="queries in every train set (none: the largest "
-                             "size every set reaches)")
+    sets: dict[str, TrainSetParams] = Field(
+        default={"balanced": TrainSetParams()},
+        min_length=1,
+        description="train sets by name, each with its position shares",
+    )
+    size: int | None = Field(
+        default=None, ge=1, description="queries in every train set (none: the largest size every set reaches)"
+    )
 
 
 @register_stage
@@ -82,11 +95,14 @@ class TrainingPairs(Stage):
         return []
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
-        from builder.stages.generate.chunked import split_with_offsets
         from langchain_text_splitters import RecursiveCharacterTextSplitter  # slow to import; needed only here
 
+        from builder.stages.generate.chunked import split_with_offsets
+
         size = self.params.passage_chars
-        splitter = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=0, add_start_index=True) if size else None
+        splitter = (
+            RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=0, add_start_index=True) if size else None
+        )
         train_docs = bench.corpus.filter(pl.col("split") == "train").select("doc_id", "text")
         passages: list[tuple[str, int, int, str]] = []  # (doc_id, start, end, text)
         of_doc: dict[str, list[tuple[int, int, str]]] = {}
@@ -120,11 +136,18 @@ class TrainingPairs(Stage):
         queries = bench.queries.with_columns(
             pl.Series("positive_passage", [positive_of.get(q) for q in ids], dtype=pl.Utf8),
             pl.Series("negatives", [negatives.get(q) if q in positive_of else None for q in ids], dtype=NEGATIVE_DTYPE),
-            pl.Series("train_sets", [in_sets.get(q) for q in ids], dtype=pl.List(pl.Utf8)))
+            pl.Series("train_sets", [in_sets.get(q) for q in ids], dtype=pl.List(pl.Utf8)),
+        )
         return bench.replace(queries=queries)
 
-    def _mine(self, rows: list[tuple[str, str, str]], passages: list[tuple[str, int, int, str]],
-              judged: dict[str, set[str]], ctx: StageContext, left_out: Counter[str]) -> dict[str, list[dict]]:
+    def _mine(
+        self,
+        rows: list[tuple[str, str, str]],
+        passages: list[tuple[str, int, int, str]],
+        judged: dict[str, set[str]],
+        ctx: StageContext,
+        left_out: Counter[str],
+    ) -> dict[str, list[dict]]:
         """k negatives per query, best first, one per document: the retriever's candidates
         less the query's judged documents and the candidates judged relevant."""
         from builder.backends.retrievers import make_retriever  # numpy and scipy: imported when this runs
@@ -161,8 +184,9 @@ class TrainingPairs(Stage):
         ctx.stats["negatives"] = dict(sorted(counts.items()))
         return out
 
-    def _judged_relevant(self, rows: list[tuple[str, str, str]], candidates: list[list[int]], texts: list[str],
-                         ctx: StageContext) -> list[list[bool]]:
+    def _judged_relevant(
+        self, rows: list[tuple[str, str, str]], candidates: list[list[int]], texts: list[str], ctx: StageContext
+    ) -> list[list[bool]]:
         """Per query and candidate: whether the false-negative judges count it relevant."""
         p = self.params
         flat = [(k, j) for k, keep in enumerate(candidates) for j in range(len(keep))]
@@ -170,14 +194,26 @@ class TrainingPairs(Stage):
         flagged = [bool(p.judges)] * len(flat)  # with judges alone, every candidate is sent to them
         if p.rerankers:
             scores = [score_windowed(ctx.reranker(name), pairs) for name in p.rerankers]
-            flagged = [sum(not is_missing(s[i]) and s[i] > p.threshold for s in scores) > len(p.rerankers) / 2
-                       for i in range(len(flat))]
+            flagged = [
+                sum(not is_missing(s[i]) and s[i] > p.threshold for s in scores) > len(p.rerankers) / 2
+                for i in range(len(flat))
+            ]
         if p.judges:
             votes = [0] * len(flat)
             for judge in p.judges:
                 sent = [i for i, f in enumerate(flagged) if f]
-                grades = grade(ctx, judge, p.prompt, [pairs[i] for i in sent], p.questions_per_call,
-                               f"judging negatives with {judge}") if sent else []
+                grades = (
+                    grade(
+                        ctx,
+                        judge,
+                        p.prompt,
+                        [pairs[i] for i in sent],
+                        p.questions_per_call,
+                        f"judging negatives with {judge}",
+                    )
+                    if sent
+                    else []
+                )
                 for i, g in zip(sent, grades):
                     votes[i] += g.value is not None and g.value >= p.min_grade
             flagged = [f and v >= p.min_votes for f, v in zip(flagged, votes)]
@@ -190,8 +226,9 @@ class TrainingPairs(Stage):
         p = self.params
         length = "length_bucket" if "length_bucket" in usable.columns else None
         pool = []
-        for qid, third, bucket in usable.select("query_id", "position_tag",
-                                                pl.col(length) if length else pl.lit(None)).iter_rows():
+        for qid, third, bucket in usable.select(
+            "query_id", "position_tag", pl.col(length) if length else pl.lit(None)
+        ).iter_rows():
             if third is None:
                 left_out["no_position"] += 1
             else:
@@ -200,19 +237,28 @@ class TrainingPairs(Stage):
         size = p.size if p.size is not None else min(reach.values())
         short = {name: n for name, n in reach.items() if n < size}
         if short:
-            raise StageParamError("size", f"{size} train queries per set is more than the shares allow: "
-                                  + ", ".join(f"{n} reach {r}" for n, r in short.items()))
+            raise StageParamError(
+                "size",
+                f"{size} train queries per set is more than the shares allow: "
+                + ", ".join(f"{n} reach {r}" for n, r in short.items()),
+            )
         if size == 0:
-            raise StageParamError("sets", "no train set can hold a query: the train split has no usable "
-                                  f"query in a third its shares ask for (left out: {dict(left_out)})")
+            raise StageParamError(
+                "sets",
+                "no train set can hold a query: the train split has no usable "
+                f"query in a third its shares ask for (left out: {dict(left_out)})",
+            )
         sets = {}
         ctx.stats["sets"] = {}
         for name, s in p.sets.items():
             chosen = draw_set(s, pool, size)
             sets[name] = [c.query_id for c in chosen]
-            ctx.stats["sets"][name] = {"size": len(chosen), "reachable": reach[name],
-                                       "target": {r: round(v, 4) for r, v in target_shares(s, pool).items()},
-                                       "achieved": achieved(chosen, s.by_length)}
+            ctx.stats["sets"][name] = {
+                "size": len(chosen),
+                "reachable": reach[name],
+                "target": {r: round(v, 4) for r, v in target_shares(s, pool).items()},
+                "achieved": achieved(chosen, s.by_length),
+            }
         return sets
 
 

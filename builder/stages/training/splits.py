@@ -37,12 +37,18 @@ class SplitParams(StageParams):
     dev: float = Field(default=0.0, ge=0, lt=1, description="share for development (0: no dev split)")
     test: float = Field(gt=0, lt=1, description="share for the test split: the benchmark")
     weigh_by: Literal["queries", "documents"] = Field(
-        default="queries", description="what the shares count; groups without queries are dealt by documents")
-    group_by: str | None = Field(default=None, description="a corpus column whose equal values stay in one "
-                                 "split (e.g. article); none: only near-duplicates and shared judgements group")
+        default="queries", description="what the shares count; groups without queries are dealt by documents"
+    )
+    group_by: str | None = Field(
+        default=None,
+        description="a corpus column whose equal values stay in one "
+        "split (e.g. article); none: only near-duplicates and shared judgements group",
+    )
     near_duplicates: NearDuplicateParams | None = Field(
-        default=NearDuplicateParams(), description="MinHash LSH settings for near-duplicates that stay together; "
-        "null turns the grouping off (the leakage check still counts them with the default settings)")
+        default=NearDuplicateParams(),
+        description="MinHash LSH settings for near-duplicates that stay together; "
+        "null turns the grouping off (the leakage check still counts them with the default settings)",
+    )
     seed: int | None = Field(default=None, description="seed of the deal (none: the recipe's seed)")
 
     @model_validator(mode="after")
@@ -106,7 +112,8 @@ class SplitDocuments(Stage):
         corpus = bench.corpus.with_columns(pl.Series("split", split_of_row, dtype=pl.Utf8))
         split_of_doc = dict(zip(doc_ids, split_of_row))
         queries = bench.queries.with_columns(
-            pl.Series("split", [split_of_doc.get(d) for d in bench.queries["doc_id"]], dtype=pl.Utf8))
+            pl.Series("split", [split_of_doc.get(d) for d in bench.queries["doc_id"]], dtype=pl.Utf8)
+        )
         out = bench.replace(corpus=corpus, queries=queries)
         ctx.stats["near_duplicate_pairs"] = len(near)
         ctx.stats["groups"] = len({groups.find(i) for i in range(len(doc_ids))})
@@ -161,8 +168,13 @@ def leakage(bench: Bench, params: NearDuplicateParams, seed: int) -> dict[str, i
     near = near_duplicate_pairs(texts, params, seed)
     split_of_doc = dict(zip(bench.corpus["doc_id"], splits))
     query_split = dict(bench.queries.select("query_id", "split").iter_rows())
-    crossing = {q for q, d in bench.qrels.select("query_id", "doc_id").iter_rows()
-                if d in split_of_doc and split_of_doc[d] != query_split.get(q)}
-    return {"same_text_across_splits": sum(len(s) > 1 for s in by_text.values()),
-            "near_duplicate_pairs_across_splits": sum(splits[i] != splits[j] for i, j in near),
-            "queries_judging_another_split": len(crossing)}
+    crossing = {
+        q
+        for q, d in bench.qrels.select("query_id", "doc_id").iter_rows()
+        if d in split_of_doc and split_of_doc[d] != query_split.get(q)
+    }
+    return {
+        "same_text_across_splits": sum(len(s) > 1 for s in by_text.values()),
+        "near_duplicate_pairs_across_splits": sum(splits[i] != splits[j] for i, j in near),
+        "queries_judging_another_split": len(crossing),
+    }

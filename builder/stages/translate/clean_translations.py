@@ -46,18 +46,21 @@ class CleanTranslationsParams(StageParams):
     prefix_window: int = Field(default=500, ge=1, description="keyword at most this far before the line break")
     prefix_max_chars: int = Field(default=2000, ge=1, description="line breaks looked at, from the start")
     refusal_llm: ModelRef | None = Field(default=None, description="model that confirms suspected refusals")
-    refusal_prompt: PromptRef = Field(default="refusal_check", description=(
-        "prompt that asks refusal_llm whether a suspected refusal is one"))
+    refusal_prompt: PromptRef = Field(
+        default="refusal_check", description=("prompt that asks refusal_llm whether a suspected refusal is one")
+    )
     refusal_chars: int = Field(default=1500, ge=50, description="characters shown to the refusal check")
     check_language: bool = Field(default=True, description="drop documents langdetect places elsewhere")
     min_confidence: float = Field(default=0.8, ge=0.0, le=1.0, description="langdetect probability needed")
     min_detect_chars: int = Field(default=20, ge=1, description="shorter texts get no language verdict")
     detect_chars: int = Field(default=2000, ge=100, description="characters langdetect reads per text")
     min_length_ratio: float = Field(default=0.2, gt=0.0, description="translated / source characters")
-    max_length_ratio: float = Field(default=4.0, gt=0.0, description=(
-        "translated / source characters above this drop the translation"))
-    positions: PositionOptions = Field(default=PositionOptions(), description=(
-        "how position fields are recomputed on the cleaned translations"))
+    max_length_ratio: float = Field(
+        default=4.0, gt=0.0, description=("translated / source characters above this drop the translation")
+    )
+    positions: PositionOptions = Field(
+        default=PositionOptions(), description=("how position fields are recomputed on the cleaned translations")
+    )
 
     @model_validator(mode="after")
     def _ratio(self) -> CleanTranslationsParams:
@@ -98,7 +101,8 @@ class CleanTranslations(Stage):
         mine = bench.drops.filter(pl.col("stage") == ctx.label)
         for kind, item_id, reason in mine.select("kind", "id", "reason").iter_rows():
             counts = _lang_stats(stats, item_id.rsplit("@", 1)[-1]).setdefault(
-                "docs_removed" if kind == "doc" else "queries_removed", {})
+                "docs_removed" if kind == "doc" else "queries_removed", {}
+            )
             counts[reason] = counts.get(reason, 0) + 1
         ctx.stats["clean_translations"] = stats
         return bench
@@ -107,8 +111,10 @@ class CleanTranslations(Stage):
         p = self.params
         sources = _sources(bench.corpus, "doc_id")
         docs = list(_translated(bench.corpus, "doc_id", "source_doc_id", "piece_starts"))
-        rows: list[StripRow] = [(text, starts or [0], *sources.get(src, (None, None)), p.prefix_window,
-                                 p.prefix_max_chars) for _, src, _, text, starts in docs]
+        rows: list[StripRow] = [
+            (text, starts or [0], *sources.get(src, (None, None)), p.prefix_window, p.prefix_max_chars)
+            for _, src, _, text, starts in docs
+        ]
         cuts = _over_rows(ctx, executor, "stripping lead-ins", strip_block, rows)
         doc_cuts = {}
         for (doc_id, _, lang, _, _), cut in zip(docs, cuts):
@@ -117,8 +123,9 @@ class CleanTranslations(Stage):
                 _count(stats, lang, "prefixes_stripped")
         query_sources = _sources(bench.queries, "query_id")
         queries = list(_translated(bench.queries, "query_id", "source_query_id", None))
-        rows = [(text, [0], *query_sources.get(src, (None, None)), len(text), len(text))
-                for _, src, _, text, _ in queries]
+        rows = [
+            (text, [0], *query_sources.get(src, (None, None)), len(text), len(text)) for _, src, _, text, _ in queries
+        ]
         cuts = _over_rows(ctx, executor, "stripping query lead-ins", strip_block, rows)
         query_cuts = {}
         for (qid, _, lang, _, _), cut in zip(queries, cuts):
@@ -127,28 +134,44 @@ class CleanTranslations(Stage):
                 _count(stats, lang, "query_prefixes_stripped")
         return apply_prefix_cuts(bench, doc_cuts, query_cuts, ctx.tokenizer, p.positions, ctx.label)
 
-    def _judge(self, table: pl.DataFrame, key: str, ctx: StageContext, executor: Executor,
-               stats: dict[str, dict[str, Any]]) -> dict[str, str]:
+    def _judge(
+        self, table: pl.DataFrame, key: str, ctx: StageContext, executor: Executor, stats: dict[str, dict[str, Any]]
+    ) -> dict[str, str]:
         """Verdicts for the translated rows of the corpus (`doc_id`) or of the queries."""
         docs = key == "doc_id"
         sources = _sources(table, key)
-        found = list(_translated(table, key, "source_doc_id" if docs else "source_query_id",
-                                 "piece_starts" if docs else None))
-        rows: list[JudgeRow] = [(lang, text, starts, *sources.get(src, (None, None)))
-                                for _, src, lang, text, starts in found]
+        found = list(
+            _translated(table, key, "source_doc_id" if docs else "source_query_id", "piece_starts" if docs else None)
+        )
+        rows: list[JudgeRow] = [
+            (lang, text, starts, *sources.get(src, (None, None))) for _, src, lang, text, starts in found
+        ]
         judge = judge_doc_block if docs else judge_query_block
         settings = self._settings()
-        verdicts = _over_rows(ctx, executor, "checking translated " + ("documents" if docs else "queries"),
-                              functools.partial(judge, settings), rows)
+        verdicts = _over_rows(
+            ctx,
+            executor,
+            "checking translated " + ("documents" if docs else "queries"),
+            functools.partial(judge, settings),
+            rows,
+        )
         return self._decide({row[0]: v for row, v in zip(found, verdicts)}, ctx, stats)
 
     def _settings(self) -> CheckSettings:
         p = self.params
-        return CheckSettings(p.check_language, p.min_confidence, p.min_detect_chars, p.detect_chars,
-                             p.refusal_chars, p.min_length_ratio, p.max_length_ratio)
+        return CheckSettings(
+            p.check_language,
+            p.min_confidence,
+            p.min_detect_chars,
+            p.detect_chars,
+            p.refusal_chars,
+            p.min_length_ratio,
+            p.max_length_ratio,
+        )
 
-    def _decide(self, verdicts: dict[str, Verdict], ctx: StageContext, stats: dict[str, dict[str, Any]]
-                ) -> dict[str, str]:
+    def _decide(
+        self, verdicts: dict[str, Verdict], ctx: StageContext, stats: dict[str, dict[str, Any]]
+    ) -> dict[str, str]:
         """Refusal when the refusal check (or, without one, the heuristic) says so for any
         suspect piece; otherwise the other reason, if any."""
         p = self.params
@@ -175,8 +198,12 @@ class CleanTranslations(Stage):
         if not self.params.refusal_llm:
             return flow, Estimate()
         calls = max(1, flow.docs // 100)  # suspects are rare
-        return flow, Estimate(calls=calls, prompt_tokens=calls * 600, completion_tokens=calls * 10,
-                              notes=["refusal checks: about 1% of translated documents assumed suspect"])
+        return flow, Estimate(
+            calls=calls,
+            prompt_tokens=calls * 600,
+            completion_tokens=calls * 10,
+            notes=["refusal checks: about 1% of translated documents assumed suspect"],
+        )
 
 
 def _sources(table: pl.DataFrame, key: str) -> dict[str, tuple[str | None, str | None]]:
@@ -192,8 +219,9 @@ def _translated(table: pl.DataFrame, key: str, source_key: str, extra: str | Non
     return rows.select(cols).iter_rows()
 
 
-def _over_rows(ctx: StageContext, executor: Executor, what: str, fn: Callable[[list[Any]], list[R]],
-               rows: list[Any]) -> list[R]:
+def _over_rows(
+    ctx: StageContext, executor: Executor, what: str, fn: Callable[[list[Any]], list[R]], rows: list[Any]
+) -> list[R]:
     """`fn` over blocks of `rows` on the executor, with a progress bar."""
     with ctx.progress.task(what, len(rows)) as bar:
         return map_blocks(executor, fn, rows, executor.block_size, bar.advance)
@@ -206,4 +234,3 @@ def _lang_stats(stats: dict[str, dict[str, Any]], lang: str) -> dict[str, Any]:
 def _count(stats: dict[str, dict[str, Any]], lang: str, what: str) -> None:
     mine = _lang_stats(stats, lang)
     mine[what] = mine.get(what, 0) + 1
-

@@ -60,9 +60,15 @@ def clean_answer(text: str) -> str:
     return (wrapped.group(1) if wrapped else answer).strip()
 
 
-def translate_documents(docs: Sequence[SourceDoc], langs: Sequence[str], max_tokens: int,
-                        count: Callable[[list[str]], list[int]], render: Render, backend: Any,
-                        progress: Progress) -> dict[tuple[str, str], DocResult]:
+def translate_documents(
+    docs: Sequence[SourceDoc],
+    langs: Sequence[str],
+    max_tokens: int,
+    count: Callable[[list[str]], list[int]],
+    render: Render,
+    backend: Any,
+    progress: Progress,
+) -> dict[tuple[str, str], DocResult]:
     """Every document in every language, keyed by (doc id, lang)."""
     pieces: dict[tuple[str, str], list[_Piece]] = {}
     for doc in docs:
@@ -94,19 +100,23 @@ def _reminder(piece: _Piece) -> str:
     style = piece.doc.style
     assert style is not None
     tags = " ".join(style.tag(n, closing) for n, closing in sorted(piece.expected))
-    return (f"Important: this text contains exactly these markers: {tags}. Each one must appear "
-            "exactly once in your translation, unchanged, around the translation of the words it "
-            "surrounds here.")
+    return (
+        f"Important: this text contains exactly these markers: {tags}. Each one must appear "
+        "exactly once in your translation, unchanged, around the translation of the words it "
+        "surrounds here."
+    )
 
 
-def _ask(pieces: list[_Piece], render: Render, backend: Any, advance: Callable[[int], None] | None,
-         reminder: bool) -> None:
+def _ask(
+    pieces: list[_Piece], render: Render, backend: Any, advance: Callable[[int], None] | None, reminder: bool
+) -> None:
     if not pieces:
         return
     requests = [
-        ChatRequest.of(render(p.lang, p.body, _reminder(p) if reminder else "",
-                              p.doc.style if p.expected else None),
-                       item_id=f"{p.doc.doc_id}@{p.lang}")
+        ChatRequest.of(
+            render(p.lang, p.body, _reminder(p) if reminder else "", p.doc.style if p.expected else None),
+            item_id=f"{p.doc.doc_id}@{p.lang}",
+        )
         for p in pieces
     ]
     for piece, response in zip(pieces, backend.chat_many(requests, on_done=advance)):
@@ -144,5 +154,4 @@ def _assemble(group: list[_Piece]) -> DocResult:
     text = "".join(text_parts)
     spans, broken = spans_from_tags(text, tags)
     lost |= broken | (set(doc.spans) - set(spans))
-    return DocResult(text=text, spans={n: s for n, s in spans.items() if n not in lost},
-                     lost=lost, piece_starts=starts)
+    return DocResult(text=text, spans={n: s for n, s in spans.items() if n not in lost}, lost=lost, piece_starts=starts)

@@ -28,10 +28,13 @@ class IQRFilterParams(StageParams):
     k_low: float = Field(default=3.0, ge=0.0, description="documents below Q1 - k_low * IQR are dropped")
     k_high: float = Field(default=1.5, ge=0.0, description="documents above Q3 + k_high * IQR are dropped")
     interpolation: Literal["linear", "nearest", "lower", "higher", "midpoint"] = Field(
-        default="linear", description="how polars interpolates the quartiles")
+        default="linear", description="how polars interpolates the quartiles"
+    )
     min_stratum_size: int = Field(default=8, ge=1, description="smaller strata are left alone")
-    languages: list[str] | None = Field(default=None, description="filter only documents in these "
-                                        "languages (default: all); strata still hold every document")
+    languages: list[str] | None = Field(
+        default=None,
+        description="filter only documents in these languages (default: all); strata still hold every document",
+    )
 
 
 @register_stage
@@ -55,8 +58,12 @@ class IQRFilter(Stage):
         if p.languages is not None:
             checked = checked & pl.col("lang").is_in(p.languages)
         value = pl.col(p.column)
-        reason = (pl.when(checked & (value < pl.col("low"))).then(pl.lit("iqr_lower"))
-                  .when(checked & (value > pl.col("high"))).then(pl.lit("iqr_upper")))
+        reason = (
+            pl.when(checked & (value < pl.col("low")))
+            .then(pl.lit("iqr_lower"))
+            .when(checked & (value > pl.col("high")))
+            .then(pl.lit("iqr_upper"))
+        )
         judged = judged.with_columns(reason.alias("reason"))
         ctx.stats["iqr_filter"] = _stats(judged, bounds, p.by)
         return bench.keep_docs(judged["reason"], ctx.label)
@@ -65,11 +72,15 @@ class IQRFilter(Stage):
         """One row per stratum: size, quartiles, bounds, and whether it is filtered at all."""
         p = self.params
         value = pl.col(p.column)
-        out = corpus.group_by(p.by, maintain_order=True).agg(
-            pl.len().alias("n"),
-            value.quantile(0.25, p.interpolation).alias("q1"),
-            value.quantile(0.75, p.interpolation).alias("q3"),
-        ).with_columns((pl.col("q3") - pl.col("q1")).alias("iqr"))
+        out = (
+            corpus.group_by(p.by, maintain_order=True)
+            .agg(
+                pl.len().alias("n"),
+                value.quantile(0.25, p.interpolation).alias("q1"),
+                value.quantile(0.75, p.interpolation).alias("q3"),
+            )
+            .with_columns((pl.col("q3") - pl.col("q1")).alias("iqr"))
+        )
         return out.with_columns(
             (pl.col("q1") - p.k_low * pl.col("iqr")).alias("low"),
             (pl.col("q3") + p.k_high * pl.col("iqr")).alias("high"),

@@ -45,8 +45,7 @@ LANGUAGES: dict[str, tuple[str, str]] = {
 }
 # Short codes that sources commonly carry, mapped to recipe names.
 _ALIASES = {code: name for name, (_, code) in LANGUAGES.items()}
-_ALIASES.update({"zh": "cmn-Hans", "zh-hans": "cmn-Hans", "zh-hant": "cmn-Hant", "eng": "eng-Latn",
-                 "no": "nob-Latn"})
+_ALIASES.update({"zh": "cmn-Hans", "zh-hans": "cmn-Hans", "zh-hant": "cmn-Hant", "eng": "eng-Latn", "no": "nob-Latn"})
 
 
 def check_code(code: str) -> str:

@@ -43,8 +43,9 @@ def pick_style(*texts: str) -> MarkerStyle | None:
     return None
 
 
-def mark(text: str, start: int, end: int, spans: Mapping[int, tuple[int, int]],
-         style: MarkerStyle) -> tuple[str, Counter[Tag]]:
+def mark(
+    text: str, start: int, end: int, spans: Mapping[int, tuple[int, int]], style: MarkerStyle
+) -> tuple[str, Counter[Tag]]:
     """`text[start:end]` with the markers of every span boundary inside it.
 
     An opening marker belongs to the piece holding the span's first character, a closing
@@ -72,7 +73,7 @@ def strip_tags(text: str, style: MarkerStyle) -> tuple[str, list[tuple[int, Tag]
     found: list[tuple[int, Tag]] = []
     at = size = 0
     for m in _pattern(style).finditer(text):
-        clean.append(text[at:m.start()])
+        clean.append(text[at : m.start()])
         size += m.start() - at
         found.append((size, (int(m.group(2)), m.group(1) == "/")))
         at = m.end()
@@ -88,7 +89,8 @@ def piece_problem(answer: str, expected: Counter[Tag], style: MarkerStyle) -> st
     extra = sorted(got - expected)
     if missing or extra:
         parts = ([f"missing {', '.join(style.tag(*t) for t in missing)}"] if missing else []) + (
-            [f"unexpected or repeated {', '.join(style.tag(*t) for t in extra)}"] if extra else [])
+            [f"unexpected or repeated {', '.join(style.tag(*t) for t in extra)}"] if extra else []
+        )
         return "; ".join(parts)
     where = {tag: pos for pos, tag in found}
     for (n, closing), pos in where.items():

@@ -18,8 +18,12 @@ def split_pieces(text: str, max_tokens: int, count: Count) -> list[tuple[int, in
     from langchain_text_splitters import RecursiveCharacterTextSplitter  # slow to import; needed only here
 
     splitter = RecursiveCharacterTextSplitter(
-        chunk_size=max_tokens, chunk_overlap=0, length_function=lambda t: count([t])[0],
-        keep_separator="end", strip_whitespace=False, separators=SEPARATORS,
+        chunk_size=max_tokens,
+        chunk_overlap=0,
+        length_function=lambda t: count([t])[0],
+        keep_separator="end",
+        strip_whitespace=False,
+        separators=SEPARATORS,
     )
     chunks = [c for c in splitter.split_text(text) if c]
     if "".join(chunks) != text:  # the splitter lost characters: keep the text whole
@@ -47,5 +51,5 @@ def core(text: str) -> tuple[str, str, str]:
     if not body:
         return text, "", ""
     lead = text[: len(text) - len(text.lstrip())]
-    trail = text[len(text.rstrip()):]
+    trail = text[len(text.rstrip()) :]
     return lead, body, trail

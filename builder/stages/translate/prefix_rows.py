@@ -12,8 +12,14 @@ from builder.stages.translate.cleanup import Cut, shift
 from builder.stages.translate.rows import annotate_translated
 
 
-def apply_prefix_cuts(bench: Bench, docs: dict[str, tuple[str, list[Cut]]], queries: dict[str, str],
-                      tokenizer: TokenCounter, options: PositionOptions, stage: str) -> Bench:
+def apply_prefix_cuts(
+    bench: Bench,
+    docs: dict[str, tuple[str, list[Cut]]],
+    queries: dict[str, str],
+    tokenizer: TokenCounter,
+    options: PositionOptions,
+    stage: str,
+) -> Bench:
     """`docs`: doc id -> (text without lead-ins, the cuts made); `queries`: query id -> new text.
 
     A query whose span began or ended inside a removed lead-in is dropped (`span_in_prefix`).
@@ -23,8 +29,9 @@ def apply_prefix_cuts(bench: Bench, docs: dict[str, tuple[str, list[Cut]]], quer
     corpus = _corpus(bench.corpus, docs, tokenizer)
     q = bench.queries
     if queries:
-        q = q.with_columns(pl.Series("text", [queries.get(i, t) for i, t in q.select("query_id", "text").iter_rows()],
-                                     dtype=pl.Utf8))
+        q = q.with_columns(
+            pl.Series("text", [queries.get(i, t) for i, t in q.select("query_id", "text").iter_rows()], dtype=pl.Utf8)
+        )
     moved, broken = _moved_spans(q, docs)
     q = q.with_columns(pl.Series("spans", moved, dtype=SPAN_DTYPE))
     touched = pl.col("doc_id").is_in(list(docs)) & (pl.col("source_query_id") != pl.col("query_id"))
@@ -43,8 +50,10 @@ def _corpus(corpus: pl.DataFrame, docs: dict[str, tuple[str, list[Cut]]], tokeni
     tokens = [counts.get(i, n) for i, n in enumerate(corpus["n_tokens"].to_list())]
     cols = [pl.Series("text", texts, dtype=pl.Utf8), pl.Series("n_tokens", tokens, dtype=pl.Int64)]
     if "piece_starts" in corpus.columns:
-        starts = [[shift(s, docs[d][1]) for s in old] if d in docs and old is not None else old
-                  for d, old in zip(ids, corpus["piece_starts"].to_list())]
+        starts = [
+            [shift(s, docs[d][1]) for s in old] if d in docs and old is not None else old
+            for d, old in zip(ids, corpus["piece_starts"].to_list())
+        ]
         cols.append(pl.Series("piece_starts", starts, dtype=pl.List(pl.Int64)))
     return corpus.with_columns(cols)
 

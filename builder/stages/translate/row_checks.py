@@ -88,8 +88,14 @@ def _detect(settings: CheckSettings, text: str) -> Detection | None:
     return found if found is not None and found.prob >= settings.min_confidence else None
 
 
-def _suspect(settings: CheckSettings, verdict: Verdict, piece: str, found: Detection | None,
-             source_lang: str | None, apologetic: bool) -> None:
+def _suspect(
+    settings: CheckSettings,
+    verdict: Verdict,
+    piece: str,
+    found: Detection | None,
+    source_lang: str | None,
+    apologetic: bool,
+) -> None:
     """A piece is suspect when the pattern list hits or it reads as the source language.
     Without a refusal check, a hit counts when the piece is in the source language or
     short: a long piece in the target language is more likely a translated apology."""

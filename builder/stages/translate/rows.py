@@ -11,8 +11,8 @@ import polars as pl
 from builder.backends.tokenizers import TokenCounter
 from builder.bench import SPAN_DTYPE
 from builder.position_columns import PositionOptions, annotate_positions
-from builder.textutil.positions import REGION_OF_NAME, length_bucket, position_bin, third_of
 from builder.stages.translate.documents import DocResult
+from builder.textutil.positions import REGION_OF_NAME, length_bucket, position_bin, third_of
 
 Basis = Literal["source", "target"]
 _SOURCE_OFFSETS = ("chunk_start", "chunk_end")
@@ -27,8 +27,13 @@ def by_language(source: pl.DataFrame, langs: Sequence[str]) -> pl.DataFrame:
     return pl.DataFrame({"_lang": list(langs)}).join(source, how="cross")
 
 
-def corpus_rows(source: pl.DataFrame, langs: Sequence[str], results: Mapping[tuple[str, str], DocResult],
-                titles: Mapping[tuple[str, str], str | None], tokenizer: TokenCounter) -> pl.DataFrame:
+def corpus_rows(
+    source: pl.DataFrame,
+    langs: Sequence[str],
+    results: Mapping[tuple[str, str], DocResult],
+    titles: Mapping[tuple[str, str], str | None],
+    tokenizer: TokenCounter,
+) -> pl.DataFrame:
     base = by_language(source, langs)
     keys = list(zip(base["doc_id"].to_list(), base["_lang"].to_list()))
     texts = [results[k].text for k in keys]
@@ -44,17 +49,29 @@ def corpus_rows(source: pl.DataFrame, langs: Sequence[str], results: Mapping[tup
     ).select(*source.columns, *[c for c in ("source_doc_id", "piece_starts") if c not in source.columns])
 
 
-def query_rows(source: pl.DataFrame, langs: Sequence[str], results: Mapping[tuple[str, str], DocResult],
-               texts: Mapping[tuple[str, str], str | None], numbers: Mapping[str, list[int]],
-               on_loss: Literal["inherit", "drop"], basis: Basis) -> tuple[pl.DataFrame, dict[str, str]]:
+def query_rows(
+    source: pl.DataFrame,
+    langs: Sequence[str],
+    results: Mapping[tuple[str, str], DocResult],
+    texts: Mapping[tuple[str, str], str | None],
+    numbers: Mapping[str, list[int]],
+    on_loss: Literal["inherit", "drop"],
+    basis: Basis,
+) -> tuple[pl.DataFrame, dict[str, str]]:
     """Translated queries with spans from the markers, and why some of them must go."""
     base = by_language(source, langs)
     spans, inherited, reasons = [], [], {}
     for qid, doc_id, lang, old in base.select("query_id", "doc_id", "_lang", "spans").iter_rows():
         result, wanted = results[(doc_id, lang)], numbers.get(qid, [])
         ok = result.text is not None and all(n in result.spans for n in wanted)
-        spans.append([{"start": result.spans[n][0], "end": result.spans[n][1], "method": "marker",
-                       "score": s["score"]} for n, s in zip(wanted, old or [])] if wanted and ok else None)
+        spans.append(
+            [
+                {"start": result.spans[n][0], "end": result.spans[n][1], "method": "marker", "score": s["score"]}
+                for n, s in zip(wanted, old or [])
+            ]
+            if wanted and ok
+            else None
+        )
         inherited.append(bool(wanted) and not ok and result.text is not None)
         new_id = f"{qid}@{lang}"
         if result.text is not None and texts.get((qid, lang)) is None:
@@ -83,12 +100,16 @@ def qrel_rows(qrels: pl.DataFrame, query_ids: pl.Series, doc_ids: pl.Series, lan
     """Each source qrel once per language, pointing from translated query to translated doc."""
     shared = qrels.filter(pl.col("query_id").is_in(query_ids.implode()) & pl.col("doc_id").is_in(doc_ids.implode()))
     base = by_language(shared, langs)
-    return base.select(tagged(pl.col("query_id"), pl.col("_lang")).alias("query_id"),
-                       tagged(pl.col("doc_id"), pl.col("_lang")).alias("doc_id"), "score")
+    return base.select(
+        tagged(pl.col("query_id"), pl.col("_lang")).alias("query_id"),
+        tagged(pl.col("doc_id"), pl.col("_lang")).alias("doc_id"),
+        "score",
+    )
 
 
-def annotate_translated(queries: pl.DataFrame, corpus: pl.DataFrame, tokenizer: TokenCounter,
-                        options: PositionOptions) -> pl.DataFrame:
+def annotate_translated(
+    queries: pl.DataFrame, corpus: pl.DataFrame, tokenizer: TokenCounter, options: PositionOptions
+) -> pl.DataFrame:
     """Position fields of translated queries, measured in the translated document.
 
     A query whose markers were lost (`span_inherited`) gets the source's relative
@@ -100,22 +121,33 @@ def annotate_translated(queries: pl.DataFrame, corpus: pl.DataFrame, tokenizer: 
     out = annotate_positions(queries, corpus, tokenizer, options)
     docs = {d: (t, n) for d, t, n in corpus.select("doc_id", "text", "n_tokens").iter_rows()}
     rel, bins, tags, buckets, refs = [], [], [], [], []
-    for row in out.select("doc_id", "spans", "rel_pos", "position_bin", "position_tag", "span_inherited",
-                          "source_rel_pos", "source_length_bucket", "length_bucket_basis").iter_rows(named=True):
+    for row in out.select(
+        "doc_id",
+        "spans",
+        "rel_pos",
+        "position_bin",
+        "position_tag",
+        "span_inherited",
+        "source_rel_pos",
+        "source_length_bucket",
+        "length_bucket_basis",
+    ).iter_rows(named=True):
         r, b, t = row["rel_pos"], row["position_bin"], row["position_tag"]
         if row["span_inherited"] and row["source_rel_pos"] is not None:
             r = row["source_rel_pos"]
             b, t = position_bin(r, options.n_bins), third_of(r)
         text, n = docs.get(row["doc_id"], (None, None))
-        refs.append([text[s["start"]:s["end"]] for s in row["spans"]] if row["spans"] and text else None)
+        refs.append([text[s["start"] : s["end"]] for s in row["spans"]] if row["spans"] and text else None)
         own = length_bucket(n, options.length_edges) if n is not None else None
         buckets.append(row["source_length_bucket"] if row["length_bucket_basis"] == "source" else own)
         rel.append(r)
         bins.append(b)
         tags.append(t)
     out = out.with_columns(
-        pl.Series("rel_pos", rel, dtype=pl.Float64), pl.Series("position_bin", bins, dtype=pl.Int64),
-        pl.Series("position_tag", tags, dtype=pl.Utf8), pl.Series("length_bucket", buckets, dtype=pl.Utf8),
+        pl.Series("rel_pos", rel, dtype=pl.Float64),
+        pl.Series("position_bin", bins, dtype=pl.Int64),
+        pl.Series("position_tag", tags, dtype=pl.Utf8),
+        pl.Series("length_bucket", buckets, dtype=pl.Utf8),
         pl.Series("reference_texts", refs, dtype=pl.List(pl.Utf8)),
     )
     if "on_target" in out.columns and "requested_position" in out.columns:

@@ -19,17 +19,30 @@ def _translation(entry: Any) -> str | None:
     return entry["text"].strip() or None  # an empty translation is a missing one
 
 
-TRANSLATIONS = IdList(read=_translation, wrappers=("translations", "items"), entry="translation",
-                      item="numbered text", fields={"text": {"type": "string"}})
+TRANSLATIONS = IdList(
+    read=_translation,
+    wrappers=("translations", "items"),
+    entry="translation",
+    item="numbered text",
+    fields={"text": {"type": "string"}},
+)
 
 
-def translate_short(items: Sequence[tuple[str, str, str]], per_call: int, render: RenderItems,
-                    backend: Any, raw_log: Path, advance: Callable[[int], None] | None = None
-                    ) -> dict[tuple[str, str], str | None]:
+def translate_short(
+    items: Sequence[tuple[str, str, str]],
+    per_call: int,
+    render: RenderItems,
+    backend: Any,
+    raw_log: Path,
+    advance: Callable[[int], None] | None = None,
+) -> dict[tuple[str, str], str | None]:
     """Translations of (key, lang, text) items keyed by (key, lang); None where it failed."""
+
     def request_for(lang: str, _: int, keys: list[tuple[str, str]], numbered: list[dict[str, Any]]) -> ChatRequest:
         return ChatRequest.of(render(lang, numbered), item_id=f"{keys[0][0]}@{lang}")
 
     batches = number_batches(((lang, (key, lang), text) for key, lang, text in items), per_call, request_for)
-    answers = ask_numbered(backend, batches, TRANSLATIONS.validator, TRANSLATIONS.schema, raw_log=raw_log, on_done=advance)
+    answers = ask_numbered(
+        backend, batches, TRANSLATIONS.validator, TRANSLATIONS.schema, raw_log=raw_log, on_done=advance
+    )
     return {key: value for key, value, _ in per_item(batches, answers)}

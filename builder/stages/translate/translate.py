@@ -36,16 +36,20 @@ class TranslateParams(StageParams):
     prompt: PromptRef = Field(default="translate", description="the translation prompt")
     languages: list[str] = Field(min_length=1, description="target languages, e.g. fra-Latn, cmn-Hans")
     source_lang: str = Field(default="eng-Latn", description="rows whose lang maps to this are translated")
-    language_names: dict[str, str] = Field(default_factory=dict, description="English names of languages "
-                                           "missing from the built-in table, for the prompt")
+    language_names: dict[str, str] = Field(
+        default_factory=dict, description="English names of languages missing from the built-in table, for the prompt"
+    )
     max_chunk_tokens: int = Field(default=1024, ge=8, description="longer documents go piece by piece")
     queries_per_call: int = Field(default=10, ge=1, description="queries and titles translated per call")
     on_marker_loss: Literal["inherit", "drop"] = Field(
-        default="inherit", description="inherit the source position (flag span_inherited) or drop the query")
+        default="inherit", description="inherit the source position (flag span_inherited) or drop the query"
+    )
     length_bucket_from: Literal["source", "target"] = Field(
-        default="source", description="PosIR buckets translated queries by the source document's length")
-    positions: PositionOptions = Field(default=PositionOptions(), description=(
-        "how position fields are computed in the translated texts"))
+        default="source", description="PosIR buckets translated queries by the source document's length"
+    )
+    positions: PositionOptions = Field(
+        default=PositionOptions(), description=("how position fields are computed in the translated texts")
+    )
 
     @model_validator(mode="after")
     def _languages(self) -> TranslateParams:
@@ -69,8 +73,9 @@ class Translate(Stage):
     Params = TranslateParams
     params: TranslateParams
 
-    prompt_variables = frozenset({"language", "source_language", "text", "items", "markers",
-                                  "example_open", "example_close", "reminder"})
+    prompt_variables = frozenset(
+        {"language", "source_language", "text", "items", "markers", "example_open", "example_close", "reminder"}
+    )
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         p = self.params
@@ -79,15 +84,26 @@ class Translate(Stage):
         docs = bench.corpus.filter(is_source)
         queries = _with_position_columns(bench.queries.filter(pl.col("doc_id").is_in(docs["doc_id"].implode())))
         sources, numbers = _source_docs(docs, queries)
-        results = translate_documents(sources, p.languages, p.max_chunk_tokens, ctx.tokenizer.count_many,
-                                      self._render_doc(ctx), ctx.llm(p.llm), ctx.progress)
+        results = translate_documents(
+            sources,
+            p.languages,
+            p.max_chunk_tokens,
+            ctx.tokenizer.count_many,
+            self._render_doc(ctx),
+            ctx.llm(p.llm),
+            ctx.progress,
+        )
         short = self._short_texts(docs, queries, results, ctx)
-        titles = {(d, lang): short.get(("title:" + d, lang), t) if t else t
-                  for d, t in docs.select("doc_id", "title").iter_rows() for lang in p.languages}
+        titles = {
+            (d, lang): short.get(("title:" + d, lang), t) if t else t
+            for d, t in docs.select("doc_id", "title").iter_rows()
+            for lang in p.languages
+        }
         corpus_t = corpus_rows(docs, p.languages, results, titles, ctx.tokenizer)
         texts = {(q, lang): short.get((q, lang)) for q in queries["query_id"] for lang in p.languages}
-        queries_t, query_reasons = query_rows(queries, p.languages, results, texts, numbers,
-                                              p.on_marker_loss, p.length_bucket_from)
+        queries_t, query_reasons = query_rows(
+            queries, p.languages, results, texts, numbers, p.on_marker_loss, p.length_bucket_from
+        )
         qrels_t = qrel_rows(bench.qrels, queries["query_id"], docs["doc_id"], p.languages)
         out = bench.replace(
             corpus=pl.concat([bench.corpus, corpus_t], how="diagonal_relaxed"),
@@ -100,7 +116,8 @@ class Translate(Stage):
         annotated = annotate_translated(translated, out.corpus, ctx.tokenizer, p.positions)
         rest = out.queries.filter(pl.col("source_query_id") == pl.col("query_id")).with_columns(
             pl.coalesce("source_rel_pos", "rel_pos").alias("source_rel_pos"),
-            pl.coalesce("source_length_bucket", "length_bucket").alias("source_length_bucket"))
+            pl.coalesce("source_length_bucket", "length_bucket").alias("source_length_bucket"),
+        )
         out = out.replace(queries=pl.concat([rest, annotated], how="diagonal_relaxed"))
         ctx.stats["translate"] = _stats(results, out, p.languages)
         return out
@@ -109,32 +126,57 @@ class Translate(Stage):
         p = self.params
 
         def render(lang: str, text: str, reminder: str, style: MarkerStyle | None) -> Any:
-            return ctx.render(p.prompt, language=display_name(lang, p.language_names),
-                              source_language=display_name(p.source_lang, p.language_names), text=text,
-                              items=[], markers=style is not None,
-                              example_open=style.tag(1) if style else "", reminder=reminder,
-                              example_close=style.tag(1, closing=True) if style else "")
+            return ctx.render(
+                p.prompt,
+                language=display_name(lang, p.language_names),
+                source_language=display_name(p.source_lang, p.language_names),
+                text=text,
+                items=[],
+                markers=style is not None,
+                example_open=style.tag(1) if style else "",
+                reminder=reminder,
+                example_close=style.tag(1, closing=True) if style else "",
+            )
+
         return render
 
-    def _short_texts(self, docs: pl.DataFrame, queries: pl.DataFrame, results: dict, ctx: StageContext
-                     ) -> dict[tuple[str, str], str | None]:
+    def _short_texts(
+        self, docs: pl.DataFrame, queries: pl.DataFrame, results: dict, ctx: StageContext
+    ) -> dict[tuple[str, str], str | None]:
         """Queries and titles of the documents that did get translated."""
         p = self.params
         done = {key for key, r in results.items() if r.text is not None}
-        items = [(q, lang, text) for lang in p.languages
-                 for q, d, text in queries.select("query_id", "doc_id", "text").iter_rows()
-                 if (d, lang) in done and text]
-        items += [("title:" + d, lang, t) for lang in p.languages
-                  for d, t in docs.select("doc_id", "title").iter_rows() if (d, lang) in done and t]
+        items = [
+            (q, lang, text)
+            for lang in p.languages
+            for q, d, text in queries.select("query_id", "doc_id", "text").iter_rows()
+            if (d, lang) in done and text
+        ]
+        items += [
+            ("title:" + d, lang, t)
+            for lang in p.languages
+            for d, t in docs.select("doc_id", "title").iter_rows()
+            if (d, lang) in done and t
+        ]
 
         def render(lang: str, numbered: list[dict[str, Any]]) -> Any:
-            return ctx.render(p.prompt, language=display_name(lang, p.language_names),
-                              source_language=display_name(p.source_lang, p.language_names), text="",
-                              items=numbered, markers=False, example_open="", example_close="", reminder="")
+            return ctx.render(
+                p.prompt,
+                language=display_name(lang, p.language_names),
+                source_language=display_name(p.source_lang, p.language_names),
+                text="",
+                items=numbered,
+                markers=False,
+                example_open="",
+                example_close="",
+                reminder="",
+            )
+
         calls = sum(-(-sum(1 for _, lang, _ in items if lang == x) // p.queries_per_call) for x in p.languages)
         with ctx.progress.task("translating queries and titles", calls) as bar:
-            return translate_short(items, p.queries_per_call, render, ctx.llm(p.llm),
-                                   ctx.work_dir / "unparseable.jsonl", bar.advance)
+            return translate_short(
+                items, p.queries_per_call, render, ctx.llm(p.llm), ctx.work_dir / "unparseable.jsonl", bar.advance
+            )
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         p = self.params
@@ -142,8 +184,11 @@ class Translate(Stage):
         pieces = max(1.0, flow.doc_tokens / p.max_chunk_tokens)
         calls = int(flow.docs * n * pieces) + -(-flow.queries * n // p.queries_per_call)
         prompt = flow.docs * n * (flow.doc_tokens + 250 * pieces) + flow.queries * n * 40
-        est = Estimate(calls=calls, prompt_tokens=int(prompt),
-                       completion_tokens=int(flow.docs * n * flow.doc_tokens * 1.5 + flow.queries * n * 30))
+        est = Estimate(
+            calls=calls,
+            prompt_tokens=int(prompt),
+            completion_tokens=int(flow.docs * n * flow.doc_tokens * 1.5 + flow.queries * n * 30),
+        )
         return Flow(flow.docs * (n + 1), flow.queries * (n + 1), flow.doc_tokens), est
 
 
@@ -195,7 +240,11 @@ def _stats(results: dict, out: Bench, langs: list[str]) -> dict[str, Any]:
             if r.reason:
                 failures[r.reason] = failures.get(r.reason, 0) + 1
         q = out.queries.filter(pl.col("lang") == lang)
-        stats[lang] = {"docs": sum(r.text is not None for r in mine), "doc_failures": failures,
-                       "pieces_reasked": sum(r.reasked for r in mine), "queries": q.height,
-                       "spans_inherited": int(q["span_inherited"].sum() or 0) if q.height else 0}
+        stats[lang] = {
+            "docs": sum(r.text is not None for r in mine),
+            "doc_failures": failures,
+            "pieces_reasked": sum(r.reasked for r in mine),
+            "queries": q.height,
+            "spans_inherited": int(q["span_inherited"].sum() or 0) if q.height else 0,
+        }
     return stats

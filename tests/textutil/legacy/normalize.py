@@ -14,14 +14,31 @@ __all__ = ["OffsetMap", "normalize_text", "normalize_with_map"]
 # quotes into ASCII ones and the non-breaking hyphen into U+2010.
 _QUOTE_AND_DASH = str.maketrans(
     {
-        "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'",
-        "\u2032": "'", "\u2039": "'", "\u203a": "'",
-        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"',
-        "\u00ab": '"', "\u00bb": '"',
-        "\u2010": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-",
-        "\u2015": "-", "\u2212": "-", "\u2043": "-",
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u201b": "'",
+        "\u2032": "'",
+        "\u2039": "'",
+        "\u203a": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u201f": '"',
+        "\u00ab": '"',
+        "\u00bb": '"',
+        "\u2010": "-",
+        "\u2012": "-",
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2015": "-",
+        "\u2212": "-",
+        "\u2043": "-",
         # Invisible characters that web text sprinkles inside words.
-        "\u00ad": None, "\u200b": None, "\u2060": None, "\ufeff": None,
+        "\u00ad": None,
+        "\u200b": None,
+        "\u2060": None,
+        "\ufeff": None,
     }
 )
 
@@ -57,11 +74,7 @@ _fold_cluster = lru_cache(maxsize=65536)(_fold)
 
 def _attaches(char: str, previous: str) -> bool:
     """Whether ``char`` belongs to the same visible character as ``previous``."""
-    return (
-        previous == "\u200d"
-        or char in _JOINERS
-        or unicodedata.category(char).startswith("M")
-    )
+    return previous == "\u200d" or char in _JOINERS or unicodedata.category(char).startswith("M")
 
 
 def _clusters(token: str) -> list[tuple[int, int]]:
@@ -91,11 +104,7 @@ class OffsetMap:
         self._norm_end = 0
 
     def add_linear(self, orig_start: int, length: int) -> None:
-        if (
-            self._linear
-            and self._linear[-1]
-            and self._orig_ends[-1] == orig_start
-        ):
+        if self._linear and self._linear[-1] and self._orig_ends[-1] == orig_start:
             self._orig_ends[-1] += length
         else:
             self._append(orig_start, orig_start + length, linear=True)
