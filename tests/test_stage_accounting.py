@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from builder.backends.llm.base import ChatResponse, LLMUsage
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
 from tests.fixtures.scripted_llm import scripted_llm
@@ -96,3 +97,14 @@ def test_a_build_whose_queries_ran_out_names_where_as_well():
     message = str(failed.value)
     assert "02_generate_queries removed the most: 30 of 40 rows (doc_unusable 26, duplicate_query 4)" in message
     assert "; 03_localize_spans removed the last 27 queries (span_not_found 27); what may help: a larger" in message
+
+
+def test_batch_answers_are_counted_apart_and_left_out_of_stats_while_none_came():
+    usage = LLMUsage()
+    usage.record([ChatResponse("a", None, cached=False, prompt_tokens=10, completion_tokens=2)])
+    assert "batch_calls" not in usage.as_record()
+    usage.record([ChatResponse("b", None, cached=False, prompt_tokens=7, completion_tokens=3, batch=True)])
+    record = usage.as_record()
+    assert (record["calls"], record["prompt_tokens"]) == (2, 17)
+    assert (record["batch_calls"], record["batch_prompt_tokens"], record["batch_completion_tokens"]) == (1, 7, 3)
+    assert (usage - LLMUsage()).batch_calls == 1

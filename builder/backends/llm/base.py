@@ -53,7 +53,8 @@ class ChatResponse:
     server's separate reasoning channel, when it has one; `source` the server that
     answered, when one did over HTTP; `cached_tokens` how many prompt tokens the server
     says it served from its prompt cache (`usage.prompt_tokens_details.cached_tokens`, or
-    llama-server's `timings.cache_n` where the usage has no such detail).
+    llama-server's `timings.cache_n` where the usage has no such detail); `batch` that it
+    came back through a provider's batch API (billed at the batch price).
     """
 
     text: str | None
@@ -66,6 +67,7 @@ class ChatResponse:
     transport: bool = False
     source: str | None = field(default=None, compare=False)
     cached_tokens: int = 0
+    batch: bool = False
 
     @property
     def ok(self) -> bool:
@@ -109,6 +111,9 @@ class LLMUsage:
     are the prompt tokens of answered calls that the server served from its prompt cache.
     `last_error` is the last failure of any kind, and `failure_causes` counts the failures
     by cause (see `failure_cause`), so a build that lost every answer can say why.
+    The `batch_*` counters are the share of the answered calls that came back through a
+    provider's batch API (included in `calls` and the token totals too), so the ledger
+    can price them at the batch rate.
     """
 
     calls: int = 0
@@ -119,6 +124,10 @@ class LLMUsage:
     completion_tokens: int = 0
     cached_tokens: int = 0
     transport_failures: int = 0
+    batch_calls: int = 0
+    batch_prompt_tokens: int = 0
+    batch_completion_tokens: int = 0
+    batch_cached_tokens: int = 0
     last_transport_error: str | None = None
     last_error: str | None = None
     failure_causes: dict[str, int] = field(default_factory=dict)
@@ -148,6 +157,10 @@ class LLMUsage:
         record = {f.name: getattr(self, f.name) for f in fields(self)}
         if not self.failures:
             del record["last_error"], record["failure_causes"]
+        if not self.batch_calls:
+            # Left out while nothing went through a batch, so synchronous builds' stats stay as they were.
+            for name in ("batch_calls", "batch_prompt_tokens", "batch_completion_tokens", "batch_cached_tokens"):
+                del record[name]
         return record
 
     def __add__(self, other: LLMUsage) -> LLMUsage:
@@ -174,6 +187,11 @@ class LLMUsage:
                 self.prompt_tokens += r.prompt_tokens
                 self.completion_tokens += r.completion_tokens
                 self.cached_tokens += r.cached_tokens
+                if r.batch:
+                    self.batch_calls += 1
+                    self.batch_prompt_tokens += r.prompt_tokens
+                    self.batch_completion_tokens += r.completion_tokens
+                    self.batch_cached_tokens += r.cached_tokens
                 continue
             self.failures += 1
             # The address may carry credentials (`?api_key=`), and these messages are printed.
