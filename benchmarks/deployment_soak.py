@@ -92,6 +92,11 @@ def pytest_runtest_logreport(report: Any) -> None:
 # -- the driver ---------------------------------------------------------------------------
 
 
+def _first_line(child: ET.Element) -> str:
+    message = child.get("message")
+    return message.splitlines()[0][:300] if message else child.tag
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep-going", action="store_true", help="run every case even after a failure")
@@ -141,7 +146,7 @@ def main() -> int:
             tried[family] += 1
             passed[family] += not outcome & {"failure", "error"}
             failures += [
-                f"{family}: {case.get('name')}: {(child.get('message') or '').splitlines()[0][:300] if child.get('message') else child.tag}"
+                f"{family}: {case.get('name')}: {_first_line(child)}"
                 for child in case
                 if child.tag in ("failure", "error")
             ]

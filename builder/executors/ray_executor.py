@@ -1,5 +1,6 @@
 """Blocks of rows on a Ray cluster: plain tasks for CPU work, a pool of Ray actors for
-models (one model each, kept for the run). Results come back in block order, so a Ray run writes what a local run writes.
+models (one model each, kept for the run). Results come back in block order, so a Ray
+run writes what a local run writes.
 
 A worker that dies mid-task is replaced and its task re-run by Ray (`max_retries`); the
 functions shipped here are pure, so a re-run gives the same answer.

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from builder.consoles import console_for
 
-ListOpt = Optional[list[str]]
+ListOpt = list[str] | None
 
 
 def export_mteb_command(

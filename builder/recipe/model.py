@@ -86,7 +86,8 @@ class RecipeBase(BaseModel):
 
     def stage_objects(self) -> list[Stage]:
         out = []
-        for item in self.stages:
+        # `stages` is added by create_model once the stage types are known.
+        for item in getattr(self, "stages"):  # noqa: B009
             (name,) = type(item).model_fields
             out.append(STAGES[name](getattr(item, name)))
         return out

@@ -317,7 +317,8 @@ def test_a_timeout_is_a_transport_failure(fake_openai: Start, make_backend: Make
     backend = make_backend(srv, timeout_s=0.2, max_retries=1)
     answer = backend.chat_many([ask("slow")])[0]
     assert answer.transport and re.fullmatch(
-        r"llm_failed: timeout: no whole reply within timeout_s=0\.2 s \(the attempt waited \d+\.\d s\) after 2 attempts",
+        r"llm_failed: timeout: no whole reply within timeout_s=0\.2 s "
+        r"\(the attempt waited \d+\.\d s\) after 2 attempts",
         answer.error or "",
     ), answer.error
     assert backend.usage.transport_failures == 1

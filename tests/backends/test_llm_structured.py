@@ -3,6 +3,7 @@ tokens a server reports it served from its prompt cache."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from builder.backends.llm import ChatRequest
@@ -21,7 +22,7 @@ def ask(text: str) -> ChatRequest:
 def refuses_schemas(message: str) -> Any:
     def respond(body: dict[str, Any]) -> str | Reply:
         if "response_format" in body:
-            return Reply(status=400, body='{"error": {"message": "%s", "type": "invalid_request_error"}}' % message)
+            return Reply(status=400, body=json.dumps({"error": {"message": message, "type": "invalid_request_error"}}))
         return '{"n": 1}'
 
     return respond

@@ -31,7 +31,7 @@ def _squad_file(path: Path) -> None:
             ]
             context = " ".join(parts)
             qas = []
-            for t, (part, answer) in enumerate(zip(parts, ["masons", "trade grow", f"council {a}{p}"])):
+            for t, answer in enumerate(["masons", "trade grow", f"council {a}{p}"]):
                 qas.append(
                     {
                         "id": f"q{a}{p}{t}",

@@ -54,7 +54,8 @@ def test_problems_name_unknown_unfit_and_raw_rerankers(write_recipe):
     path = write_recipe(
         "name: t\nsources: [{type: python_docs}]\nrerankers:\n  raw: {backend: bm25}\n"
         "  judge: {backend: llm_judge, llm: missing, prompt: nope}\n"
-        "stages:\n  - generate_queries: {mode: extractive}\n  - false_negatives: {mode: fineweb_posq, retriever: judge, rerankers: [raw, bm52]}\n"
+        "stages:\n  - generate_queries: {mode: extractive}\n"
+        "  - false_negatives: {mode: fineweb_posq, retriever: judge, rerankers: [raw, bm52]}\n"
     )
     with pytest.raises(RecipeError) as caught:
         parse_recipe(path)

@@ -98,7 +98,8 @@ def test_a_neural_reranker_without_the_extra_is_a_recipe_problem(monkeypatch, wr
     )
     path = write_recipe(
         "name: t\nsources: [{type: python_docs}]\nrerankers:\n  ce: {backend: cross_encoder, model: m}\n"
-        "stages:\n  - generate_queries: {mode: extractive}\n  - localize_spans: {}\n  - span_contrast: {rerankers: [ce, bm25]}\n"
+        "stages:\n  - generate_queries: {mode: extractive}\n  - localize_spans: {}\n"
+        "  - span_contrast: {rerankers: [ce, bm25]}\n"
     )
     with pytest.raises(RecipeError) as caught:
         parse_recipe(path)
@@ -134,7 +135,7 @@ def _long_bench():
     docs, queries = {}, []
     for d in range(6):
         words = list(FILLER)
-        for k, (tag, fact) in enumerate(FACTS.items()):
+        for k, fact in enumerate(FACTS.values()):
             words[20 + 150 * k + d] = fact
         doc = " ".join(words)
         docs[f"d{d}"] = doc

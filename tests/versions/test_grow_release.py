@@ -32,7 +32,8 @@ def _build(
 ) -> Path:
     source = data / "fineweb_sample" / "fineweb_10bt_docs_1000.jsonl"
     overrides = [
-        f"sources=[{{type: jsonl, path: '{source}', lang: en, domain: general, id_prefix: 'en-', limit: {n_docs}, license: odc-by}}]",
+        f"sources=[{{type: jsonl, path: '{source}', lang: en, domain: general, id_prefix: 'en-', "
+        f"limit: {n_docs}, license: odc-by}}]",
         "tokenizer={kind: words}",
         "stages.sample_by_length.n_docs=100",
         f"stages.translate.languages=[{', '.join(languages)}]",

@@ -26,7 +26,7 @@ _KINDS: dict[str, type] = {"object": dict, "array": list}
 
 def _after_reasoning(text: str) -> str:
     last = None
-    for last in _THINK_END.finditer(text):
+    for last in _THINK_END.finditer(text):  # noqa: B007 - the loop keeps the last match
         pass
     return (text[last.end() :] if last else text).strip()
 
