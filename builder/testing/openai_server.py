@@ -1,4 +1,5 @@
-"""A local OpenAI-compatible chat server with deterministic fault injection.
+"""A local OpenAI-compatible chat server with deterministic fault injection, and the
+provider batch endpoints (files, batches: see `openai_batches`).
 
 In a test::
 
@@ -29,6 +30,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aiohttp import web
+
+from builder.testing.openai_batches import BatchDesk
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,9 @@ class FakeOpenAIServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self._seen: Counter[str] = Counter()
+        # The provider batch endpoints (files, batches) and the bodies they answered.
+        self.batches = BatchDesk(self)
+        self.batch_requests: list[dict[str, Any]] = []
         self._host, self._port = host, port
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -216,6 +222,7 @@ class FakeOpenAIServer:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/stats", self._stats)
+        self.batches.add_routes(app)
         # Cancel handlers whose client hung up, so slow faults do not pile up.
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.1)
         await self._runner.setup()
