@@ -11,7 +11,8 @@ do (`BatchScript`, consumed in order; a batch with none completes):
 - `partial`: every `every`-th line gets an HTTP `status` in the error file instead;
 - `expire`: the first half of the lines answered, the rest `batch_expired` in the error file;
 - `fail`: the batch fails as a whole (a token limit), with no files and no line answered;
-- `refuse`: creating the batch is refused with HTTP 429 (a daily token cap), no retry.
+- `refuse`: creating the batch is refused with HTTP 429 (a daily token cap), no retry;
+- `poll_errors`: the first polls fail with HTTP 500 (a provider error mid-batch).
 
 `lines` counts each answered line's body (its JSON digest): a test asserts nothing was
 asked twice.
@@ -38,6 +39,7 @@ class BatchScript:
     polls: int = 0  # polls answered `in_progress` before the batch ends
     every: int = 2  # with `partial`: which lines fail
     status: int = 500  # with `partial`: how they fail
+    poll_errors: int = 0  # polls answered HTTP 500 (no retry) before the ones above
 
 
 @dataclass
@@ -49,6 +51,7 @@ class _Batch:
     metadata: dict[str, Any]
     status: str = "in_progress"
     polls_left: int = 0
+    poll_errors_left: int = 0
     output_file_id: str | None = None
     error_file_id: str | None = None
     counts: dict[str, int] = field(default_factory=lambda: {"total": 0, "completed": 0, "failed": 0})
@@ -136,6 +139,7 @@ class BatchDesk:
             created_at=int(time.time()),
             metadata=body.get("metadata") or {},
             polls_left=script.polls,
+            poll_errors_left=script.poll_errors,
         )
         self.batches[batch.id] = batch
         return web.json_response(batch.as_json())
@@ -144,6 +148,9 @@ class BatchDesk:
         batch = self.batches.get(request.match_info["id"])
         if batch is None:
             return web.json_response({"error": {"message": "no such batch"}}, status=404)
+        if batch.poll_errors_left > 0:
+            batch.poll_errors_left -= 1
+            return web.json_response(_error_body(500), status=500, headers={"x-should-retry": "false"})
         if batch.status == "in_progress":
             if batch.polls_left > 0:
                 batch.polls_left -= 1

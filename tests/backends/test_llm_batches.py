@@ -80,6 +80,7 @@ def test_until_its_stage_is_counted_a_collected_answer_is_billed_not_free(tmp_pa
         (BatchScript("expire"), 3),  # the window closed with half answered
         (BatchScript("fail"), 3),  # the whole batch failed (a token limit): all go again
         (BatchScript(polls=3), 5),  # in progress for three polls
+        (BatchScript(poll_errors=2), 4),  # the provider failed two polls
     ],
 )
 def test_unfinished_batches_resubmit_only_what_is_missing(tmp_path, script, runs):
