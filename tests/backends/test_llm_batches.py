@@ -142,3 +142,21 @@ def test_output_lines_are_checked_against_the_batch_and_skips_counted_by_reason(
         "line is not a JSON object": 1,
         "custom_id names no request of this batch": 3,
     }
+
+
+def test_a_budget_bounds_what_a_run_submits(tmp_path):
+    from builder.backends.llm.budget import BUDGET_SPENT, SpendGate
+
+    requests = _requests(5)
+    with FakeOpenAIServer() as srv:
+        config = OpenAIModelConfig(model="m", base_url=srv.base_url, batch=True)
+        cache = LLMCache(tmp_path / "cache.sqlite")
+        book = BatchBook(tmp_path / "llm_batches.json")
+        with OpenAIBackend("gen", config, cache, SpendGate(calls=3), book) as backend:
+            with pytest.raises(BatchPending, match="submitted 3 requests"):
+                backend.chat_many(requests)
+        with OpenAIBackend("gen", config, cache, SpendGate(calls=0), BatchBook(book.path)) as backend:
+            answers = backend.chat_many(requests[:3])  # collected: the budget meters only what is sent
+            assert all(a.batch for a in answers)
+            refused = backend.chat_many(requests[3:])
+        assert all(a.reason == BUDGET_SPENT and a.transport for a in refused)

@@ -19,13 +19,14 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import openai
 
 from builder.backends.llm.base import ChatRequest, ChatResponse
 from builder.backends.llm.batch_book import BatchBook, BatchPending, ModelBook, OpenBatch
 from builder.backends.llm.batch_lines import CHAT_URL, LineOutcome, input_lines, read_lines
+from builder.backends.llm.budget import SpendGate
 from builder.backends.llm.cache import LLMCache, Origin, split_cached
 from builder.backends.llm.config import OpenAIModelConfig
 from builder.secrets import mask_string
@@ -68,6 +69,7 @@ class BatchAsker:
         api_key: str,
         key: Callable[[ChatRequest], str],
         body: Callable[[ChatRequest, int], dict[str, Any]],
+        gate: SpendGate | None = None,
         notify: Callable[[str], None] = _print_notice,
     ) -> None:
         self.name = name
@@ -77,6 +79,7 @@ class BatchAsker:
         self._api_key = api_key
         self._key = key
         self._body = body
+        self._gate = gate
         self._notify = notify
         self._client: openai.OpenAI | None = None
         # Keys whose batch answer (or failure) a stage of this process was handed.
@@ -126,11 +129,24 @@ class BatchAsker:
                     responses[i] = ChatResponse(None, error, False, transport=lost is not None)
             elif key not in waiting:
                 to_send[key] = requests[positions[0]]
+        refused = {key for key, request in to_send.items() if not self._admitted(key, request)}
+        for key in refused:
+            del to_send[key]
+            for i in missing[key]:
+                responses[i] = cast(SpendGate, self._gate).refusal()
         if to_send:
             self._submit(to_send)
-        if to_send or missing.keys() - mine.failed.keys() - mine.lost.keys():
+        if to_send or missing.keys() - mine.failed.keys() - mine.lost.keys() - refused:
             raise BatchPending(self._waiting_line(len(to_send)))
         return [r for r in responses if r is not None]
+
+    def _admitted(self, key: str, request: ChatRequest) -> bool:
+        """Whether the run's budget lets this request go into a batch. Its worst case stays
+        held for the rest of the run (the run ends once it has submitted): a budget bounds
+        what one run sends, and the answers are not known before a later run."""
+        if self._gate is None:
+            return True
+        return self._gate.admit(request, self._budget(key, request), self.config.price) is not None
 
     def settle(self) -> None:
         """The stage that was handed this process's batch answers is finished and counted:

@@ -113,7 +113,7 @@ class OpenAIBackend:
         self._closed = False
         # With `batch: true`, missing answers are asked through provider batches recorded in `batches`.
         self._batch = (
-            BatchAsker(name, config, cache, batches, resolve_api_key(config), self._key, self._body)
+            BatchAsker(name, config, cache, batches, resolve_api_key(config), self._key, self._body, gate)
             if config.batch and batches is not None
             else None
         )
