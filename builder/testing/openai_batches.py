@@ -24,13 +24,11 @@ import hashlib
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from aiohttp import web
-
-if TYPE_CHECKING:
-    from builder.testing.openai_server import FakeOpenAIServer
 
 
 @dataclass(frozen=True)
@@ -79,10 +77,11 @@ def _digest(body: dict[str, Any]) -> str:
 
 
 class BatchDesk:
-    """Holds the server's files and batches; `add_routes` mounts the endpoints."""
+    """Holds the server's files and batches; `add_routes` mounts the endpoints. `answer`
+    turns a line's body into its `response` (status_code and body), as the chat endpoint would."""
 
-    def __init__(self, server: FakeOpenAIServer) -> None:
-        self._server = server
+    def __init__(self, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        self._answer_body = answer
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, _Batch] = {}
         self.scripts: list[BatchScript] = []
@@ -196,14 +195,8 @@ class BatchDesk:
             batch.error_file_id = self._store(_jsonl(err), "errors.jsonl", "batch_output")["id"]
 
     def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
-        from builder.testing.openai_server import _completion
-
         self.lines[_digest(body)] += 1
-        self._server.batch_requests.append(body)
-        reply = self._server._reply(body)
-        if reply.status != 200:
-            return {"status_code": reply.status, "request_id": "", "body": _error_body(reply.status)}
-        return {"status_code": 200, "request_id": "", "body": _completion(body, reply, len(self.lines))}
+        return self._answer_body(body)
 
 
 def _error_body(status: int) -> dict[str, Any]:

@@ -182,7 +182,7 @@ class FakeOpenAIServer:
         self.max_in_flight = 0
         self._seen: Counter[str] = Counter()
         # The provider batch endpoints (files, batches) and the bodies they answered.
-        self.batches = BatchDesk(self)
+        self.batches = BatchDesk(self._batch_line)
         self.batch_requests: list[dict[str, Any]] = []
         self._host, self._port = host, port
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -285,6 +285,13 @@ class FakeOpenAIServer:
             await asyncio.sleep(reply.drip_s)
         await response.write_eof()
         return response
+
+    def _batch_line(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A batch line's response: what the chat endpoint would answer to its body."""
+        self.batch_requests.append(body)
+        reply = self._reply(body)
+        payload = _completion(body, reply, len(self.batch_requests)) if reply.status == 200 else _error(reply.status)
+        return {"status_code": reply.status, "request_id": f"req_{len(self.batch_requests)}", "body": payload}
 
     def _reply(self, body: dict[str, Any]) -> Reply:
         answer = self.responder(body)
