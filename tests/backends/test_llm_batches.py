@@ -160,3 +160,10 @@ def test_a_budget_bounds_what_a_run_submits(tmp_path):
             assert all(a.batch for a in answers)
             refused = backend.chat_many(requests[3:])
         assert all(a.reason == BUDGET_SPENT and a.transport for a in refused)
+
+
+def test_an_unreadable_batch_record_is_a_clear_error_naming_the_file(tmp_path):
+    path = tmp_path / "llm_batches.json"
+    path.write_text('{"open": [{"id": 3}]}')
+    with pytest.raises(OSError, match="llm_batches.json is not a batch record this version can read"):
+        BatchBook(path)

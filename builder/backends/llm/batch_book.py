@@ -92,7 +92,8 @@ class BatchBook:
             self.open = [OpenBatch(**b) for b in data.get("open", [])]
             self.models = {name: ModelBook(**m) for name, m in data.get("models", {}).items()}
         except (ValueError, TypeError) as error:
-            raise BatchPending(
+            # An OSError: the build ends with this line (exit 1), as with any unreadable file.
+            raise OSError(
                 f"{self.path} is not a batch record this version can read ({error}); "
                 "move it aside to start the batches over (answers already collected stay in the LLM cache)"
             ) from None

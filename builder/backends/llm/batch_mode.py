@@ -19,6 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import openai
@@ -102,18 +103,16 @@ class BatchAsker:
             self._collect()
             responses, missing = split_cached(self.cache, keys)
         mine = self._mine
-        for i, key in enumerate(keys):
-            if responses[i] is not None and key in mine.collected and key not in self._served:
+        for i, (key, hit) in enumerate(zip(keys, responses)):
+            if hit is not None and key in mine.collected and key not in self._served:
                 # First use in this process of an answer a batch paid for: billed here, once.
                 self._served.add(key)
                 prompt, completion, cached = mine.collected[key]
-                responses[i] = ChatResponse(
-                    responses[i].text,  # type: ignore[union-attr]
-                    None,
-                    False,
-                    prompt,
-                    completion,
-                    reasoning=responses[i].reasoning,  # type: ignore[union-attr]
+                responses[i] = replace(
+                    hit,
+                    cached=False,
+                    prompt_tokens=prompt,
+                    completion_tokens=completion,
                     cached_tokens=cached,
                     batch=True,
                 )
