@@ -16,14 +16,14 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from builder.backends.llm.base import ChatResponse
 from builder.backends.llm.batch_book import custom_id, key_of
 from builder.backends.llm.openai_replies import answer_of
 from builder.backends.llm.openai_requests import dumps
 
-CHAT_URL = "/v1/chat/completions"
+CHAT_URL: Final = "/v1/chat/completions"
 
 
 def input_lines(bodies: Iterable[tuple[str, dict[str, Any]]]) -> bytes:

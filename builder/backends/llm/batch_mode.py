@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import openai
 
@@ -28,14 +28,14 @@ from builder.backends.llm.base import ChatRequest, ChatResponse
 from builder.backends.llm.batch_book import BatchBook, BatchPending, ModelBook, OpenBatch
 from builder.backends.llm.batch_lines import CHAT_URL, LineOutcome, input_lines, read_lines
 from builder.backends.llm.budget import SpendGate
-from builder.backends.llm.cache import LLMCache, Origin, split_cached
+from builder.backends.llm.cache import LLMCache, Origin, Row, split_cached
 from builder.backends.llm.config import OpenAIModelConfig
 from builder.secrets import mask_string
 
 # A provider batch takes at most 50,000 requests (OpenAI's limit; others take fewer or as many).
 MAX_LINES = 50_000
 _RUNNING = ("validating", "in_progress", "finalizing", "cancelling")
-WINDOW = "24h"
+WINDOW: Final = "24h"
 # Local servers ignore the key, but the SDK insists on having one (as in openai_backend).
 _PLACEHOLDER_KEY = "sk-local-placeholder"
 
@@ -190,7 +190,7 @@ class BatchAsker:
         mine = self._mine
         wanted = set(entry.keys)
         outcomes, skipped = read_lines(texts, wanted, lambda k: mine.budgets.get(k) or self.config.max_tokens)
-        rows = []
+        rows: list[Row] = []
         for key in entry.keys:
             outcome = outcomes.get(key) or LineOutcome(retry=f"batch {status} without answering it")
             answer = outcome.answer
@@ -204,7 +204,8 @@ class BatchAsker:
                 mine.budgets.pop(key, None)
                 mine.rounds.pop(key, None)
                 origin = Origin(self.config.model, entry.stage, self.config.endpoints[0])
-                rows.append((key, answer.text or "", *mine.collected[key][:2], answer.reasoning, origin))
+                prompt, completion = mine.collected[key][:2]
+                rows.append((key, answer.text or "", prompt, completion, answer.reasoning, origin))
             elif answer is not None and key not in mine.spent:
                 # Cut off at max_tokens: asked once more with twice the budget, as a synchronous call is.
                 mine.budgets[key] = 2 * (mine.budgets.get(key) or self.config.max_tokens)
