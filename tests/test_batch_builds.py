@@ -135,6 +135,7 @@ stages:
 """
 
 
+@pytest.mark.timeout(600)
 def test_build_batch_exits_75_saying_how_to_collect_and_cache_lists_and_cancels(write_recipe, fake_openai, tmp_path):
     from typer.testing import CliRunner
 
@@ -164,3 +165,26 @@ def test_build_batch_exits_75_saying_how_to_collect_and_cache_lists_and_cancels(
     assert done.exit_code == 0, done.output
     assert json.loads((out / "stats.json").read_text())["counts"]["queries"] > 0
     assert srv.requests == [] and max(srv.batches.lines.values()) == 1
+
+
+@pytest.mark.timeout(600)
+def test_a_batch_outlives_the_process_that_submitted_it(write_recipe, fake_openai, tmp_path):
+    import os
+    import subprocess
+
+    from tests.fixtures.scripted_llm import scripted_llm
+
+    srv = fake_openai(responder=scripted_llm)
+    srv.batches.scripts = [BatchScript(polls=1)]
+    recipe = write_recipe(CLI_RECIPE.replace("BASE", srv.base_url))
+    command = [sys.executable, "-c", "from builder.cli import main; main()", "build", str(recipe)]
+    command += ["--run-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--batch", "--allow-empty"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    codes = []
+    for _ in range(6):
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+        codes.append(done.returncode)
+        if done.returncode != 75:
+            break
+    assert codes == [75, 75, 0], done.stderr  # submitted; still in progress; collected and written
+    assert srv.requests == [] and sorted(srv.batches.lines.values()) == [1, 1, 1, 1]
