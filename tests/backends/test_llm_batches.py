@@ -167,3 +167,14 @@ def test_an_unreadable_batch_record_is_a_clear_error_naming_the_file(tmp_path):
     path.write_text('{"open": [{"id": 3}]}')
     with pytest.raises(OSError, match="llm_batches.json is not a batch record this version can read"):
         BatchBook(path)
+
+
+def test_a_request_no_batch_answers_is_given_up_for_the_run_and_asked_again_by_the_next(tmp_path):
+    requests = _requests(2)
+    with FakeOpenAIServer() as srv:
+        srv.batches.scripts = [BatchScript("fail"), BatchScript("fail")]  # max_retries=1: two batches
+        answers, usage, lines = _until_answered(srv, tmp_path, requests)
+        assert len(lines) == 2 and not any(a.ok for a in answers) and all(a.transport for a in answers)
+        assert usage.transport_failures == 2
+        again, _, _ = _until_answered(srv, tmp_path, requests)  # the stage is run again
+        assert all(a.ok and a.batch for a in again) and srv.batches.created == 3

@@ -118,14 +118,17 @@ class BatchAsker:
                 )
         waiting = self.book.waiting_keys(self.name)
         to_send: dict[str, ChatRequest] = {}
+        lost = {key: mine.lost.pop(key) for key in missing if key in mine.lost}
+        if lost:
+            # Out of batches, like a request out of retries: handed out once as a failure
+            # that got no answer, so the stage is left unfinished and the next run asks again.
+            self.book.save()
         for key, positions in missing.items():
-            lost = mine.lost.get(key)
-            error = mine.failed.get(key) or lost
+            error = mine.failed.get(key) or lost.get(key)
             if error is not None:
-                # A lost request (out of batches) got no answer: its stage is left unfinished.
                 self._served.add(key)
                 for i in positions:
-                    responses[i] = ChatResponse(None, error, False, transport=lost is not None)
+                    responses[i] = ChatResponse(None, error, False, transport=key in lost)
             elif key not in waiting:
                 to_send[key] = requests[positions[0]]
         refused = {key for key, request in to_send.items() if not self._admitted(key, request)}
@@ -135,7 +138,7 @@ class BatchAsker:
                 responses[i] = cast(SpendGate, self._gate).refusal()
         if to_send:
             self._submit(to_send)
-        if to_send or missing.keys() - mine.failed.keys() - mine.lost.keys() - refused:
+        if to_send or missing.keys() - mine.failed.keys() - lost.keys() - refused:
             raise BatchPending(self._waiting_line(len(to_send)))
         return [r for r in responses if r is not None]
 
@@ -154,7 +157,7 @@ class BatchAsker:
             return
         mine = self._mine
         for key in self._served:
-            for served in (mine.collected, mine.failed, mine.lost):
+            for served in (mine.collected, mine.failed):
                 served.pop(key, None)
         self._served.clear()
         self.book.save()
