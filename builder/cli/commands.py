@@ -198,6 +198,17 @@ def build(
             ),
         ),
     ] = None,
+    batch: Annotated[
+        bool,
+        typer.Option(
+            "--batch",
+            help=(
+                "Ask every HTTP model through the provider's batch API (about half the price, answered within "
+                "a day): the build submits what is missing, exits with status 75, and the same command run "
+                "again collects and goes on."
+            ),
+        ),
+    ] = False,
 ) -> None:
     """Build the dataset a recipe describes."""
     from builder.run.errors import friendly_errors
@@ -245,6 +256,7 @@ def build(
         mock_llm=mock_llm,
         from_ref=from_ref,
         reask_unverified=reask_unverified,
+        batch=batch,
     )
     with friendly_errors(err):
         result = Runner(loaded, options, err).run()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import LLMBackend, LLMCache, LLMUsage, make_llm
+from builder.backends.llm.batch_book import BatchBook
 from builder.backends.llm.factory import start_warm_up
 from builder.backends.rerankers import AnyRerankerConfig, Reranker, make_reranker, reranker_configs
 from builder.backends.tokenizers import TokenCounter, make_counter
@@ -26,7 +27,14 @@ class Backends:
     """Builds each backend on first use, so a run that needs no LLM opens no cache."""
 
     def __init__(
-        self, recipe: Any, prompts: PromptLibrary, cache_path: Path, reask_failed: bool = False, mock_llm: bool = False
+        self,
+        recipe: Any,
+        prompts: PromptLibrary,
+        cache_path: Path,
+        reask_failed: bool = False,
+        mock_llm: bool = False,
+        batch_book: Path | None = None,
+        batch: bool = False,
     ) -> None:
         self.recipe = recipe
         self.prompts = prompts
@@ -34,6 +42,11 @@ class Backends:
         self.reask_failed = reask_failed
         # Every model answered by the in-process mock, from its own cache at `cache_path`.
         self.mock_llm = mock_llm
+        # The run folder's record of provider batches, and whether --batch sends every
+        # HTTP model's requests through them (a model's own `batch: true` does it for one).
+        self._batch_book_path = batch_book
+        self._batch_book: BatchBook | None = None
+        self.batch = batch
         self._stage: str | None = None
         self._llms: dict[str, LLMBackend] = {}
         self._rerankers: dict[str, Reranker] = {}
@@ -121,8 +134,22 @@ class Backends:
             on_ray = self.recipe.executor.kind == "ray"
             if on_ray and config.backend == "vllm":
                 self.executor  # noqa: B018 -- the engines run on the executor's cluster: join it first
-            self._llms[name] = make_llm(name, config, cache, on_ray=on_ray, gate=self.gate)
+            if self.batch and config.backend == "openai":
+                config = config.model_copy(update={"batch": True})
+            self._llms[name] = make_llm(name, config, cache, on_ray=on_ray, gate=self.gate, batches=self._batches())
         return self._llms[name]
+
+    def _batches(self) -> BatchBook | None:
+        if self._batch_book is None and self._batch_book_path is not None:
+            self._batch_book = BatchBook(self._batch_book_path)
+        return self._batch_book
+
+    def settle_batches(self) -> None:
+        """A stage finished and was counted: the batch answers it used are plain cache hits now."""
+        for backend in self._llms.values():
+            settle = getattr(backend, "settle_batches", None)
+            if settle is not None:
+                settle()
 
     def reranker(self, name: str) -> Reranker:
         if name not in self._rerankers:

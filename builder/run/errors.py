@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from builder.backends.llm import BackendUnavailable
+from builder.backends.llm.batch_book import BatchPending
 from builder.backends.tokenizers import TokenizerLoadError
 from builder.executors import ExecutorUnavailable
 from builder.io.sources import SourceError
@@ -43,6 +44,9 @@ _REFUSED = (OutDirError, LockBusy, UnverifiedAnswers, RecipeError)
 def friendly_errors(console: Console) -> Iterator[None]:
     try:
         yield
+    except BatchPending as exc:  # not a failure: the work waits at the provider
+        console.print(f"[yellow]{exc}[/]", highlight=False)
+        raise typer.Exit(exc.exit_code) from None
     except _REFUSED as exc:
         console.print(f"[red]error:[/] {exc}", highlight=False)
         raise typer.Exit(2) from None

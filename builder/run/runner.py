@@ -30,6 +30,7 @@ from rich.console import Console
 from builder import __version__
 from builder.atomic import recover, recover_folder, replace_dir, temp_path_beside
 from builder.backends.llm.base import LLMUsage
+from builder.backends.llm.batch_book import BOOK_NAME
 from builder.backends.llm.mock_backend import MOCK_CACHE
 from builder.backends.rerankers import reranker_fingerprint
 from builder.backends.tokenizers import TokenCounter
@@ -82,6 +83,7 @@ class RunOptions:
     mock_llm: bool = False  # answer every LLM with the in-process mock (the output says so)
     from_ref: str | None = None  # an earlier release whose LLM answers seed the cache
     reask_unverified: bool = False  # with from_ref: answers that fail their check are left out, not refused
+    batch: bool = False  # ask every HTTP model through provider batches (see docs/batch.md)
 
 
 @dataclass
@@ -114,7 +116,13 @@ class Runner:
         # The mock's answers stay in its run folder, out of the LLM cache real builds share.
         cache_path = self.run_dir / MOCK_CACHE if options.mock_llm else options.run_root / "llm_cache.sqlite"
         self.backends = Backends(
-            self.recipe, self.prompts, cache_path, reask_failed=options.reask_failed, mock_llm=options.mock_llm
+            self.recipe,
+            self.prompts,
+            cache_path,
+            reask_failed=options.reask_failed,
+            mock_llm=options.mock_llm,
+            batch_book=self.run_dir / BOOK_NAME,
+            batch=options.batch,
         )
         self._failed_stages: set[str | None] | None = None  # read from the cache on first need
         for source in self.recipe.sources:
@@ -311,6 +319,8 @@ class Runner:
             if line := lost_notice(label, lost, self.backends.gate, self.backends.usage().last_transport_error):
                 self._notice(line)
         digest = save_checkpoint(stage_dir, bench, record, None if lost else fp, self.backends.used_keys(label))
+        if not lost:
+            self.backends.settle_batches()
         return bench, record, digest
 
     def _load(self) -> tuple[Bench, StageRecord]:

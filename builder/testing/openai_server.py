@@ -1,4 +1,5 @@
-"""A local OpenAI-compatible chat server with deterministic fault injection.
+"""A local OpenAI-compatible chat server with deterministic fault injection, and the
+provider batch endpoints (files, batches: see `openai_batches`).
 
 In a test::
 
@@ -29,6 +30,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aiohttp import web
+
+from builder.testing.openai_batches import BatchDesk
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,9 @@ class FakeOpenAIServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self._seen: Counter[str] = Counter()
+        # The provider batch endpoints (files, batches) and the bodies they answered.
+        self.batches = BatchDesk(self._batch_line)
+        self.batch_requests: list[dict[str, Any]] = []
         self._host, self._port = host, port
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -216,6 +222,7 @@ class FakeOpenAIServer:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/stats", self._stats)
+        self.batches.add_routes(app)
         # Cancel handlers whose client hung up, so slow faults do not pile up.
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=0.1)
         await self._runner.setup()
@@ -278,6 +285,13 @@ class FakeOpenAIServer:
             await asyncio.sleep(reply.drip_s)
         await response.write_eof()
         return response
+
+    def _batch_line(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A batch line's response: what the chat endpoint would answer to its body."""
+        self.batch_requests.append(body)
+        reply = self._reply(body)
+        payload = _completion(body, reply, len(self.batch_requests)) if reply.status == 200 else _error(reply.status)
+        return {"status_code": reply.status, "request_id": f"req_{len(self.batch_requests)}", "body": payload}
 
     def _reply(self, body: dict[str, Any]) -> Reply:
         answer = self.responder(body)

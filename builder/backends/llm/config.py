@@ -91,6 +91,9 @@ class OpenAIModelConfig(_SamplingConfig):
     # Every server build-bench names accepts a JSON schema; one that refuses it is
     # noticed on the first refusal and asked by the prompt alone from then on.
     structured_output: bool = True
+    # Send the requests through the provider's batch API (about half the price, answered
+    # within a day; see docs/batch.md). Never part of a fingerprint: the answers are the same.
+    batch: bool = Field(default=False, exclude=True)
 
     def worst_case_s(self) -> float:
         """How long one request can take against a server that accepts and never answers:

@@ -6,25 +6,32 @@ import threading
 from collections.abc import Iterable
 
 from builder.backends.llm.base import LLMBackend
+from builder.backends.llm.batch_book import BatchBook
 from builder.backends.llm.budget import SpendGate
 from builder.backends.llm.cache import LLMCache
 from builder.backends.llm.config import ModelConfig, OpenAIModelConfig
 
 
 def make_llm(
-    name: str, config: ModelConfig, cache: LLMCache, on_ray: bool = False, gate: SpendGate | None = None
+    name: str,
+    config: ModelConfig,
+    cache: LLMCache,
+    on_ray: bool = False,
+    gate: SpendGate | None = None,
+    batches: BatchBook | None = None,
 ) -> LLMBackend:
     """Build the backend `config` asks for; its client library is imported only then.
 
     `on_ray` (the recipe's executor is Ray) runs a vLLM model as Ray Data vLLM engines on
     the cluster's GPUs. An OpenAI-compatible model stays in this process either way: one
     process's async HTTP keeps every endpoint full. `gate`, a run's budget, meters the
-    OpenAI-compatible models: they are the ones that bill per request.
+    OpenAI-compatible models: they are the ones that bill per request. `batches`, the run
+    folder's batch record, is where such a model with `batch: true` keeps its provider batches.
     """
     if isinstance(config, OpenAIModelConfig):
         from builder.backends.llm.openai_backend import OpenAIBackend
 
-        return OpenAIBackend(name, config, cache, gate)
+        return OpenAIBackend(name, config, cache, gate, batches)
     if on_ray:
         from builder.backends.llm.ray_vllm import RayVLLMBackend
 

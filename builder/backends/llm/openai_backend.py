@@ -15,13 +15,15 @@ from dataclasses import replace
 from typing import Any, TypeVar, cast
 
 from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatResponse, LLMUsage
+from builder.backends.llm.batch_book import BatchBook
+from builder.backends.llm.batch_mode import BatchAsker
 from builder.backends.llm.budget import SpendGate, metered
 from builder.backends.llm.cache import CacheWriter, LLMCache, Origin, fill, key_for, split_cached
 from builder.backends.llm.config import OpenAIModelConfig
 from builder.backends.llm.endpoints import Endpoint, Endpoints, ssl_context
 from builder.backends.llm.openai_replies import answer_of, classify, decoded
 from builder.backends.llm.openai_requests import dumps
-from builder.backends.llm.pool import LoopPool
+from builder.backends.llm.pool import AnsweredPool, LoopPool
 from builder.secrets import remember_secret
 
 T = TypeVar("T")
@@ -80,7 +82,14 @@ class OpenAIBackend:
     and each attempt goes to the least busy (see `endpoints`).
     """
 
-    def __init__(self, name: str, config: OpenAIModelConfig, cache: LLMCache, gate: SpendGate | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        config: OpenAIModelConfig,
+        cache: LLMCache,
+        gate: SpendGate | None = None,
+        batches: BatchBook | None = None,
+    ) -> None:
         self.name = name
         self._gate = gate  # the run's spending limit, checked before each request sent
         self.config = config
@@ -102,6 +111,12 @@ class OpenAIBackend:
         self._loop = _LoopThread(f"llm-{name}")
         self._loop.submit(self._endpoints.prepare()).result()
         self._closed = False
+        # With `batch: true`, missing answers are asked through provider batches recorded in `batches`.
+        self._batch = (
+            BatchAsker(name, config, cache, batches, resolve_api_key(config), self._key, self._body, gate)
+            if config.batch and batches is not None
+            else None
+        )
 
     def chat_many(
         self,
@@ -110,6 +125,13 @@ class OpenAIBackend:
     ) -> list[ChatResponse]:
         if self._closed:
             raise RuntimeError(f"LLM backend {self.name!r} is closed")
+        if self._batch is not None:
+            answers = self._batch.answer(requests)
+            if on_done is not None:
+                on_done(len(answers))
+            with self._usage_lock:
+                self.usage.record(answers)
+            return answers
         keys = [self._key(r) for r in requests]
         responses, missing = split_cached(self.cache, keys)
         hits = len(requests) - sum(len(p) for p in missing.values())
@@ -130,6 +152,8 @@ class OpenAIBackend:
         """A pool that takes requests while others are in flight, within max_concurrency."""
         if self._closed:
             raise RuntimeError(f"LLM backend {self.name!r} is closed")
+        if self._batch is not None:
+            return AnsweredPool(self.chat_many)
         return LoopPool(
             self._loop.loop,
             key=self._key,
@@ -139,6 +163,11 @@ class OpenAIBackend:
             record=self._record_one,
             store=self._store,
         )
+
+    def settle_batches(self) -> None:
+        """The stage now ending has counted the batch answers it was handed (see BatchAsker.settle)."""
+        if self._batch is not None:
+            self._batch.settle()
 
     def mark_failed(self, requests: Sequence[ChatRequest], kind: str) -> None:
         """Mark the cached answers to `requests` as unusable (`kind` is the drop reason)."""

@@ -109,3 +109,22 @@ class LoopPool:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class AnsweredPool:
+    """A `ChatPool` over a backend that answers a whole batch at once (`chat_many`): each
+    submit returns its futures already resolved, or raises what `chat_many` raises."""
+
+    def __init__(self, chat_many: Callable[[Sequence[ChatRequest]], list[ChatResponse]]) -> None:
+        self._chat_many = chat_many
+
+    def submit(self, requests: Sequence[ChatRequest]) -> list[Future[ChatResponse]]:
+        futures: list[Future[ChatResponse]] = []
+        for answer in self._chat_many(requests):
+            future: Future[ChatResponse] = Future()
+            future.set_result(answer)
+            futures.append(future)
+        return futures
+
+    def close(self) -> None:
+        return None
