@@ -114,7 +114,12 @@ class Runner:
         # The mock's answers stay in its run folder, out of the LLM cache real builds share.
         cache_path = self.run_dir / MOCK_CACHE if options.mock_llm else options.run_root / "llm_cache.sqlite"
         self.backends = Backends(
-            self.recipe, self.prompts, cache_path, reask_failed=options.reask_failed, mock_llm=options.mock_llm
+            self.recipe,
+            self.prompts,
+            cache_path,
+            reask_failed=options.reask_failed,
+            mock_llm=options.mock_llm,
+            build=f"{self.recipe.name}/{self._inputs_fp[:12]}",
         )
         self._failed_stages: set[str | None] | None = None  # read from the cache on first need
         for source in self.recipe.sources:
@@ -365,11 +370,14 @@ class Runner:
             raise RecipeError(self.loaded.path, [Problem(loc, str(exc), line_of(self.loaded.text, loc))]) from None
         seconds = time.perf_counter() - t0
         record = check_invariants(bench, out, stage, label)
-        usage = self.backends.usage() - before
+        # Answers an earlier run of this build paid for (before a budget stop, a kill or an
+        # outage) count as paid here too, so the ledger is that of the build made in one go.
+        carried = self.backends.paid_earlier(label, stage.models_used())
+        usage = sum(carried.values(), self.backends.usage() - before)
         record.seconds = round(seconds, 3)
         record.llm = usage.as_record()
         spent = {
-            name: after - by_model_before.get(name, LLMUsage())
+            name: after - by_model_before.get(name, LLMUsage()) + carried.get(name, LLMUsage())
             for name, after in self.backends.usage_by_model().items()
         }
         if usage.calls and (usd := usage_usd(self.recipe.models, spent)) is not None:
