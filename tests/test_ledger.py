@@ -180,3 +180,50 @@ def test_stats_share_each_stages_cost_among_the_groups_it_served_per_kept_query(
     # Every stage's yield: kept over what it handled (its input plus what it made).
     assert [r["yield"] for r in llm["stages"]] == [None, round(4 / 6, 4), 0.75]
     assert [r["yield"] for r in compute_stats(kept, {"stages": stages})["stage_table"]] == [None, round(4 / 6, 4), 0.75]
+
+
+def test_batch_tokens_cost_the_batch_rates_and_an_unset_batch_rate_is_the_synchronous_one():
+    price = Price(input=2.0, cached_input=0.5, output=8.0, batch_input=1.0, batch_output=4.0)
+    assert price.usd(1_000_000, 400_000, 100_000, batch=True) == pytest.approx(0.6 * 1.0 + 0.4 * 0.5 + 0.1 * 4.0)
+    assert price.rates(batch=True) == (1.0, 0.5, 4.0)
+    assert Price(input=2.0, output=8.0, batch_input=1.0).rates(batch=True) == (1.0, 1.0, 8.0)
+    unpriced = Price(input=2.0, cached_input=0.5, output=8.0)  # no batch price: not free, the synchronous rates
+    assert unpriced.rates(batch=True) == unpriced.rates() and not unpriced.has_batch
+    # A batch rate is no part of a fingerprint: the model's settings serialize without the price.
+    from builder.backends.llm.config import OpenAIModelConfig
+
+    with_batch = OpenAIModelConfig(model="m", price=price).model_dump(mode="json")
+    assert with_batch == OpenAIModelConfig(model="m").model_dump(mode="json")
+
+
+def test_the_ledger_prices_batch_answers_at_the_batch_rates_and_says_what_synchronous_would_cost():
+    from builder.backends.llm.base import LLMUsage
+    from builder.publish.stats import compute_stats
+    from builder.run.ledger import usage_usd
+
+    models = {"gen": type("M", (), {"price": Price(input=2.0, output=8.0, batch_input=1.0, batch_output=4.0)})()}
+    used = LLMUsage(
+        calls=10,
+        prompt_tokens=10_000,
+        completion_tokens=1_000,
+        batch_calls=6,
+        batch_prompt_tokens=6_000,
+        batch_completion_tokens=600,
+    )
+    paid = (4_000 * 2.0 + 400 * 8.0 + 6_000 * 1.0 + 600 * 4.0) / 1e6
+    assert usage_usd(models, {"gen": used}) == pytest.approx(paid)
+    assert usage_usd(models, {"gen": used}, synchronous=True) == pytest.approx((10_000 * 2.0 + 1_000 * 8.0) / 1e6)
+    kept = _queries([_q("a", "first", "beginning")])
+    record = {**used.as_record(), "usd": round(paid, 6), "usd_synchronous": 0.028}
+    stages = [
+        {"stage": "02_generate_queries", "queries_in": 0, "queries_out": 1, "queries_added": 1, "llm": record},
+        {"stage": "03_localize_spans", "queries_in": 1, "queries_out": 1, "llm": {"calls": 2, "usd": 0.001}},
+    ]
+    llm = compute_stats(kept, {"stages": stages})["llm"]
+    assert llm["stages"][0]["batch_calls"] == 6 and "batch_calls" not in llm["stages"][1]
+    assert llm["total"]["usd"] == round(paid + 0.001, 6)
+    assert llm["total"]["usd_synchronous"] == round(0.028 + 0.001, 6)  # a stage without batch: what it paid
+    assert llm["total"]["batch_calls"] == 6
+    # Without a batch answer, stats.json stays as it was.
+    plain = compute_stats(kept, {"stages": [stages[1]]})["llm"]
+    assert "usd_synchronous" not in plain["total"] and "batch_calls" not in plain["total"]

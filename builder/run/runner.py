@@ -382,6 +382,8 @@ class Runner:
         }
         if usage.calls and (usd := usage_usd(self.recipe.models, spent)) is not None:
             record.llm["usd"] = round(usd, 6)
+            if usage.batch_calls:  # what the same answers would have cost asked one by one
+                record.llm["usd_synchronous"] = round(cast(float, usage_usd(self.recipe.models, spent, True)), 6)
         record.prompts = {n: self.prompts.get(n).sha256 for n in stage.prompts_used()}
         record.figures = dict(ctx.stats)
         # What the stage's LLM usage served, per position group: the ledger shares it out so.
