@@ -227,3 +227,27 @@ def test_the_ledger_prices_batch_answers_at_the_batch_rates_and_says_what_synchr
     # Without a batch answer, stats.json stays as it was.
     plain = compute_stats(kept, {"stages": [stages[1]]})["llm"]
     assert "usd_synchronous" not in plain["total"] and "batch_calls" not in plain["total"]
+
+
+def test_plan_shows_synchronous_and_batch_money_side_by_side():
+    bench = _benchmark()
+    sets = bench.overrides("posir", "http://127.0.0.1:9/v1", bench.ARTICLES, 40)
+    sets += [
+        f"models.gen.price={PRICE}",
+        "models.judge.price={input: 2.0, output: 8.0, batch_input: 1.0, batch_output: 4.0}",
+    ]
+    args = ["plan", str(REPO / "recipes" / "posir.yaml"), *(a for s in sets for a in ("--set", s))]
+    shown = CliRunner().invoke(app, args, env={"COLUMNS": "250"})
+    assert shown.exit_code == 0, shown.output
+    lines = {line.split("│")[1].strip(): line.split("│") for line in shown.output.splitlines() if line.count("│") > 5}
+    header = next(line.split("┃") for line in shown.output.splitlines() if "┃ stage" in line)
+    sync, batch = [i for i, h in enumerate(header) if h.strip() in ("USD", "USD batch")]
+
+    def money(label, column):
+        return float(lines[label][column].strip().lstrip("$").replace(",", ""))
+
+    # gen names no batch price: its batch column is its synchronous one, not free.
+    assert money("02_generate_queries", sync) == money("02_generate_queries", batch) > 0
+    assert money("05_llm_relevance", batch) < money("05_llm_relevance", sync)
+    assert money("total", batch) < money("total", sync)
+    assert "gen name(s) no batch price" in shown.output

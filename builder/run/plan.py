@@ -40,6 +40,7 @@ class PlanRow:
     reads_inputs: bool = False  # the stage loads files of its own, which plan does not read
     cacheable_tokens: int = 0  # prompt tokens a prefix cache could serve (an estimate)
     usd: float | None = None  # None: a model it calls has no price
+    usd_batch: float | None = None  # the same requests through a provider batch, at its batch prices
 
 
 def ledger(rows: list[PlanRow], models: Mapping[str, Any]) -> None:
@@ -57,6 +58,7 @@ def ledger(rows: list[PlanRow], models: Mapping[str, Any]) -> None:
         r.cacheable_tokens = int(max(0.0, est.prompt_tokens - fresh))
         llms = [m for m in r.models if m in models]
         r.usd = estimate_usd(models, llms, est.prompt_tokens, r.cacheable_tokens, est.completion_tokens)
+        r.usd_batch = estimate_usd(models, llms, est.prompt_tokens, r.cacheable_tokens, est.completion_tokens, True)
 
 
 def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
@@ -99,6 +101,7 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
         "cacheable",
         "completion tokens",
         "USD",
+        "USD batch",
     ):
         table.add_column(col, justify="left" if col in ("stage", "models") else "right")
     for r in rows:
@@ -112,13 +115,15 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
             f"{r.cacheable_tokens:,}",
             f"{r.estimate.completion_tokens:,}",
             _usd(r.usd) if r.estimate.calls else "-",
+            _usd(r.usd_batch) if r.estimate.calls else "-",
         )
     total = sum(r.estimate.calls for r in rows)
     ptok = sum(r.estimate.prompt_tokens for r in rows)
     ctok = sum(r.estimate.completion_tokens for r in rows)
     cached = sum(r.cacheable_tokens for r in rows)
     asking = [r for r in rows if r.estimate.calls]
-    usd = sum(r.usd for r in asking if r.usd is not None) if asking and all(r.usd is not None for r in asking) else None
+    usd = _total([r.usd for r in asking])
+    usd_batch = _total([r.usd_batch for r in asking])
     table.add_row(
         "total",
         "",
@@ -129,6 +134,7 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
         f"{cached:,}",
         f"{ctok:,}",
         _usd(usd) if asking else "-",
+        _usd(usd_batch) if asking else "-",
         style="bold",
     )
     console.print(table)
@@ -146,6 +152,10 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
             "to see what the build costs",
             highlight=False,
         )
+    if asking and usd is not None:
+        console.print(
+            _batch_line(recipe.models, {m for r in asking for m in r.models if m in recipe.models}), highlight=False
+        )
     for r in rows:
         for note in r.estimate.notes:
             console.print(f"{r.label}: {note}", highlight=False)
@@ -159,6 +169,22 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
     used = {m for r in rows for m in r.models}
     for line in request_bounds(recipe.models, used):
         console.print(line, highlight=False)
+
+
+def _total(values: list[float | None]) -> float | None:
+    return None if not values or any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def _batch_line(models: Mapping[str, Any], used: set[str]) -> str:
+    """What the batch column assumes: each model's batch prices, or its synchronous ones."""
+    unpriced = sorted(n for n in used if not models[n].price.has_batch)
+    line = (
+        "USD batch: the same requests sent through the provider's batch API (answered within a day) "
+        "at each model's batch_* prices"
+    )
+    if unpriced:
+        line += f"; {', '.join(unpriced)} name(s) no batch price, so batch is priced at the synchronous rates there"
+    return line
 
 
 def _usd(value: float | None) -> str:
