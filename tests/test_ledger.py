@@ -71,7 +71,7 @@ def test_stats_and_card_report_money_per_stage_and_per_kept_query(tmp_path, monk
 def test_plan_shows_money_per_stage_and_the_cacheable_share(monkeypatch):
     bench = _benchmark()
     sets = bench.overrides("posir", "http://127.0.0.1:9/v1", bench.ARTICLES, 40)
-    sets += [f"models.gen.price={PRICE}"]
+    sets += [f"models.gen.price={PRICE}", "models.judge.price=null"]
     args = ["plan", str(REPO / "recipes" / "posir.yaml"), *(a for s in sets for a in ("--set", s))]
     shown = CliRunner().invoke(app, args, env={"COLUMNS": "250"})
     assert shown.exit_code == 0, shown.output
