@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -16,7 +17,9 @@ from builder.executors.config import ExecutorConfig
 from builder.io.corpus_sample import sample_documents
 from builder.io.files.read import files_plan_lines
 from builder.run.ledger import estimate_usd
+from builder.run.yields import Expected, expected_yields
 from builder.stages.base import Estimate, Flow
+from builder.stages.qc.false_negatives import FalseNegatives
 from builder.stages.refs import DataPath, refs_of
 
 if TYPE_CHECKING:
@@ -41,6 +44,7 @@ class PlanRow:
     cacheable_tokens: int = 0  # prompt tokens a prefix cache could serve (an estimate)
     usd: float | None = None  # None: a model it calls has no price
     usd_batch: float | None = None  # the same requests through a provider batch, at its batch prices
+    expected: Expected | None = None  # the share of queries it is assumed to keep, and why
 
 
 def ledger(rows: list[PlanRow], models: Mapping[str, Any]) -> None:
@@ -61,9 +65,11 @@ def ledger(rows: list[PlanRow], models: Mapping[str, Any]) -> None:
         r.usd_batch = estimate_usd(models, llms, est.prompt_tokens, r.cacheable_tokens, est.completion_tokens, True)
 
 
-def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
+def make_plan(loaded: LoadedRecipe, limit: int | None, run_root: Path | None = None) -> list[PlanRow]:
     """Reads the sources as a stream (no model is called), counts tokens on them (on a seeded
-    sample of SAMPLE_DOCS when there are more) and walks the stages' own estimates."""
+    sample of SAMPLE_DOCS when there are more) and walks the stages' own estimates, each
+    stage passing on the queries it is expected to keep (see run/yields.py; a previous
+    run of the recipe under `run_root` gives its measured yields)."""
     recipe = loaded.recipe
     n_docs, sample = sample_documents(recipe.sources, loaded.base_dir, limit, SAMPLE_DOCS, seed=0)
     counts = make_counter(recipe.tokenizer).count_many(sample["text"].to_list())
@@ -79,10 +85,22 @@ def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
         scale=n_docs / max(sample.height, 1),
     )
     rows = [PlanRow("00_load", [], flow, flow, Estimate(), sample["text"].to_list())]
-    for i, stage in enumerate(recipe.stage_objects(), start=1):
+    labelled = [(f"{i:02d}_{stage.name}", stage) for i, stage in enumerate(recipe.stage_objects(), start=1)]
+    run_dir = None
+    if run_root is not None:
+        from builder.run.runner import run_folder  # the runner imports this module's neighbours
+
+        run_dir = run_folder(recipe, run_root, limit)
+    expected = expected_yields(labelled, run_dir)
+    for label, stage in labelled:
         nxt, est = stage.plan(flow)
+        assumed = expected.get(label)
+        if assumed is not None and assumed.judged_per_query is not None and isinstance(stage, FalseNegatives):
+            est = stage.estimate(flow, assumed.judged_per_query)
+        if assumed is not None and assumed.yield_ is not None:
+            nxt = replace(nxt, queries=round(nxt.queries * assumed.yield_))
         reads = any(issubclass(kind, DataPath) for _, kind, _ in refs_of(stage.params))
-        rows.append(PlanRow(f"{i:02d}_{stage.name}", stage.models_used(), flow, nxt, est, reads_inputs=reads))
+        rows.append(PlanRow(label, stage.models_used(), flow, nxt, est, reads_inputs=reads, expected=assumed))
         flow = nxt
     ledger(rows, recipe.models)
     return rows
@@ -156,12 +174,16 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
         console.print(
             _batch_line(recipe.models, {m for r in asking for m in r.models if m in recipe.models}), highlight=False
         )
+    kept = [f"{r.label} {r.expected.yield_:.2f} ({r.expected.source})" for r in rows if r.expected]
+    if kept:
+        console.print(f"queries kept per stage, as assumed: {'; '.join(kept)}", highlight=False)
     for r in rows:
         for note in r.estimate.notes:
             console.print(f"{r.label}: {note}", highlight=False)
     console.print(
         "Estimates assume no answers already cached and no re-asks (answers already cached cost "
-        "nothing); USD prices the cacheable tokens at each model's cached_input."
+        "nothing) and no losses in stages not listed as assumed; USD prices the cacheable tokens at "
+        "each model's cached_input."
     )
     for line in empty_flow_warnings(rows):
         console.print(f"[bold yellow]warning:[/] {line}", highlight=False)

@@ -98,6 +98,19 @@ def _hash(*parts: Any) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
+def inputs_fingerprint(recipe: Any, limit: int | None, mock_llm: bool = False) -> str:
+    """What the loaded documents depend on: the sources, the tokenizer and the limit. A mock
+    build gets run folders (so checkpoints) of its own: a real build never resumes from one."""
+    mock = ["mock-llm"] if mock_llm else []
+    sources = [s.model_dump(mode="json") for s in recipe.sources]
+    return _hash(sources, recipe.tokenizer.model_dump(mode="json"), limit, *mock)
+
+
+def run_folder(recipe: Any, run_root: Path, limit: int | None) -> Path:
+    """Where a (not mock) build of `recipe` keeps its checkpoints under `run_root`."""
+    return run_root / recipe.name / inputs_fingerprint(recipe, limit)[:12]
+
+
 class Runner:
     def __init__(self, loaded: LoadedRecipe, options: RunOptions, console: Console | None = None):
         self.loaded = loaded
@@ -105,11 +118,7 @@ class Runner:
         self.options = options
         self.console = console or Console(stderr=True)
         self.prompts = PromptLibrary(loaded.base_dir)
-        # A mock build gets run folders (so checkpoints) of its own: a real build never resumes from one.
-        mock = ["mock-llm"] if options.mock_llm else []
-        self._inputs_fp = _hash(
-            self._sources_json(), self.recipe.tokenizer.model_dump(mode="json"), options.limit, *mock
-        )
+        self._inputs_fp = inputs_fingerprint(self.recipe, options.limit, options.mock_llm)
         self.run_dir = options.run_root / self.recipe.name / self._inputs_fp[:12]
         # The mock's answers stay in its run folder, out of the LLM cache real builds share.
         cache_path = self.run_dir / MOCK_CACHE if options.mock_llm else options.run_root / "llm_cache.sqlite"
@@ -125,9 +134,6 @@ class Runner:
         for source in self.recipe.sources:
             if isinstance(source, FilesSource):  # converted files are kept, so a rebuild reads them back
                 source.cache_conversions(options.run_root / FILE_CACHE)
-
-    def _sources_json(self) -> list[Any]:
-        return [s.model_dump(mode="json") for s in self.recipe.sources]
 
     @property
     def tokenizer(self) -> TokenCounter:
