@@ -17,6 +17,7 @@ from builder.executors.config import ExecutorConfig
 from builder.io.corpus_sample import sample_documents
 from builder.io.files.read import files_plan_lines
 from builder.run.ledger import estimate_usd
+from builder.run.run_folder import run_folder
 from builder.run.yields import Expected, expected_yields
 from builder.stages.base import Estimate, Flow
 from builder.stages.qc.false_negatives import FalseNegatives
@@ -86,12 +87,7 @@ def make_plan(loaded: LoadedRecipe, limit: int | None, run_root: Path | None = N
     )
     rows = [PlanRow("00_load", [], flow, flow, Estimate(), sample["text"].to_list())]
     labelled = [(f"{i:02d}_{stage.name}", stage) for i, stage in enumerate(recipe.stage_objects(), start=1)]
-    run_dir = None
-    if run_root is not None:
-        from builder.run.runner import run_folder  # the runner imports this module's neighbours
-
-        run_dir = run_folder(recipe, run_root, limit)
-    expected = expected_yields(labelled, run_dir)
+    expected = expected_yields(labelled, None if run_root is None else run_folder(recipe, run_root, limit))
     for label, stage in labelled:
         nxt, est = stage.plan(flow)
         assumed = expected.get(label)

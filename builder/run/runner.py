@@ -12,8 +12,6 @@ build off them while one runs.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
 import time
 from collections import Counter
@@ -64,6 +62,8 @@ from builder.run.locks import RUN_LOCK, FileLock, out_lock_path
 from builder.run.outcome import check_result
 from builder.run.outdir import check_out_dir_contents, check_out_dir_place
 from builder.run.progress import RichProgress
+from builder.run.run_folder import digest as _hash
+from builder.run.run_folder import inputs_fingerprint
 from builder.run.spend_meter import spend_meter
 from builder.stages.base import Stage, StageParamError
 from builder.stages.context import StageContext
@@ -91,24 +91,6 @@ class RunResult:
     run_dir: Path
     stage_stats: list[StageRecord] = field(default_factory=list)
     written: bool = True  # False when the output folder already held this exact output
-
-
-def _hash(*parts: Any) -> str:
-    blob = json.dumps(parts, sort_keys=True, default=str).encode("utf-8")
-    return hashlib.sha256(blob).hexdigest()
-
-
-def inputs_fingerprint(recipe: Any, limit: int | None, mock_llm: bool = False) -> str:
-    """What the loaded documents depend on: the sources, the tokenizer and the limit. A mock
-    build gets run folders (so checkpoints) of its own: a real build never resumes from one."""
-    mock = ["mock-llm"] if mock_llm else []
-    sources = [s.model_dump(mode="json") for s in recipe.sources]
-    return _hash(sources, recipe.tokenizer.model_dump(mode="json"), limit, *mock)
-
-
-def run_folder(recipe: Any, run_root: Path, limit: int | None) -> Path:
-    """Where a (not mock) build of `recipe` keeps its checkpoints under `run_root`."""
-    return run_root / recipe.name / inputs_fingerprint(recipe, limit)[:12]
 
 
 class Runner:
