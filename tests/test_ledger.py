@@ -251,3 +251,18 @@ def test_plan_shows_synchronous_and_batch_money_side_by_side():
     assert money("05_llm_relevance", batch) < money("05_llm_relevance", sync)
     assert money("total", batch) < money("total", sync)
     assert "gen name(s) no batch price" in shown.output
+
+
+def test_the_card_says_what_was_paid_and_what_synchronous_would_have_cost():
+    from builder.publish.card import card_environment
+
+    template = (REPO / "data_cards" / "default.md.j2").read_text(encoding="utf-8")
+    start = template.index("{% if stats.llm.total.usd_synchronous")
+    section = template[start : template.index("{% endif %}", start) + len("{% endif %}")]
+    env = card_environment()
+    total = {"usd": 0.0123, "usd_synchronous": 0.0246, "batch_calls": 6, "calls": 10}
+    shown = env.from_string(section).render(stats={"llm": {"total": total}})
+    assert "Paid: 0.0123 USD, 6 of the 10 calls answered through the provider's batch API" in shown
+    assert "asked one by one would have cost 0.0246 USD" in shown
+    plain = {"usd": 0.0123, "calls": 10}  # no batch answer: the card says nothing of it
+    assert env.from_string(section).render(stats={"llm": {"total": plain}}).strip() == ""
