@@ -71,7 +71,7 @@ def test_stats_and_card_report_money_per_stage_and_per_kept_query(tmp_path, monk
 def test_plan_shows_money_per_stage_and_the_cacheable_share(monkeypatch):
     bench = _benchmark()
     sets = bench.overrides("posir", "http://127.0.0.1:9/v1", bench.ARTICLES, 40)
-    sets += [f"models.gen.price={PRICE}"]
+    sets += [f"models.gen.price={PRICE}", "models.judge.price=null"]
     args = ["plan", str(REPO / "recipes" / "posir.yaml"), *(a for s in sets for a in ("--set", s))]
     shown = CliRunner().invoke(app, args, env={"COLUMNS": "250"})
     assert shown.exit_code == 0, shown.output
@@ -180,3 +180,89 @@ def test_stats_share_each_stages_cost_among_the_groups_it_served_per_kept_query(
     # Every stage's yield: kept over what it handled (its input plus what it made).
     assert [r["yield"] for r in llm["stages"]] == [None, round(4 / 6, 4), 0.75]
     assert [r["yield"] for r in compute_stats(kept, {"stages": stages})["stage_table"]] == [None, round(4 / 6, 4), 0.75]
+
+
+def test_batch_tokens_cost_the_batch_rates_and_an_unset_batch_rate_is_the_synchronous_one():
+    price = Price(input=2.0, cached_input=0.5, output=8.0, batch_input=1.0, batch_output=4.0)
+    assert price.usd(1_000_000, 400_000, 100_000, batch=True) == pytest.approx(0.6 * 1.0 + 0.4 * 0.5 + 0.1 * 4.0)
+    assert price.rates(batch=True) == (1.0, 0.5, 4.0)
+    assert Price(input=2.0, output=8.0, batch_input=1.0).rates(batch=True) == (1.0, 1.0, 8.0)
+    unpriced = Price(input=2.0, cached_input=0.5, output=8.0)  # no batch price: not free, the synchronous rates
+    assert unpriced.rates(batch=True) == unpriced.rates() and not unpriced.has_batch
+    # A batch rate is no part of a fingerprint: the model's settings serialize without the price.
+    from builder.backends.llm.config import OpenAIModelConfig
+
+    with_batch = OpenAIModelConfig(model="m", price=price).model_dump(mode="json")
+    assert with_batch == OpenAIModelConfig(model="m").model_dump(mode="json")
+
+
+def test_the_ledger_prices_batch_answers_at_the_batch_rates_and_says_what_synchronous_would_cost():
+    from builder.backends.llm.base import LLMUsage
+    from builder.publish.stats import compute_stats
+    from builder.run.ledger import usage_usd
+
+    models = {"gen": type("M", (), {"price": Price(input=2.0, output=8.0, batch_input=1.0, batch_output=4.0)})()}
+    used = LLMUsage(
+        calls=10,
+        prompt_tokens=10_000,
+        completion_tokens=1_000,
+        batch_calls=6,
+        batch_prompt_tokens=6_000,
+        batch_completion_tokens=600,
+    )
+    paid = (4_000 * 2.0 + 400 * 8.0 + 6_000 * 1.0 + 600 * 4.0) / 1e6
+    assert usage_usd(models, {"gen": used}) == pytest.approx(paid)
+    assert usage_usd(models, {"gen": used}, synchronous=True) == pytest.approx((10_000 * 2.0 + 1_000 * 8.0) / 1e6)
+    kept = _queries([_q("a", "first", "beginning")])
+    record = {**used.as_record(), "usd": round(paid, 6), "usd_synchronous": 0.028}
+    stages = [
+        {"stage": "02_generate_queries", "queries_in": 0, "queries_out": 1, "queries_added": 1, "llm": record},
+        {"stage": "03_localize_spans", "queries_in": 1, "queries_out": 1, "llm": {"calls": 2, "usd": 0.001}},
+    ]
+    llm = compute_stats(kept, {"stages": stages})["llm"]
+    assert llm["stages"][0]["batch_calls"] == 6 and "batch_calls" not in llm["stages"][1]
+    assert llm["total"]["usd"] == round(paid + 0.001, 6)
+    assert llm["total"]["usd_synchronous"] == round(0.028 + 0.001, 6)  # a stage without batch: what it paid
+    assert llm["total"]["batch_calls"] == 6
+    # Without a batch answer, stats.json stays as it was.
+    plain = compute_stats(kept, {"stages": [stages[1]]})["llm"]
+    assert "usd_synchronous" not in plain["total"] and "batch_calls" not in plain["total"]
+
+
+def test_plan_shows_synchronous_and_batch_money_side_by_side():
+    bench = _benchmark()
+    sets = bench.overrides("posir", "http://127.0.0.1:9/v1", bench.ARTICLES, 40)
+    sets += [
+        f"models.gen.price={PRICE}",
+        "models.judge.price={input: 2.0, output: 8.0, batch_input: 1.0, batch_output: 4.0}",
+    ]
+    args = ["plan", str(REPO / "recipes" / "posir.yaml"), *(a for s in sets for a in ("--set", s))]
+    shown = CliRunner().invoke(app, args, env={"COLUMNS": "250"})
+    assert shown.exit_code == 0, shown.output
+    lines = {line.split("│")[1].strip(): line.split("│") for line in shown.output.splitlines() if line.count("│") > 5}
+    header = next(line.split("┃") for line in shown.output.splitlines() if "┃ stage" in line)
+    sync, batch = [i for i, h in enumerate(header) if h.strip() in ("USD", "USD batch")]
+
+    def money(label, column):
+        return float(lines[label][column].strip().lstrip("$").replace(",", ""))
+
+    # gen names no batch price: its batch column is its synchronous one, not free.
+    assert money("02_generate_queries", sync) == money("02_generate_queries", batch) > 0
+    assert money("05_llm_relevance", batch) < money("05_llm_relevance", sync)
+    assert money("total", batch) < money("total", sync)
+    assert "gen name(s) no batch price" in shown.output
+
+
+def test_the_card_says_what_was_paid_and_what_synchronous_would_have_cost():
+    from builder.publish.card import card_environment
+
+    template = (REPO / "data_cards" / "default.md.j2").read_text(encoding="utf-8")
+    start = template.index("{% if stats.llm.total.usd_synchronous")
+    section = template[start : template.index("{% endif %}", start) + len("{% endif %}")]
+    env = card_environment()
+    total = {"usd": 0.0123, "usd_synchronous": 0.0246, "batch_calls": 6, "calls": 10}
+    shown = env.from_string(section).render(stats={"llm": {"total": total}})
+    assert "Paid: 0.0123 USD, 6 of the 10 calls answered through the provider's batch API" in shown
+    assert "asked one by one would have cost 0.0246 USD" in shown
+    plain = {"usd": 0.0123, "calls": 10}  # no batch answer: the card says nothing of it
+    assert env.from_string(section).render(stats={"llm": {"total": plain}}).strip() == ""

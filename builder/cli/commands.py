@@ -311,6 +311,9 @@ def plan(
     limit: LimitOpt = None,
     overrides: SetOpt = None,
     executor: ExecutorOpt = None,
+    run_dir: Annotated[
+        Path, typer.Option("--run-dir", help="Where builds keep checkpoints: a previous run's yields are used.")
+    ] = Path("runs"),
 ) -> None:
     """Show the stages, the models they use and the LLM calls and tokens they will cost."""
     from builder.run.errors import friendly_errors
@@ -321,7 +324,7 @@ def plan(
     from builder.run.window_check import window_warnings
 
     with friendly_errors(err):
-        rows = make_plan(loaded, limit)
+        rows = make_plan(loaded, limit, run_dir)
     print_plan(out, loaded, rows)
     for line in window_warnings(loaded.recipe, rows[0].texts):
         err.print(f"[yellow]warning:[/] {line}", markup=True, highlight=False)

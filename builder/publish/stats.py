@@ -28,6 +28,8 @@ LENGTH_BUCKET = 256
 LENGTH_QUARTERS = ("Q1", "Q2", "Q3", "Q4")
 TAGS = ("beginning", "middle", "end")
 LLM_FIELDS = ("calls", "cache_hits", "retries", "failures", "prompt_tokens", "completion_tokens", "cached_tokens")
+# The share of the answered calls that came through a provider batch (only when there was one).
+BATCH_FIELDS = ("batch_calls", "batch_prompt_tokens", "batch_completion_tokens", "batch_cached_tokens")
 
 
 StageItem = Mapping[str, Any] | StageRecord
@@ -266,15 +268,25 @@ def _llm_usage(stages: list[StageRecord], kept: int, kept_by_group: Mapping[str,
         if not any(llm.get(f) for f in LLM_FIELDS):
             continue
         row: dict[str, Any] = {"stage": s.stage, **{f: int(llm.get(f, 0)) for f in LLM_FIELDS}}
+        if llm.get("batch_calls"):
+            row.update({f: int(llm.get(f, 0)) for f in BATCH_FIELDS})
         row["usd"] = llm.get("usd")
+        if llm.get("usd_synchronous") is not None:
+            row["usd_synchronous"] = llm["usd_synchronous"]
         row["yield"] = _yield(s)
         rows.append(row)
         asked.append(s.figures.get("asked_by_group"))
     total: dict[str, Any] = {f: sum(r[f] for r in rows) for f in LLM_FIELDS}
+    if any("batch_calls" in r for r in rows):
+        total.update({f: sum(r.get(f, 0) for r in rows) for f in BATCH_FIELDS})
     if not rows:  # a build without an LLM has no ledger
         return {"stages": rows, "total": total}
     priced = rows and all(r["usd"] is not None for r in rows)
     total["usd"] = round(sum(r["usd"] for r in rows), 6) if priced else None
+    if priced and any("usd_synchronous" in r for r in rows):
+        # Some answers came through a provider batch: what paying for all of them one by one
+        # would have cost, beside what was paid.
+        total["usd_synchronous"] = round(sum(r.get("usd_synchronous", r["usd"]) for r in rows), 6)
     per_kept = {f: round_spent(f, total[f] / kept) if kept and total[f] is not None else None for f in SPENT_FIELDS}
     return {
         "stages": rows,

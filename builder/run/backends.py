@@ -35,8 +35,12 @@ class Backends:
         mock_llm: bool = False,
         batch_book: Path | None = None,
         batch: bool = False,
+        build: str | None = None,
     ) -> None:
         self.recipe = recipe
+        # The build's name in the answer cache (its run folder under the run root), so a
+        # resumed run tells the answers this build paid for from those it got for free.
+        self.build = build
         self.prompts = prompts
         self.cache_path = cache_path
         self.reask_failed = reask_failed
@@ -90,6 +94,7 @@ class Backends:
             self.cache_path.parent.mkdir(parents=True, exist_ok=True)
             self._cache = LLMCache(self.cache_path, reask_failed=self.reask_failed)
             self._cache.stage = self._stage
+            self._cache.build = self.build
         return self._cache
 
     def flag_answers(self, texts: Iterable[str], stage: str, kind: str) -> None:
@@ -102,6 +107,30 @@ class Backends:
     def used_keys(self, label: str) -> set[str]:
         """Keys of the cached answers the stage `label` was served or stored in this process."""
         return set(self._cache.used.get(label, ())) if self._cache is not None else set()
+
+    def paid_earlier(self, label: str, models: list[str]) -> dict[str, LLMUsage]:
+        """Per model of the stage: the answers it was served from the cache in this process
+        that an earlier run of this build paid for (see `LLMCache.paid_by_build`), as usage
+        to add to the stage's: each a paid call rather than a cache hit. An answer goes to
+        the stage's model with its served name (the first such; the first model when none
+        has it, as with the mock's answers)."""
+        if self._cache is None or not models:
+            return {}
+        out: dict[str, LLMUsage] = {}
+        for paid in self._cache.paid_by_build(label):
+            name = next((m for m in models if self.recipe.models[m].model == paid.model), models[0])
+            used = out.setdefault(name, LLMUsage())
+            used.calls += 1
+            used.cache_hits -= 1
+            used.prompt_tokens += paid.prompt_tokens
+            used.completion_tokens += paid.completion_tokens
+            used.cached_tokens += paid.cached_tokens
+            if paid.batch:
+                used.batch_calls += 1
+                used.batch_prompt_tokens += paid.prompt_tokens
+                used.batch_completion_tokens += paid.completion_tokens
+                used.batch_cached_tokens += paid.cached_tokens
+        return out
 
     def export_answers(self, keys: set[str]) -> pl.DataFrame | None:
         from builder.backends.llm.cache_transfer import export_answers

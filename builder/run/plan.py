@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -16,7 +17,10 @@ from builder.executors.config import ExecutorConfig
 from builder.io.corpus_sample import sample_documents
 from builder.io.files.read import files_plan_lines
 from builder.run.ledger import estimate_usd
+from builder.run.run_folder import run_folder
+from builder.run.yields import Expected, expected_yields
 from builder.stages.base import Estimate, Flow
+from builder.stages.qc.false_negatives import FalseNegatives
 from builder.stages.refs import DataPath, refs_of
 
 if TYPE_CHECKING:
@@ -40,6 +44,8 @@ class PlanRow:
     reads_inputs: bool = False  # the stage loads files of its own, which plan does not read
     cacheable_tokens: int = 0  # prompt tokens a prefix cache could serve (an estimate)
     usd: float | None = None  # None: a model it calls has no price
+    usd_batch: float | None = None  # the same requests through a provider batch, at its batch prices
+    expected: Expected | None = None  # the share of queries it is assumed to keep, and why
 
 
 def ledger(rows: list[PlanRow], models: Mapping[str, Any]) -> None:
@@ -57,11 +63,14 @@ def ledger(rows: list[PlanRow], models: Mapping[str, Any]) -> None:
         r.cacheable_tokens = int(max(0.0, est.prompt_tokens - fresh))
         llms = [m for m in r.models if m in models]
         r.usd = estimate_usd(models, llms, est.prompt_tokens, r.cacheable_tokens, est.completion_tokens)
+        r.usd_batch = estimate_usd(models, llms, est.prompt_tokens, r.cacheable_tokens, est.completion_tokens, True)
 
 
-def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
+def make_plan(loaded: LoadedRecipe, limit: int | None, run_root: Path | None = None) -> list[PlanRow]:
     """Reads the sources as a stream (no model is called), counts tokens on them (on a seeded
-    sample of SAMPLE_DOCS when there are more) and walks the stages' own estimates."""
+    sample of SAMPLE_DOCS when there are more) and walks the stages' own estimates, each
+    stage passing on the queries it is expected to keep (see run/yields.py; a previous
+    run of the recipe under `run_root` gives its measured yields)."""
     recipe = loaded.recipe
     n_docs, sample = sample_documents(recipe.sources, loaded.base_dir, limit, SAMPLE_DOCS, seed=0)
     counts = make_counter(recipe.tokenizer).count_many(sample["text"].to_list())
@@ -77,10 +86,17 @@ def make_plan(loaded: LoadedRecipe, limit: int | None) -> list[PlanRow]:
         scale=n_docs / max(sample.height, 1),
     )
     rows = [PlanRow("00_load", [], flow, flow, Estimate(), sample["text"].to_list())]
-    for i, stage in enumerate(recipe.stage_objects(), start=1):
+    labelled = [(f"{i:02d}_{stage.name}", stage) for i, stage in enumerate(recipe.stage_objects(), start=1)]
+    expected = expected_yields(labelled, None if run_root is None else run_folder(recipe, run_root, limit))
+    for label, stage in labelled:
         nxt, est = stage.plan(flow)
+        assumed = expected.get(label)
+        if assumed is not None and assumed.judged_per_query is not None and isinstance(stage, FalseNegatives):
+            est = stage.estimate(flow, assumed.judged_per_query)
+        if assumed is not None and assumed.yield_ is not None:
+            nxt = replace(nxt, queries=round(nxt.queries * assumed.yield_))
         reads = any(issubclass(kind, DataPath) for _, kind, _ in refs_of(stage.params))
-        rows.append(PlanRow(f"{i:02d}_{stage.name}", stage.models_used(), flow, nxt, est, reads_inputs=reads))
+        rows.append(PlanRow(label, stage.models_used(), flow, nxt, est, reads_inputs=reads, expected=assumed))
         flow = nxt
     ledger(rows, recipe.models)
     return rows
@@ -99,6 +115,7 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
         "cacheable",
         "completion tokens",
         "USD",
+        "USD batch",
     ):
         table.add_column(col, justify="left" if col in ("stage", "models") else "right")
     for r in rows:
@@ -112,13 +129,15 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
             f"{r.cacheable_tokens:,}",
             f"{r.estimate.completion_tokens:,}",
             _usd(r.usd) if r.estimate.calls else "-",
+            _usd(r.usd_batch) if r.estimate.calls else "-",
         )
     total = sum(r.estimate.calls for r in rows)
     ptok = sum(r.estimate.prompt_tokens for r in rows)
     ctok = sum(r.estimate.completion_tokens for r in rows)
     cached = sum(r.cacheable_tokens for r in rows)
     asking = [r for r in rows if r.estimate.calls]
-    usd = sum(r.usd for r in asking if r.usd is not None) if asking and all(r.usd is not None for r in asking) else None
+    usd = _total([r.usd for r in asking])
+    usd_batch = _total([r.usd_batch for r in asking])
     table.add_row(
         "total",
         "",
@@ -129,6 +148,7 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
         f"{cached:,}",
         f"{ctok:,}",
         _usd(usd) if asking else "-",
+        _usd(usd_batch) if asking else "-",
         style="bold",
     )
     console.print(table)
@@ -146,12 +166,20 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
             "to see what the build costs",
             highlight=False,
         )
+    if asking and usd is not None:
+        console.print(
+            _batch_line(recipe.models, {m for r in asking for m in r.models if m in recipe.models}), highlight=False
+        )
+    kept = [f"{r.label} {r.expected.yield_:.2f} ({r.expected.source})" for r in rows if r.expected]
+    if kept:
+        console.print(f"queries kept per stage, as assumed: {'; '.join(kept)}", highlight=False)
     for r in rows:
         for note in r.estimate.notes:
             console.print(f"{r.label}: {note}", highlight=False)
     console.print(
         "Estimates assume no answers already cached and no re-asks (answers already cached cost "
-        "nothing); USD prices the cacheable tokens at each model's cached_input."
+        "nothing) and no losses in stages not listed as assumed; USD prices the cacheable tokens at "
+        "each model's cached_input."
     )
     for line in empty_flow_warnings(rows):
         console.print(f"[bold yellow]warning:[/] {line}", highlight=False)
@@ -159,6 +187,22 @@ def print_plan(console: Console, loaded: LoadedRecipe, rows: list[PlanRow]) -> N
     used = {m for r in rows for m in r.models}
     for line in request_bounds(recipe.models, used):
         console.print(line, highlight=False)
+
+
+def _total(values: list[float | None]) -> float | None:
+    return None if not values or any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def _batch_line(models: Mapping[str, Any], used: set[str]) -> str:
+    """What the batch column assumes: each model's batch prices, or its synchronous ones."""
+    unpriced = sorted(n for n in used if not models[n].price.has_batch)
+    line = (
+        "USD batch: the same requests sent through the provider's batch API (answered within a day) "
+        "at each model's batch_* prices"
+    )
+    if unpriced:
+        line += f"; {', '.join(unpriced)} name(s) no batch price, so batch is priced at the synchronous rates there"
+    return line
 
 
 def _usd(value: float | None) -> str:

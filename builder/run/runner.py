@@ -12,8 +12,6 @@ build off them while one runs.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
 import time
 from collections import Counter
@@ -65,6 +63,8 @@ from builder.run.locks import RUN_LOCK, FileLock, out_lock_path
 from builder.run.outcome import check_result
 from builder.run.outdir import check_out_dir_contents, check_out_dir_place
 from builder.run.progress import RichProgress
+from builder.run.run_folder import digest as _hash
+from builder.run.run_folder import inputs_fingerprint
 from builder.run.spend_meter import spend_meter
 from builder.stages.base import Stage, StageParamError
 from builder.stages.context import StageContext
@@ -95,11 +95,6 @@ class RunResult:
     written: bool = True  # False when the output folder already held this exact output
 
 
-def _hash(*parts: Any) -> str:
-    blob = json.dumps(parts, sort_keys=True, default=str).encode("utf-8")
-    return hashlib.sha256(blob).hexdigest()
-
-
 class Runner:
     def __init__(self, loaded: LoadedRecipe, options: RunOptions, console: Console | None = None):
         self.loaded = loaded
@@ -107,11 +102,7 @@ class Runner:
         self.options = options
         self.console = console or Console(stderr=True)
         self.prompts = PromptLibrary(loaded.base_dir)
-        # A mock build gets run folders (so checkpoints) of its own: a real build never resumes from one.
-        mock = ["mock-llm"] if options.mock_llm else []
-        self._inputs_fp = _hash(
-            self._sources_json(), self.recipe.tokenizer.model_dump(mode="json"), options.limit, *mock
-        )
+        self._inputs_fp = inputs_fingerprint(self.recipe, options.limit, options.mock_llm)
         self.run_dir = options.run_root / self.recipe.name / self._inputs_fp[:12]
         # The mock's answers stay in its run folder, out of the LLM cache real builds share.
         cache_path = self.run_dir / MOCK_CACHE if options.mock_llm else options.run_root / "llm_cache.sqlite"
@@ -123,14 +114,12 @@ class Runner:
             mock_llm=options.mock_llm,
             batch_book=self.run_dir / BOOK_NAME,
             batch=options.batch,
+            build=f"{self.recipe.name}/{self._inputs_fp[:12]}",
         )
         self._failed_stages: set[str | None] | None = None  # read from the cache on first need
         for source in self.recipe.sources:
             if isinstance(source, FilesSource):  # converted files are kept, so a rebuild reads them back
                 source.cache_conversions(options.run_root / FILE_CACHE)
-
-    def _sources_json(self) -> list[Any]:
-        return [s.model_dump(mode="json") for s in self.recipe.sources]
 
     @property
     def tokenizer(self) -> TokenCounter:
@@ -375,15 +364,20 @@ class Runner:
             raise RecipeError(self.loaded.path, [Problem(loc, str(exc), line_of(self.loaded.text, loc))]) from None
         seconds = time.perf_counter() - t0
         record = check_invariants(bench, out, stage, label)
-        usage = self.backends.usage() - before
+        # Answers an earlier run of this build paid for (before a budget stop, a kill or an
+        # outage) count as paid here too, so the ledger is that of the build made in one go.
+        carried = self.backends.paid_earlier(label, stage.models_used())
+        usage = sum(carried.values(), self.backends.usage() - before)
         record.seconds = round(seconds, 3)
         record.llm = usage.as_record()
         spent = {
-            name: after - by_model_before.get(name, LLMUsage())
+            name: after - by_model_before.get(name, LLMUsage()) + carried.get(name, LLMUsage())
             for name, after in self.backends.usage_by_model().items()
         }
         if usage.calls and (usd := usage_usd(self.recipe.models, spent)) is not None:
             record.llm["usd"] = round(usd, 6)
+            if usage.batch_calls:  # what the same answers would have cost asked one by one
+                record.llm["usd_synchronous"] = round(cast(float, usage_usd(self.recipe.models, spent, True)), 6)
         record.prompts = {n: self.prompts.get(n).sha256 for n in stage.prompts_used()}
         record.figures = dict(ctx.stats)
         # What the stage's LLM usage served, per position group: the ledger shares it out so.

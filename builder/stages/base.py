@@ -53,6 +53,18 @@ class Estimate:
     notes: list[str] = field(default_factory=list)
 
 
+def grouped_calls(queries: int, docs: int, per_call: int) -> int:
+    """Requests for `queries` asked `per_call` at a time, each request about one document:
+    a document's last request is on average half empty, so about (per_call - 1) / (2 per_call)
+    of a request more per document than queries / per_call; never fewer than the documents
+    asked about, never more than the queries."""
+    if not queries:
+        return 0
+    asked_docs = min(docs, queries) or 1
+    calls = queries / per_call + asked_docs * (per_call - 1) / (2 * per_call)
+    return min(queries, max(asked_docs, round(calls)))
+
+
 class Stage(ABC):
     """One step of a recipe: `run(bench, ctx) -> Bench`.
 

@@ -22,7 +22,7 @@ from builder.backends.llm.json_batches import IdList, ask_numbered, number_batch
 from builder.bench import SPAN_DTYPE
 from builder.executors import map_blocks
 from builder.position_columns import PositionOptions, annotate_positions
-from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.base import Estimate, Flow, Stage, StageParams, grouped_calls, register_stage
 from builder.stages.contracts import POSITIONS, QUERIES, REFERENCE_TEXTS, SPANS
 from builder.stages.refs import ModelRef, PromptRef
 from builder.textutil.positions import REGION_OF_NAME
@@ -195,8 +195,7 @@ class LocalizeSpans(Stage):
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         if not self.params.llm:
             return flow, Estimate()
-        calls = max(1, flow.queries // max(1, self.params.questions_per_call)) if flow.queries else 0
-        calls = max(calls, flow.docs if flow.queries else 0)
+        calls = grouped_calls(flow.queries, flow.docs, self.params.questions_per_call)
         est = Estimate(
             calls=calls, prompt_tokens=int(calls * (flow.doc_tokens + 350)), completion_tokens=flow.queries * 80
         )

@@ -166,3 +166,32 @@ def test_a_mock_build_meters_its_calls_so_a_budget_can_be_tried_offline(write_re
     rest = build(tmp_path, 1000)
     # The rerun answers from the mock's cache what it made before and makes only the rest.
     assert rest["stopped_at_stage"] is None and rest["spent"]["calls"] == whole - 60
+
+
+def _ledger(out: Path) -> dict:
+    llm = json.loads((out / "stats.json").read_text(encoding="utf-8"))["llm"]
+    fields = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "cached_tokens", "usd")
+    return {r["stage"]: {f: r.get(f) for f in fields} for r in llm["stages"]} | {
+        "total": {f: llm["total"].get(f) for f in fields}
+    }
+
+
+@pytest.mark.timeout(300)
+def test_after_a_budget_stop_and_resume_the_ledger_counts_what_the_build_paid(write_recipe, fake_openai, tmp_path):
+    """Answers the stopped run paid for are paid answers of the build, not free cache hits:
+    the resumed build's ledger is the ledger of the same build made in one go."""
+    price = ["models.gen.price={input: 0.15, cached_input: 0.075, output: 0.6}"]
+    srv = fake_openai(responder=scripted_llm)
+    path = write_recipe(RECIPE.replace("BASE", srv.base_url))
+    for budget in (60, 100):
+        loaded = parse_recipe(path, [f"budget.calls={budget}", *price])
+        Runner(loaded, RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")).run()
+    clean = fake_openai(responder=scripted_llm)
+    whole = tmp_path / "whole"
+    Runner(
+        parse_recipe(write_recipe(RECIPE.replace("BASE", clean.base_url)), price),
+        RunOptions(run_root=whole / "runs", out_dir=whole / "out"),
+    ).run()
+    one_go = _ledger(whole / "out")
+    assert one_go["total"]["calls"] == FULL_CALLS
+    assert _ledger(tmp_path / "out") == one_go

@@ -206,8 +206,9 @@ class BatchAsker:
                 ]
                 mine.budgets.pop(key, None)
                 mine.rounds.pop(key, None)
-                origin = Origin(self.config.model, entry.stage, self.config.endpoints[0])
-                prompt, completion = mine.collected[key][:2]
+                prompt, completion, cached = mine.collected[key]
+                # Marked as a batch answer so a resumed build prices it at the batch rate.
+                origin = Origin(self.config.model, entry.stage, self.config.endpoints[0], cached, batch=True)
                 rows.append((key, answer.text or "", prompt, completion, answer.reasoning, origin))
             elif answer is not None and key not in mine.spent:
                 # Cut off at max_tokens: asked once more with twice the budget, as a synchronous call is.

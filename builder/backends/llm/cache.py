@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS answers (
 # A text searched for in cached answers: its first characters, and at least this many.
 _PROBE_CHARS, _MIN_PROBE_CHARS = 200, 20
 # Columns an older cache file lacks; they are added when it is opened (all may be NULL).
-_ADDED_COLUMNS = ("reasoning", "model", "stage", "base_url", "failure")
+_ADDED_COLUMNS = ("reasoning", "model", "stage", "base_url", "failure", "build", "cached_tokens", "batch")
 # SQLite's verdicts on a file that is not (or no longer) a sound database: SQLITE_CORRUPT and
 # SQLITE_NOTADB, by number (sqlite3 names them only from Python 3.11 on), and the messages
 # SQLite gives with them, all that Python 3.10 passes on (it sets no `sqlite_errorcode`).
@@ -53,11 +53,27 @@ T = TypeVar("T")
 class Origin:
     """Where an answer came from, recorded beside it and never part of its key: the model
     (the served name), the stage that asked (its run label) and the server that answered
-    (stored with its credentials masked: the cache file travels between machines)."""
+    (stored with its credentials masked: the cache file travels between machines); with
+    what the answer cost beyond its token counts (prompt tokens the server's cache served,
+    and whether it came through a provider batch), so a resumed build can count it as paid."""
 
     model: str | None = None
     stage: str | None = None
     base_url: str | None = None
+    cached_tokens: int = 0
+    batch: bool = False
+
+
+@dataclass(frozen=True)
+class PaidAnswer:
+    """What one answer a build paid for cost, as the cache recorded it."""
+
+    key: str
+    model: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    batch: bool
 
 
 # key, text, prompt tokens, completion tokens and, optionally, the reasoning and the origin.
@@ -110,7 +126,9 @@ class LLMCache:
 
     An answer a stage could not use is marked with its failure kind (`mark_failed`); with
     `reask_failed` such answers read as missing, so they are asked again and replaced.
-    `stage` is the run label of the stage now asking, recorded beside each answer.
+    `stage` is the run label of the stage now asking, recorded beside each answer, and
+    `build` the build asking (its run folder, relative to the run root): together they
+    tell the answers an earlier run of the same build paid for (`paid_by_build`).
     """
 
     def __init__(
@@ -119,8 +137,11 @@ class LLMCache:
         self.path = path
         self.reask_failed = reask_failed
         self.stage: str | None = None
+        self.build: str | None = None
         # stage label -> keys of the answers it was served or stored (what a release ships)
         self.used: dict[str | None, set[str]] = {}
+        # stage label -> keys of the answers this process stored (paid for now)
+        self.stored: dict[str | None, set[str]] = {}
         self._notify = notify
         self._lock = threading.Lock()
         if path is not None:
@@ -237,19 +258,24 @@ class LLMCache:
                     now,
                     row[4] if len(row) > 4 else None,
                     origin.model,
-                    origin.stage,
+                    origin.stage or self.stage,
                     mask_optional(origin.base_url),
+                    self.build,
+                    origin.cached_tokens,
+                    int(origin.batch),
                 )
             )
 
         def write(db: sqlite3.Connection) -> None:
             for v in values:
-                self.used.setdefault(v[7] or self.stage, set()).add(v[0])
+                self.used.setdefault(v[7], set()).add(v[0])
+                self.stored.setdefault(v[7], set()).add(v[0])
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.executemany(
                     "INSERT OR REPLACE INTO answers (key, text, prompt_tokens, completion_tokens, created_at, "
-                    "reasoning, model, stage, base_url, failure) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                    "reasoning, model, stage, base_url, build, cached_tokens, batch, failure) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
                     values,
                 )
             except BaseException:
@@ -259,6 +285,29 @@ class LLMCache:
             db.execute("COMMIT")
 
         self._guarded(write)
+
+    def paid_by_build(self, stage: str) -> list[PaidAnswer]:
+        """The answers `stage` was served from the cache in this process that an earlier run
+        of this build stored for the same stage: what it paid for then (a resume after a
+        budget stop, a kill or an outage), not answers it got for free."""
+        keys = sorted(self.used.get(stage, set()) - self.stored.get(stage, set()))
+        if self.build is None or not keys:
+            return []
+
+        def read(db: sqlite3.Connection) -> list[PaidAnswer]:
+            out: list[PaidAnswer] = []
+            for start in range(0, len(keys), _CHUNK):
+                chunk = keys[start : start + _CHUNK]
+                rows = db.execute(
+                    "SELECT key, model, prompt_tokens, completion_tokens, CAST(COALESCE(cached_tokens, 0) AS INTEGER), "
+                    f"CAST(COALESCE(batch, 0) AS INTEGER) FROM answers WHERE key IN ({','.join('?' * len(chunk))}) "
+                    "AND build = ? AND stage = ?",
+                    [*chunk, self.build, stage],
+                )
+                out += [PaidAnswer(k, m, pt, ct, cached, bool(batch)) for k, m, pt, ct, cached, batch in rows]
+            return out
+
+        return self._guarded(read)
 
     def guarded(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work` on the cache's connection, under its lock (see `_guarded`)."""

@@ -20,20 +20,42 @@ _SCALING_DEFAULTS: dict[str, Any] = {"base_urls": None, "engines": 1, "batch_siz
 
 
 class Price(BaseModel):
-    """What a model's tokens cost, in USD per million tokens (the ledger and the budget read it)."""
+    """What a model's tokens cost, in USD per million tokens (the ledger and the budget read it).
+
+    The `batch_*` rates are what a provider's batch API charges for the same tokens; one
+    left unset is the synchronous rate, never zero, so a ledger without a batch price
+    never shows a batch build cheaper than it was.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     input: float = Field(ge=0.0)
     cached_input: float | None = Field(default=None, ge=0.0)  # prompt tokens the server's cache served; default: input
     output: float = Field(ge=0.0)
+    batch_input: float | None = Field(default=None, ge=0.0)  # default: input
+    batch_cached_input: float | None = Field(default=None, ge=0.0)  # default: min(cached_input, batch_input)
+    batch_output: float | None = Field(default=None, ge=0.0)  # default: output
 
-    def usd(self, prompt_tokens: float, cached_tokens: float, completion_tokens: float) -> float:
+    def usd(self, prompt_tokens: float, cached_tokens: float, completion_tokens: float, batch: bool = False) -> float:
+        """What these tokens cost, at the batch rates when `batch`."""
         cached = min(cached_tokens, prompt_tokens)
-        cached_rate = self.input if self.cached_input is None else self.cached_input
-        return (
-            (prompt_tokens - cached) * self.input + cached * cached_rate + completion_tokens * self.output
-        ) / 1_000_000
+        rate_in, rate_cached, rate_out = self.rates(batch)
+        return ((prompt_tokens - cached) * rate_in + cached * rate_cached + completion_tokens * rate_out) / 1_000_000
+
+    def rates(self, batch: bool = False) -> tuple[float, float, float]:
+        """USD per million input, cached input and output tokens, synchronous or batch."""
+        cached = self.input if self.cached_input is None else self.cached_input
+        if not batch:
+            return self.input, cached, self.output
+        rate_in = self.input if self.batch_input is None else self.batch_input
+        # Unset: the cheaper of the synchronous cached rate and the batch input rate.
+        batch_cached = min(cached, rate_in) if self.batch_cached_input is None else self.batch_cached_input
+        return rate_in, batch_cached, self.output if self.batch_output is None else self.batch_output
+
+    @property
+    def has_batch(self) -> bool:
+        """Whether any batch rate is set (else batch tokens cost the synchronous rates)."""
+        return any(r is not None for r in (self.batch_input, self.batch_cached_input, self.batch_output))
 
 
 class _SamplingConfig(BaseModel):

@@ -243,7 +243,7 @@ class OpenAIBackend:
     def _store(self, key: str, answer: ChatResponse) -> None:
         """Hand a good answer to the cache writer, with where it came from."""
         if answer.ok:
-            origin = Origin(self.config.model, self.cache.stage, answer.source)
+            origin = Origin(self.config.model, self.cache.stage, answer.source, answer.cached_tokens, answer.batch)
             self._writer.put(
                 key, cast(str, answer.text), answer.prompt_tokens, answer.completion_tokens, answer.reasoning, origin
             )

@@ -24,6 +24,7 @@ removed, and warns when either is above `warn_above`.
 
 from __future__ import annotations
 
+import math
 from contextlib import closing
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -45,6 +46,10 @@ if TYPE_CHECKING:
     from builder.stages.context import StageContext
 
 _BLOCK = 64  # queries scored together: bounds the pairs held at once
+# Candidate pairs the rerankers' majority sends to the judges, per query: FineWeb-PosQ
+# (paper 000, appendix A.2, stage 2) pre-labels 854 potential false negatives for its
+# 26,356 questions. `plan` uses a previous run's own rate when the run folder has one.
+PAPER_JUDGED_PER_QUERY = 854 / 26_356
 
 
 class FalseNegativeParams(StageParams):
@@ -264,8 +269,24 @@ class FalseNegatives(QueryFilter):
             verdicts.drop(query_id, "false_negative_confirmed", docs)
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
-        pairs = flow.queries * self.params.top_k * len(self.params.rerankers)
-        return flow, Estimate(notes=[f"up to {pairs} reranker pairs"])
+        return flow, self.estimate(flow, PAPER_JUDGED_PER_QUERY)
+
+    def estimate(self, flow: Flow, judged_per_query: float) -> Estimate:
+        """Reranker pairs, and the judges' requests when `judged_per_query` candidate pairs
+        per query reach them: each judge asked about every pair (the last ones are asked
+        only where the vote is still open, so this is an upper bound), one pair per
+        request (candidates are mostly different documents)."""
+        p = self.params
+        est = Estimate(notes=[f"up to {flow.queries * p.top_k * len(p.rerankers)} reranker pairs"])
+        if p.mode == "fineweb_posq" and p.judges and flow.queries:
+            pairs = math.ceil(flow.queries * judged_per_query)
+            est.calls = pairs * len(p.judges)
+            est.prompt_tokens = int(est.calls * (flow.doc_tokens + 300))
+            est.completion_tokens = est.calls * 12
+            est.notes.append(
+                f"judges: ~{pairs} candidate pairs ({judged_per_query:.4f} per query), each judge at most once a pair"
+            )
+        return est
 
 
 def _block_scores(

@@ -9,7 +9,7 @@ import polars as pl
 from pydantic import Field
 
 from builder.backends.rerankers.config import GRADE_VARIABLES
-from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
+from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, grouped_calls, register_stage
 from builder.stages.contracts import QUERIES, SPANS
 from builder.stages.qc.grading import WithoutSpan, contrast_rows, contrast_verdicts, without_span_field
 from builder.stages.refs import ModelRef, PromptRef
@@ -83,7 +83,7 @@ class LLMRelevance(QueryFilter):
 
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         p = self.params
-        calls = max(flow.docs, flow.queries // p.questions_per_call) if flow.queries else 0
+        calls = grouped_calls(flow.queries, flow.docs, p.questions_per_call)
         if p.contrast:
             calls += flow.queries
         est = Estimate(

@@ -19,7 +19,7 @@ from pydantic import Field, model_validator
 from builder.backends.rerankers import Grade, is_missing
 from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
-from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
+from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, grouped_calls, register_stage
 from builder.stages.contracts import COLUMN_PROVIDED_AS, QUERIES
 from builder.stages.qc.grading import grade, grade_histogram
 from builder.stages.qc.span_contrast import verdict
@@ -209,7 +209,7 @@ class SegmentAgreement(QueryFilter):
     def plan(self, flow: Flow) -> tuple[Flow, Estimate]:
         if not self.params.llm:
             return flow, Estimate()
-        calls = 3 * max(flow.docs, flow.queries // self.params.questions_per_call) if flow.queries else 0
+        calls = 3 * grouped_calls(flow.queries, flow.docs, self.params.questions_per_call)
         return flow, Estimate(
             calls=calls, prompt_tokens=int(calls * (flow.doc_tokens / 3 + 300)), completion_tokens=calls * 40
         )
