@@ -181,12 +181,20 @@ def main() -> None:
     parser.add_argument("--max-seq-length", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2, help="torch threads per job")
-    parser.add_argument("--jobs", type=int, default=1, help="columns computed side by side (1-3)")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="columns computed side by side (1-3); jobs x threads <= cores"
+    )
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--permutations", type=int, default=999)
     args = parser.parse_args()
     if not args.data.is_file():
         sys.exit(f"needs {args.data} (the shared SQuAD v2 dev half)")
+    if args.jobs * args.threads > (os.cpu_count() or 1):
+        # More torch threads than cores: each parallel section waits for its slowest thread,
+        # and a training step then takes many times its CPU time in wall time.
+        print(
+            f"warning: {args.jobs} job(s) x {args.threads} thread(s) exceed the {os.cpu_count()} cores", file=sys.stderr
+        )
     from rich.console import Console
 
     from builder.evaluation.cli import run_eval
