@@ -15,7 +15,7 @@ and the time of each phase: wall and CPU seconds (user + system of this process 
 children) and the load average, since on a shared machine the CPU time is the figure that
 says what an idle machine would take.
 
-    .venv/bin/python benchmarks/position_training.py [--steps 60] [--batch 16] [--threads 2]
+    .venv/bin/python benchmarks/position_training.py [--steps 50] [--batch 16] [--jobs 2] [--threads 1]
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=SQUAD)
     parser.add_argument("--out", type=Path, default=None, help="work folder (default: a temporary one)")
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--negatives", type=int, default=1, help="mined negatives per row used in training (<= 3)")
     parser.add_argument(
@@ -180,9 +180,9 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--max-seq-length", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads per job")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per job")
     parser.add_argument(
-        "--jobs", type=int, default=1, help="columns computed side by side (1-3); jobs x threads <= cores"
+        "--jobs", type=int, default=2, help="columns computed side by side (1-3); jobs x threads <= cores"
     )
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--permutations", type=int, default=999)
