@@ -278,10 +278,12 @@ def main() -> None:
         + f"; wall {time.perf_counter() - start:.0f} s, {args.jobs} job(s) x {args.threads} thread(s)"
     )
     load_after = os.getloadavg()
+    used, cores = args.jobs * args.threads, os.cpu_count() or 1
     print(
         "cpu (user + system, process tree): "
         + ", ".join(f"{k} {v:.0f} s" for k, v in cpu.items())
-        + f"; total {cpu_seconds():.0f} s, {cpu_seconds() / args.threads / 60:.1f} min on {args.threads} idle core(s); "
+        + f"; total {cpu_seconds():.0f} s, at least {cpu_seconds() / min(used, cores) / 60:.1f} min of wall on "
+        + f"{min(used, cores)} idle core(s); "
         + f"load average {load_before[0]:.1f} at start, {load_after[0]:.1f} at end"
     )
     (out / "figures.json").write_text(
