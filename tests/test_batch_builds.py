@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 from builder.backends.llm.batch_book import BOOK_NAME, BatchPending
 from builder.recipe.model import parse_recipe
@@ -21,7 +22,15 @@ from builder.testing.openai_server import FakeOpenAIServer
 from tests.conftest import REPO
 
 DOCS = 5
-_BATCH_KEYS = ("batch_calls", "batch_prompt_tokens", "batch_completion_tokens", "batch_cached_tokens")
+# What only a batch build records: its batch counters, and beside what it paid, what one
+# by one would have cost.
+_BATCH_KEYS = (
+    "batch_calls",
+    "batch_prompt_tokens",
+    "batch_completion_tokens",
+    "batch_cached_tokens",
+    "usd_synchronous",
+)
 
 
 def _benchmark():
@@ -32,20 +41,31 @@ def _benchmark():
     return module
 
 
-def _runner(recipe: str, srv: FakeOpenAIServer, work: Path, batch: bool) -> Runner:
+def _one_price(recipe: str) -> list[str]:
+    """Overrides that price batch tokens as synchronous ones, so both builds' money and cards
+    agree to the digit (the discount itself: tests/test_ledger.py, benchmarks/batch_cost.py)."""
+    models = yaml.safe_load((REPO / "recipes" / f"{recipe}.yaml").read_text(encoding="utf-8"))["models"]
+    return [
+        f"models.{name}.price.{rate}=null"
+        for name, model in models.items()
+        for rate in ("batch_input", "batch_cached_input", "batch_output")
+        if rate in (model.get("price") or {})
+    ]
+
+
+def _runner(recipe: str, srv: FakeOpenAIServer, work: Path, batch: bool, one_price: bool = False) -> Runner:
     bench = _benchmark()
-    loaded = parse_recipe(
-        REPO / "recipes" / f"{recipe}.yaml", bench.overrides(recipe, srv.base_url, bench.ARTICLES, DOCS)
-    )
+    overrides = bench.overrides(recipe, srv.base_url, bench.ARTICLES, DOCS) + (_one_price(recipe) if one_price else [])
+    loaded = parse_recipe(REPO / "recipes" / f"{recipe}.yaml", overrides)
     return Runner(loaded, RunOptions(run_root=work / "runs", out_dir=work / "out", batch=batch))
 
 
-def _batch_build(recipe: str, srv: FakeOpenAIServer, work: Path, rounds: int = 40):
+def _batch_build(recipe: str, srv: FakeOpenAIServer, work: Path, rounds: int = 40, one_price: bool = False):
     """Run the same command until it finishes; the runs it took and the lines they printed."""
     said = []
     for _ in range(rounds):
         try:
-            return _runner(recipe, srv, work, batch=True).run(), said
+            return _runner(recipe, srv, work, batch=True, one_price=one_price).run(), said
         except BatchPending as pending:
             said.append(str(pending))
     raise AssertionError(f"still pending after {rounds} runs: {said[-1]}")
@@ -53,9 +73,19 @@ def _batch_build(recipe: str, srv: FakeOpenAIServer, work: Path, rounds: int = 4
 
 def _stats(out: Path) -> dict:
     stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
-    for stage in stats["stages"]:
-        for key in _BATCH_KEYS:
-            (stage.get("llm") or {}).pop(key, None)
+
+    def strip(value: object) -> None:
+        if isinstance(value, dict):
+            for key in _BATCH_KEYS:
+                value.pop(key, None)
+            for inner in value.values():
+                strip(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                strip(inner)
+
+    strip([s.get("llm") for s in stats["stages"]])
+    strip(stats.get("llm"))
     for row in stats["stages"] + stats["stage_table"]:
         for key in ("seconds", "resumed"):  # how long it took, and that a later run loaded it
             row.pop(key, None)
@@ -63,8 +93,10 @@ def _stats(out: Path) -> dict:
 
 
 def _card(out: Path) -> str:
-    """The data card, less the marks of stages a resumed run loaded from their checkpoints."""
-    return (out / "README.md").read_text(encoding="utf-8").replace(" (from checkpoint)", "")
+    """The data card, less the marks of stages a resumed run loaded from their checkpoints
+    and the paragraph only a batch build has (what was paid against one by one)."""
+    card = (out / "README.md").read_text(encoding="utf-8").replace(" (from checkpoint)", "")
+    return "\n".join(line for line in card.split("\n\n") if not line.startswith("Paid: "))
 
 
 def _tables(out: Path) -> dict[str, pl.DataFrame]:
@@ -85,9 +117,9 @@ def test_a_batch_build_writes_what_the_synchronous_build_writes(recipe, tmp_path
     # One server for both builds (each has its own run folder and LLM cache), so the
     # recipes the outputs embed name the same address.
     with FakeOpenAIServer(responder=bench.mock_responder) as srv:
-        sync = _runner(recipe, srv, tmp_path / "sync", batch=False).run()
+        sync = _runner(recipe, srv, tmp_path / "sync", batch=False, one_price=True).run()
         asked = Counter(json.dumps(b, sort_keys=True) for b in srv.requests)
-        batched, said = _batch_build(recipe, srv, tmp_path / "batch")
+        batched, said = _batch_build(recipe, srv, tmp_path / "batch", one_price=True)
         assert len(srv.requests) == sum(asked.values())  # nothing more went to the chat endpoint
         assert max(srv.batches.lines.values()) == 1  # no request answered twice
         assert len(srv.batches.lines) == len(asked)  # and each the synchronous build asked, once
@@ -97,6 +129,12 @@ def test_a_batch_build_writes_what_the_synchronous_build_writes(recipe, tmp_path
     assert sync_tables.keys() == batch_tables.keys() and {"queries.jsonl", "llm_answers.parquet"} <= sync_tables.keys()
     for name, table in sync_tables.items():
         assert batch_tables[name].equals(table), name
+    # What each stage would have paid one by one is what the synchronous build paid.
+    sync_stats = json.loads((sync.out_dir / "stats.json").read_text(encoding="utf-8"))
+    synchronous_usd = [s["llm"].get("usd") for s in sync_stats["stages"] if s.get("llm", {}).get("calls")]
+    batched_stats = json.loads((batched.out_dir / "stats.json").read_text(encoding="utf-8"))
+    paid = [s["llm"] for s in batched_stats["stages"] if s.get("llm", {}).get("calls")]
+    assert [u.get("usd_synchronous", u.get("usd")) for u in paid] == synchronous_usd
     assert _stats(batched.out_dir) == _stats(sync.out_dir)
     stages = json.loads((batched.out_dir / "stats.json").read_text(encoding="utf-8"))["stages"]
     llm = [s["llm"] for s in stages if s.get("llm", {}).get("calls")]

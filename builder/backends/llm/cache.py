@@ -289,7 +289,8 @@ class LLMCache:
     def paid_by_build(self, stage: str) -> list[PaidAnswer]:
         """The answers `stage` was served from the cache in this process that an earlier run
         of this build stored for the same stage: what it paid for then (a resume after a
-        budget stop, a kill or an outage), not answers it got for free."""
+        budget stop, a kill or an outage), not answers it got for free. Batch answers are
+        left out: the batch record bills each to its stage once, whichever run finishes it."""
         keys = sorted(self.used.get(stage, set()) - self.stored.get(stage, set()))
         if self.build is None or not keys:
             return []
@@ -301,7 +302,7 @@ class LLMCache:
                 rows = db.execute(
                     "SELECT key, model, prompt_tokens, completion_tokens, CAST(COALESCE(cached_tokens, 0) AS INTEGER), "
                     f"CAST(COALESCE(batch, 0) AS INTEGER) FROM answers WHERE key IN ({','.join('?' * len(chunk))}) "
-                    "AND build = ? AND stage = ?",
+                    "AND build = ? AND stage = ? AND COALESCE(batch, 0) = 0",
                     [*chunk, self.build, stage],
                 )
                 out += [PaidAnswer(k, m, pt, ct, cached, bool(batch)) for k, m, pt, ct, cached, batch in rows]
