@@ -37,10 +37,10 @@ import numpy as np
 from statsmodels.stats.inter_rater import cohens_kappa
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
+from builder.backends.llm.prompt_templates import PromptLibrary
 from builder.backends.rerankers import SetAside, grade_pair_sets
 from builder.bench import Bench
 from builder.io.built_folder import read_beir
-from builder.prompt_templates import PromptLibrary
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
 from builder.stages.qc.grading import ContrastRow, contrast_rows, contrast_verdict

@@ -21,8 +21,8 @@ from builder.publish.languages import iso_639_1
 from builder.publish.masking import mask_recipe_text
 from builder.publish.training_card import training_context
 from builder.records.stage_record import StageRecord, stage_base_name
-from builder.resources import shipped_dir
-from builder.secrets import mask_mapping, mask_string
+from builder.util.resources import shipped_dir
+from builder.util.secrets import mask_mapping, mask_string
 
 if TYPE_CHECKING:
     from builder.publish.layout import HubLayout

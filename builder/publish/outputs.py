@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.atomic import write_text_atomic
 from builder.publish.stats import RunStats, compute_stats, stage_list
+from builder.util.atomic import write_text_atomic
 
 if TYPE_CHECKING:
     from builder.bench import Bench

@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from builder.backends.llm.prompt_templates import PromptError, PromptLibrary
 from builder.backends.rerankers.config import BACKENDS, GRADE_VARIABLES, LLMJudgeConfig, missing_extra, reranker_configs
 from builder.executors.config import missing_ray
-from builder.prompt_templates import PromptError, PromptLibrary
 from builder.recipe.licenses import license_problem
 from builder.recipe.order import order_problems
 from builder.recipe.suggest import did_you_mean

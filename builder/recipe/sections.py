@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from builder.license_field import LICENSE_HELP
+from builder.util.license_field import LICENSE_HELP
 
 REPO_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$"
 # Release tags are semantic versions so the previous release can be found by ordering.

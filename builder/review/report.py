@@ -13,9 +13,9 @@ from typing import Any
 
 from scipy.stats import binomtest
 
-from builder.atomic import write_text_atomic
 from builder.review.agreement import cohens_kappa, fleiss_kappa
 from builder.review.store import all_reviewers
+from builder.util.atomic import write_text_atomic
 
 START, END = "<!-- review -->", "<!-- /review -->"
 

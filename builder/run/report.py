@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from builder.consoles import fit_columns
+from builder.util.consoles import fit_columns
 
 if TYPE_CHECKING:
     from builder.records.stage_record import StageRecord

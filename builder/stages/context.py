@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from builder.prompt_templates import Message, PromptLibrary
+from builder.backends.llm.prompt_templates import Message, PromptLibrary
 from builder.stages.seeding import rng_for
 
 if TYPE_CHECKING:

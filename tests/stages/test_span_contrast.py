@@ -86,9 +86,9 @@ def test_llm_contrast_check(tmp_path, grader):
 def test_a_neural_reranker_without_the_extra_is_a_recipe_problem(monkeypatch, write_recipe):
     import importlib.util
 
-    from builder.install_hint import install_command
     from builder.recipe.model import parse_recipe
     from builder.recipe.yaml_text import RecipeError
+    from builder.util.install_hint import install_command
 
     real = importlib.util.find_spec
     monkeypatch.setattr(

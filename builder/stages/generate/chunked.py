@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
-from builder.ids import query_id
 from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items, question_list_schema
 from builder.textutil.positions import tag_chunk
+from builder.util.ids import query_id
 
 if TYPE_CHECKING:
     import polars as pl

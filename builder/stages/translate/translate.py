@@ -16,9 +16,9 @@ import polars as pl
 from pydantic import Field, model_validator
 
 from builder.bench import SPAN_DTYPE
-from builder.position_columns import PositionOptions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.contracts import DOCUMENTS, TRANSLATIONS
+from builder.stages.position_columns import PositionOptions
 from builder.stages.refs import ModelRef, PromptRef
 from builder.stages.translate.documents import SourceDoc, translate_documents
 from builder.stages.translate.languages import check_code, display_name, normalise
