@@ -73,7 +73,8 @@ class PaperFunnel:
     def __init__(self, corpus: Path) -> None:
         from types import SimpleNamespace
 
-        from builder.stages.generate.chunked import make_splitter, split_with_offsets
+        from builder.stages.generate.chunked import make_splitter
+        from builder.textutil.positions import split_with_offsets
         from builder.textutil.positions import tag_chunk
 
         recipe = yaml.safe_load((ROOT / "recipes" / "fineweb_posq.yaml").read_text(encoding="utf-8"))

@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from builder.mteb_export.tables import RetrievalTables, read_tables
-from builder.publish.languages import posir_name
+from builder.textutil.languages import posir_name
 from builder.publish.layout import SPLIT, UNSAFE_IN_NAME
 
 DEFAULT = "default"

@@ -10,7 +10,7 @@ import yaml
 
 from builder.bench import Bench
 from builder.publish.beir import write_beir
-from builder.publish.languages import iso_639_1
+from builder.textutil.languages import iso_639_1
 from builder.publish.masking import mask_recipe_text
 from builder.publish.outputs import publish_outputs
 from builder.recipe.model import parse_recipe

@@ -11,7 +11,7 @@ from builder.stages.generate.checks import BackgroundDetector
 from builder.stages.generate.extractive import sentences
 from builder.stages.generate.generate_queries import GenerateParams, GenerateQueries
 from builder.stages.generate.whole_document import generate_whole_document
-from builder.stages.translate.languages import detect_base
+from builder.textutil.languages import detect_base
 from builder.testing.openai_server import Reply
 from builder.textutil.positions import requested_of_region
 from builder.util.ids import query_id

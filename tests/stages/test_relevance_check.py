@@ -4,7 +4,7 @@ import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.backends.llm.prompt_templates import PromptLibrary
-from builder.stages.qc.grading import remove_spans
+from builder.stages.grading import remove_spans
 from builder.stages.qc.llm_relevance import LLMRelevance, RelevanceParams
 from builder.testing.openai_server import Reply
 from tests.fixtures.scripted_grader import grade_answer, with_grades

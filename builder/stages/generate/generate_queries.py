@@ -15,7 +15,7 @@ from builder.stages.generate.extractive import generate_extractive
 from builder.stages.generate.params import GenerateParams
 from builder.stages.generate.records import GenerationOutcome
 from builder.stages.generate.whole_document import generate_whole_document
-from builder.stages.translate.languages import detect_base, detectable, normalise
+from builder.textutil.languages import detect_base, detectable, normalise
 from builder.util.ids import unique
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from builder.stages.generate.steering import (
     strata,
     third_of_value,
 )
-from builder.stages.qc.categories import CategoryColumn
+from builder.stages.categories import CategoryColumn
 from builder.stages.refs import ModelRef, refs_of
 
 if TYPE_CHECKING:
