@@ -17,9 +17,9 @@ import polars as pl
 
 from builder.bench import Bench
 from builder.publish.beir import write_beir, write_parquet
-from builder.textutil.languages import posir_name
 from builder.publish.paths import safe_component
 from builder.recipe.sections import MultilingualOutput
+from builder.textutil.languages import posir_name
 from builder.util.atomic import replace_dir, temp_dir_beside
 
 _INTERNAL = ("source_doc_id", "source_query_id", "piece_starts")

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from builder.textutil.positions import REGIONS
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, refs_of
+from builder.textutil.positions import REGIONS
 
 if TYPE_CHECKING:
     import polars as pl
@@ -203,7 +203,6 @@ def kept_by_third(before: Bench, after: Bench) -> dict[str, dict[str, Any]]:
         n_kept = sum(i in kept for i in ids)
         out[third] = {"in": len(ids), "kept": n_kept, "share": round(n_kept / len(ids), 3) if ids else None}
     return out
-
 
 
 class QueryFilter(Stage):

@@ -10,10 +10,10 @@ import yaml
 
 from builder.bench import Bench
 from builder.publish.beir import write_beir
-from builder.textutil.languages import iso_639_1
 from builder.publish.masking import mask_recipe_text
 from builder.publish.outputs import publish_outputs
 from builder.recipe.model import parse_recipe
+from builder.textutil.languages import iso_639_1
 from builder.util.resources import shipped_recipes
 from builder.util.secrets import mask_mapping
 from tests.conftest import require_recipe_extras

@@ -12,10 +12,10 @@ from builder.stages.generate.extractive import sentences
 from builder.stages.generate.generate_queries import GenerateParams, GenerateQueries
 from builder.stages.generate.whole_document import generate_whole_document
 from builder.textutil.languages import detect_base
-from builder.testing.openai_server import Reply
 from builder.textutil.positions import requested_of_region
 from builder.util.ids import query_id
 from tests.helpers import make_ctx
+from tests.support.openai_server import Reply
 
 DOC = (
     "Alpha particles were studied by Rutherford in Manchester. They scatter strongly from gold foil. "

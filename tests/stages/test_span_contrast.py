@@ -4,9 +4,9 @@ import pytest
 
 from builder.backends.rerankers import BM25Config
 from builder.stages.qc.span_contrast import SpanContrast, SpanContrastParams
-from builder.testing.openai_server import Reply
 from tests.fixtures.scripted_grader import grade_answer
 from tests.stages.qc_factories import ByLength, ShortWindow, bench_of, graders, qc_ctx, span
+from tests.support.openai_server import Reply
 
 
 @pytest.fixture

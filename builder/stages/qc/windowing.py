@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-import polars as pl
 from pydantic import Field
 
 from builder.backends.rerankers.windows import budget_of, reads_up_to
