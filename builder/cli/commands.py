@@ -59,7 +59,7 @@ def _load(recipe: str, overrides: list[str] | None):
     try:
         path = find_recipe(recipe)
     except FileNotFoundError:
-        from builder.recipe.suggest import did_you_mean
+        from builder.recipe.checks import did_you_mean
         from builder.util.resources import shipped_recipes
 
         hint = did_you_mean(Path(recipe).stem, [p.stem for p in shipped_recipes()])

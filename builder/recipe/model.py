@@ -27,9 +27,8 @@ from builder.io.sources import (
     SourceSpec,
     resolve_auto_sources,
 )
-from builder.recipe.checks import cross_check
+from builder.recipe.checks import cross_check, did_you_mean
 from builder.recipe.sections import CardConfig, MultilingualOutput, PushConfig
-from builder.recipe.suggest import did_you_mean
 from builder.recipe.values import number_problems, url_problems
 from builder.recipe.yaml_text import BadYaml, Problem, RecipeError, apply_overrides, expand_env, line_of, read_yaml
 from builder.stages import STAGES, Stage

@@ -29,7 +29,7 @@ from builder.run.load_meter import LoadMeter
 from builder.run.load_tasks import ScannedDoc, ScannedRow, ShardScan, count_block, scan_shard
 from builder.stages.sample_by_length import WORDS
 from builder.stages.sample_picker import StreamingPicker
-from builder.util.ids import content_id
+from builder.util.stable import content_id
 
 BLOCK = 512  # documents per block sent out for counting, and per block the sampler sees
 # doc_id, title, payload, lang, domain, n_tokens, words: the payload is "=" + the text for a

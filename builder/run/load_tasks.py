@@ -19,7 +19,7 @@ from builder.io.jsonl import has_lone_surrogate, id_problem
 from builder.io.shards import Shard, read_shard
 from builder.io.sources import SourceError, _SourceBase
 from builder.stages.sample_by_length import word_count
-from builder.util.ids import text_digest
+from builder.util.stable import text_digest
 
 _COUNTERS: dict[str, TokenCounter] = {}
 

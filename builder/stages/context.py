@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from builder.backends.llm.prompt_templates import Message, PromptLibrary
-from builder.stages.seeding import rng_for
+from builder.util.stable import rng_for
 
 if TYPE_CHECKING:
     from builder.backends.llm import LLMBackend

@@ -24,8 +24,8 @@ from builder.stages.base import Stage, StageParams, register_stage
 from builder.stages.contracts import CHAR_BUCKETS, DOCUMENTS, QUERIES, SPANS
 from builder.stages.refs import DataPath
 from builder.textutil.positions import char_bucket
-from builder.util.ids import content_id, text_digest
 from builder.util.license_field import license_field
+from builder.util.stable import content_id, text_digest
 
 if TYPE_CHECKING:
     from builder.bench import Bench

@@ -5,7 +5,7 @@ import pytest
 
 from builder.io.corpus_loader import load_sources
 from builder.io.sources import JsonlSource, ParquetSource, PythonDocsSource, SourceError
-from builder.util.ids import content_id, text_digest
+from builder.util.stable import content_id, text_digest
 
 
 def _jsonl(tmp_path, lines):

@@ -13,7 +13,7 @@ from builder.stages.generate.generate_queries import GenerateParams, GenerateQue
 from builder.stages.generate.whole_document import generate_whole_document
 from builder.textutil.languages import detect_base
 from builder.textutil.positions import requested_of_region
-from builder.util.ids import query_id
+from builder.util.stable import query_id
 from tests.helpers import make_ctx
 from tests.support.openai_server import Reply
 

@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from builder.io.sources import SourceError
-from builder.util.ids import content_id, text_digest, unique
+from builder.util.stable import content_id, text_digest, unique
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
 from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items, question_list_schema
 from builder.textutil.positions import split_with_offsets, tag_chunk
-from builder.util.ids import query_id
+from builder.util.stable import query_id
 
 if TYPE_CHECKING:
     import polars as pl

@@ -16,7 +16,7 @@ from builder.stages.generate.params import GenerateParams
 from builder.stages.generate.records import GenerationOutcome
 from builder.stages.generate.whole_document import generate_whole_document
 from builder.textutil.languages import detect_base, detectable, normalise
-from builder.util.ids import unique
+from builder.util.stable import unique
 
 if TYPE_CHECKING:
     from builder.bench import Bench
