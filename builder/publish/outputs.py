@@ -77,7 +77,7 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats, loaded_rec
     from builder.publish.eval_context import folder_evaluation
     from builder.publish.layout import write_hub_layout
     from builder.publish.subsets import subset_configs
-    from builder.recipe.licenses import card_license
+    from builder.recipe.sections import card_license
 
     out_dir = Path(out_dir)
     name = loaded_recipe.recipe.name if loaded_recipe else _recipe_name(run_stats)

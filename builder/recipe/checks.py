@@ -15,7 +15,7 @@ from typing import Any
 from builder.backends.llm.prompt_templates import PromptError, PromptLibrary
 from builder.backends.rerankers.config import BACKENDS, GRADE_VARIABLES, LLMJudgeConfig, missing_extra, reranker_configs
 from builder.executors.config import missing_ray
-from builder.recipe.licenses import license_problem
+from builder.recipe.sections import license_problem
 from builder.recipe.yaml_text import Problem, line_of
 from builder.stages import STAGES
 from builder.stages.contracts import DOCUMENTS, VOCABULARY
