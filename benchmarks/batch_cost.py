@@ -30,7 +30,7 @@ from prefix_share import ARTICLES, ROOT, mock_responder, overrides
 from builder.backends.llm.batch_book import BatchPending
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from builder.testing.openai_server import FakeOpenAIServer
+from tests.support.openai_server import FakeOpenAIServer
 
 MODEL = "gpt-4o-mini"
 # USD per million tokens: (input, cached input, output), synchronously and through the Batch API.

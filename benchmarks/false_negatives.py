@@ -38,11 +38,11 @@ import polars as pl
 from rich.console import Console
 
 from builder.backends.bm25_index import BM25Index
+from builder.backends.llm.prompt_templates import PromptLibrary
 from builder.backends.rerankers import BM25Config, make_reranker
 from builder.backends.rerankers.bm25 import BM25Scorer
 from builder.backends.tokenizers import WordCounter
 from builder.bench import Bench
-from builder.prompt_templates import PromptLibrary
 from builder.run.progress import RichProgress
 from builder.stages.context import StageContext
 from builder.stages.qc.false_negatives import FalseNegativeParams, FalseNegatives

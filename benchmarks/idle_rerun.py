@@ -55,9 +55,9 @@ def _llm_build(work: Path, latency_ms: float) -> Iterator[tuple[str, Callable[[]
     sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
     from llm_stage_pool import recipe_text
 
-    from builder.testing.openai_server import FakeOpenAIServer
     from tests.fixtures.scripted_grader import with_grades
     from tests.fixtures.scripted_llm import scripted_llm
+    from tests.support.openai_server import FakeOpenAIServer
 
     with FakeOpenAIServer(responder=with_grades(scripted_llm), latency_s=latency_ms / 1000) as srv:
         path = work / "llm_stage_pool.yaml"

@@ -35,9 +35,9 @@ from typing import Any
 
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from builder.testing.openai_server import FakeOpenAIServer
 from tests.fixtures.scripted_grader import is_grading, with_grades
 from tests.fixtures.scripted_llm import scripted_llm
+from tests.support.openai_server import FakeOpenAIServer
 
 RECIPE = """
 name: llm_stage_pool

@@ -28,7 +28,7 @@ _MODEL = "bench"
 
 
 def _start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
-    cmd = [sys.executable, "-m", "builder.testing.openai_server", "--port", "0", "--latency-ms", str(latency_ms)]
+    cmd = [sys.executable, "-m", "tests.support.openai_server", "--port", "0", "--latency-ms", str(latency_ms)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()

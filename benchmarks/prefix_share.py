@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
@@ -29,12 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from builder.backends.llm.mock_backend import mock_answer
-from builder.backends.llm.prefix_share import prefix_share, request_text
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from builder.testing.openai_server import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # tests.support, when run as a script
+
+from tests.support.openai_server import FakeOpenAIServer  # noqa: E402
+from tests.support.prefix_share import prefix_share, request_text  # noqa: E402
+
 ARTICLES = ROOT / "recipes" / "examples" / "articles.jsonl"
 BUILDS = {"posir": ("gen", "judge"), "fineweb_posq": ("gen", "deepseek", "gemini", "gpt41mini")}
 RERANKERS = {

@@ -47,7 +47,7 @@ from builder.backends.llm.mock_backend import mock_answer
 from builder.backends.llm.mock_prompts import between, identify, prompt_text
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from builder.testing.openai_server import FakeOpenAIServer
+from tests.support.openai_server import FakeOpenAIServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from prefix_share import ARTICLES, ROOT, mock_responder, overrides  # noqa: E402
@@ -73,8 +73,8 @@ class PaperFunnel:
     def __init__(self, corpus: Path) -> None:
         from types import SimpleNamespace
 
-        from builder.stages.generate.chunked import make_splitter, split_with_offsets
-        from builder.textutil.positions import tag_chunk
+        from builder.stages.generate.chunked import make_splitter
+        from builder.textutil.positions import split_with_offsets, tag_chunk
 
         recipe = yaml.safe_load((ROOT / "recipes" / "fineweb_posq.yaml").read_text(encoding="utf-8"))
         sample = next(e["sample_by_length"] for e in recipe["stages"] if "sample_by_length" in e)

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from builder.testing.openai_server import FakeOpenAIServer
 from tests.fixtures.scripted_llm import scripted_llm
 from tests.golden import manifest
+from tests.support.openai_server import FakeOpenAIServer
 
 RECIPE = """
 name: scale_out_llm

@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from builder.testing.openai_server import FakeOpenAIServer, FaultPlan
 from tests.fixtures.scripted_llm import scripted_llm
+from tests.support.openai_server import FakeOpenAIServer, FaultPlan
 
 REPO = Path(__file__).resolve().parent.parent
 RECIPE = """

@@ -9,7 +9,7 @@ as the judge's obedience: a judge that grades the text it reads keeps the span's
 This script takes queries with evidence spans (a built folder, or a recipe it builds
 first), samples `--pairs` of them with `--seed`, and asks the judge at `--base-url` three
 grades per query in one pool: with the span, without it cut out, without it set aside.
-Each layout's verdict is the stage's own (builder.stages.qc.grading.contrast_verdict):
+Each layout's verdict is the stage's own (builder.stages.grading.contrast_verdict):
 kept, `llm_grade_below:<n>` or `llm_not_higher`. It prints, over the queries where every
 grade parsed, the verdicts' agreement and Cohen's kappa (keep vs drop, statsmodels'
 `cohens_kappa` on the 2 x 2 table, with its asymptotic 95 % interval), the same for the
@@ -37,13 +37,13 @@ import numpy as np
 from statsmodels.stats.inter_rater import cohens_kappa
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
+from builder.backends.llm.prompt_templates import PromptLibrary
 from builder.backends.rerankers import SetAside, grade_pair_sets
 from builder.bench import Bench
 from builder.io.built_folder import read_beir
-from builder.prompt_templates import PromptLibrary
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from builder.stages.qc.grading import ContrastRow, contrast_rows, contrast_verdict
+from builder.stages.grading import ContrastRow, contrast_rows, contrast_verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = "relevance_grade"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import polars as pl
 
-from builder.atomic import replace_dir, temp_dir_beside
 from builder.textutil.positions import REGION_OF_NAME
+from builder.util.atomic import replace_dir, temp_dir_beside
 
 CORPUS_SCHEMA: dict[str, pl.DataType] = {
     "doc_id": pl.Utf8(),

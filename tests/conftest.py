@@ -91,6 +91,6 @@ def write_recipe(tmp_path: Path):
     return _write
 
 
-from builder.testing.openai_server import openai_server_fixture  # noqa: E402
+from tests.support.openai_server import openai_server_fixture  # noqa: E402
 
 fake_openai = openai_server_fixture()

@@ -6,9 +6,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from builder.backends.llm.prompt_templates import PromptLibrary
 from builder.backends.rerankers import make_reranker, reranker_configs
 from builder.backends.tokenizers import TokenCounter, WordCounter
-from builder.prompt_templates import PromptLibrary
 from builder.recipe.model import recipe_model
 from builder.stages.context import StageContext
 

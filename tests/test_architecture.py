@@ -1,10 +1,10 @@
 """Structure rules for builder/: no import cycles, no import from a lower rung of the
-ladder to a higher one (lazy and type-only imports included in both), and no module over
-400 lines unless it says why it holds together. The ladder is written once, as the layers
-contract in `.importlinter`, which CI also checks with import-linter's `lint-imports`; this
-test reads the same contract so the plain test run checks it too, and also that every
-top-level module stands on a rung (import-linter leaves a module it is not told about
-unconstrained)."""
+ladder to a higher one (lazy and type-only imports included in both), no import of the
+test support under tests/, and no module over 400 lines unless it says why it holds
+together. The ladder is written once, as the layers contract in `.importlinter`, which CI
+also checks with import-linter's `lint-imports`; this test reads the same contract so the
+plain test run checks it too, and also that every top-level module stands on a rung
+(import-linter leaves a module it is not told about unconstrained)."""
 
 from __future__ import annotations
 
@@ -150,3 +150,18 @@ def test_no_module_over_400_lines_without_a_reason():
         and not re.search(r"^# cohesive: \S", text, re.MULTILINE)
     }
     assert long == {}
+
+
+def test_the_package_never_imports_test_support():
+    # tests/ (the local OpenAI-compatible server, llama-server helpers) is not installed with
+    # builder, so an import of it would work in a checkout and fail everywhere else.
+    def imports_tests(path: Path) -> bool:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            if any(n == "tests" or n.startswith("tests.") for n in names):
+                return True
+        return False
+
+    assert sorted(name for name, path in _modules().items() if imports_tests(path)) == []

@@ -8,9 +8,9 @@ import stat
 import polars as pl
 import pytest
 
-from builder.atomic import recover, replace_dir, temp_dir_beside
 from builder.bench import Bench
 from builder.publish.beir import write_beir
+from builder.util.atomic import recover, replace_dir, temp_dir_beside
 
 
 @pytest.fixture

@@ -17,9 +17,9 @@ import yaml
 from builder.backends.llm.batch_book import BOOK_NAME, BatchPending
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from builder.testing.openai_batches import BatchScript
-from builder.testing.openai_server import FakeOpenAIServer
 from tests.conftest import REPO
+from tests.support.openai_batches import BatchScript
+from tests.support.openai_server import FakeOpenAIServer
 
 DOCS = 5
 # What only a batch build records: its batch counters, and beside what it paid, what one

@@ -19,10 +19,10 @@ import pytest
 
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from builder.testing.openai_server import FaultPlan, Reply
 from tests.fixtures.scripted_grader import with_grades
 from tests.fixtures.scripted_llm import scripted_llm
 from tests.golden import manifest
+from tests.support.openai_server import FaultPlan, Reply
 
 RECIPE = """
 name: llm_e2e

@@ -127,7 +127,7 @@ def test_recipe_asking_for_ray_without_it_names_the_line_and_the_install(write_r
     with pytest.raises(RecipeError) as err:
         parse_recipe(path)
     text = err.value.render()
-    from builder.install_hint import install_command
+    from builder.util.install_hint import install_command
 
     assert ":4" in text and "needs ray, which is not installed" in text and install_command("ray") in text
 

@@ -14,8 +14,8 @@ from builder.backends.llm.config import Price
 from builder.cli import app
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from builder.testing.openai_server import FakeOpenAIServer
 from tests.conftest import REPO
+from tests.support.openai_server import FakeOpenAIServer
 
 PRICE = "{input: 2.0, cached_input: 0.5, output: 8.0}"
 

@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from builder.cli import app
-from builder.install_hint import install_command
 from builder.recipe.model import parse_recipe
 from builder.recipe.preflight import model_problem, preflight
+from builder.util.install_hint import install_command
 from tests.conftest import REPO
 
 MISSING_INPUTS = """name: t
@@ -173,7 +173,7 @@ def test_install_hint_names_the_checkout_it_runs_from(monkeypatch):
 
 
 def test_install_hint_without_a_checkout_lists_the_packages(monkeypatch):
-    from builder import install_hint
+    from builder.util import install_hint
 
     monkeypatch.setattr(install_hint, "checkout_root", lambda: None)
     assert install_command("ray") == "pip install 'ray[data]'"
@@ -182,7 +182,7 @@ def test_install_hint_without_a_checkout_lists_the_packages(monkeypatch):
 
 def test_install_hint_packages_match_pyproject():
     tomllib = pytest.importorskip("tomllib", reason="tomllib needs Python 3.11")
-    from builder.install_hint import EXTRA_PACKAGES
+    from builder.util.install_hint import EXTRA_PACKAGES
 
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     for extra, packages in EXTRA_PACKAGES.items():

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from builder.backends.llm.prefix_share import prefix_share, request_text, shared_prefixes
-from builder.prompt_templates import PromptLibrary
+from builder.backends.llm.prompt_templates import PromptLibrary
+from tests.support.prefix_share import prefix_share, request_text, shared_prefixes
 
 DOC = "The harbour froze in 1709.\nShips stayed in port until March, and the town ran short of grain."
 QUESTIONS_A = [{"id": 1, "text": "When did the harbour freeze?"}]

@@ -145,7 +145,7 @@ def test_neural_reranker_without_the_extra_fails_validation(write_recipe, monkey
     with pytest.raises(RecipeError) as err:
         parse_recipe(path)
     text = err.value.render()
-    from builder.install_hint import install_command
+    from builder.util.install_hint import install_command
 
     assert install_command("rerank") in text and "'bm52' is not declared" in text
     assert ":6:" in text  # the stage's line

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from builder.cli import app
-from builder.resources import find_recipe
 from builder.stages.grid.cells import cell_name
+from builder.util.resources import find_recipe
 
 runner = CliRunner()
 QUERIES = 6  # of the recipe's 40, to keep the suite quick; everything else as shipped

@@ -14,8 +14,8 @@ from builder.cli import app
 from builder.io.sources import resolve_path
 from builder.recipe.model import parse_recipe
 from builder.recipe.preflight import preflight
-from builder.resources import find_recipe
 from builder.run.runner import Runner, RunOptions
+from builder.util.resources import find_recipe
 from tests.conftest import FIXTURES, REPO, require_recipe_extras
 from tests.fixtures.scripted_grader import with_grades
 from tests.fixtures.scripted_llm import scripted_llm

@@ -12,9 +12,9 @@ import pytest
 
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from builder.testing.openai_server import FakeOpenAIServer
 from tests.conftest import SHARED
 from tests.fixtures.scripted_translator import NAMES, SCENARIOS, Tatoeba, scenario, translator
+from tests.support.openai_server import FakeOpenAIServer
 
 LANGS = {"fra-Latn": "fra", "deu-Latn": "deu", "kor-Kore": "kor", "ara-Arab": "ara"}
 

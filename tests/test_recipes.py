@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from builder.cli import app
-from builder.resources import shipped_recipes
+from builder.util.resources import shipped_recipes
 from tests.conftest import FIXTURES, require_recipe_extras
 
 BROKEN = sorted((FIXTURES / "broken_recipes").glob("*.yaml"))
@@ -56,7 +56,7 @@ def test_broken_recipe_names_the_line_and_exits_2(recipe: Path, monkeypatch):
 
 def test_set_overrides_a_stage_param_by_stage_name(tmp_path):
     from builder.recipe.model import parse_recipe
-    from builder.resources import find_recipe
+    from builder.util.resources import find_recipe
 
     loaded = parse_recipe(find_recipe("quickstart"), ["stages.sample_by_length.n_docs=7", "seed=5"])
     assert loaded.recipe.stage_objects()[0].params.n_docs == 7

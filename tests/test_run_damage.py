@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from builder.cli import app
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from builder.testing.openai_server import Reply
 from tests.fixtures.scripted_llm import scripted_llm
+from tests.support.openai_server import Reply
 
 runner = CliRunner()
 LLM = """name: outage

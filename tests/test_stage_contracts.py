@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 from builder.backends.llm import LLMUsage
 from builder.bench import SPAN_DTYPE, Bench
 from builder.cli import app
-from builder.resources import find_recipe
 from builder.run.outcome import EmptyResult, check_result
 from builder.stages import STAGES
 from builder.stages.contracts import VOCABULARY
+from builder.util.resources import find_recipe
 
 runner = CliRunner()
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from builder.consoles import console_for
+from builder.util.consoles import console_for
 
 app = typer.Typer(
     add_completion=False,
@@ -54,13 +54,13 @@ def _load(recipe: str, overrides: list[str] | None):
     """Load and validate a recipe, or print what is wrong and exit 2."""
     from builder.recipe.model import parse_recipe
     from builder.recipe.yaml_text import RecipeError
-    from builder.resources import find_recipe
+    from builder.util.resources import find_recipe
 
     try:
         path = find_recipe(recipe)
     except FileNotFoundError:
-        from builder.recipe.suggest import did_you_mean
-        from builder.resources import shipped_recipes
+        from builder.recipe.checks import did_you_mean
+        from builder.util.resources import shipped_recipes
 
         hint = did_you_mean(Path(recipe).stem, [p.stem for p in shipped_recipes()])
         err.print(f"no recipe file or shipped recipe named {recipe!r}{hint}", style="red", markup=False)
@@ -348,7 +348,7 @@ def stages(
 
 
 def _register_subcommands() -> None:
-    from builder.eval_command import eval_command
+    from builder.cli.eval_command import eval_command
     from builder.mteb_export.cli import export_mteb_command
     from builder.publish.cli import diff_command, push_command, stats_command
     from builder.review.cli import review_command

@@ -1,6 +1,6 @@
 """The work of `build-bench eval` below the data card: check the options, score the
 retrievers, write eval.json and the plot, and show the figures. The command
-(builder/eval_command.py) asks the publisher to put the figures into the card between
+(builder/cli/eval_command.py) asks the publisher to put the figures into the card between
 computing and showing. Heavy imports stay inside the functions."""
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from builder.atomic import write_text_atomic
 from builder.evaluation.metrics import NDCG
 from builder.evaluation.multiple import significance_mark
+from builder.util.atomic import write_text_atomic
 
 MARKDOWN_FILE, LATEX_FILE = "comparison.md", "comparison.tex"
 

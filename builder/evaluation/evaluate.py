@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from builder.atomic import write_text_atomic
 from builder.evaluation.comparison import comparison_table
 from builder.evaluation.confounds import describe, psi_by_overlap, query_features
 from builder.evaluation.data import EvalData
@@ -34,6 +33,7 @@ from builder.evaluation.runs import (
 from builder.evaluation.search import first_stage
 from builder.evaluation.significance import compare_retrievers
 from builder.evaluation.trend import position_trend
+from builder.util.atomic import write_text_atomic
 
 if TYPE_CHECKING:
     from builder.backends.rerankers.neural import BiEncoderScorer

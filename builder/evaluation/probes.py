@@ -21,10 +21,10 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from builder.atomic import write_text_atomic
 from builder.evaluation.data import EvalData, EvalError
 from builder.evaluation.multiple import apply_holm
 from builder.evaluation.retrievers import RerankerFactory, RetrieverSpec, document_inputs, get_scorer
+from builder.util.atomic import write_text_atomic
 
 PAIRS_FILE = "pairs.parquet"
 MOVING = "position_i"  # the probe the paper reports as R(D_i) - R(D_1)

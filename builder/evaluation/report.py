@@ -12,12 +12,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from builder.atomic import write_text_atomic
 from builder.evaluation.comparison import write_comparison
 from builder.evaluation.confounds import overlap_psi_text
 from builder.evaluation.metrics import N_BINS, NDCG, RECALL
 from builder.evaluation.multiple import p_text, significance_mark
 from builder.evaluation.psi_null import psi_null_text
+from builder.util.atomic import write_text_atomic
 
 GROUPING_NAMES = {
     "setting": "setting",

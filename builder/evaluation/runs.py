@@ -20,8 +20,8 @@ from pathlib import Path
 
 import polars as pl
 
-from builder.atomic import write_text_atomic
 from builder.evaluation.metrics import trec_order
+from builder.util.atomic import write_text_atomic
 
 JUDGED = "judged@10"
 PER_QUERY_FILE = "per_query.tsv"

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from builder.install_hint import missing_modules_message
+from builder.util.install_hint import missing_modules_message
 
 RAY_MISSING = "executor kind 'ray'"
 

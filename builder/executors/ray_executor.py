@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from builder.executors.base import ActorResources, ExecutorUnavailable
 from builder.executors.config import RAY_MISSING, ExecutorConfig
-from builder.install_hint import missing_modules_message
+from builder.util.install_hint import missing_modules_message
 
 T = TypeVar("T")
 R = TypeVar("R")

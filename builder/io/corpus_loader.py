@@ -14,10 +14,10 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
-from builder.ids import content_id, text_digest
 from builder.io.files.read import iter_files
 from builder.io.jsonl import has_lone_surrogate, id_problem
 from builder.io.sources import FilesSource, JsonlSource, Located, SourceError, _SourceBase, iter_rows, source_name
+from builder.util.stable import content_id, text_digest
 
 
 class Doc(NamedTuple):

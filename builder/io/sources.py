@@ -15,8 +15,8 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from builder.io.jsonl import read_jsonl
-from builder.license_field import license_field
-from builder.resources import shipped_dir
+from builder.util.license_field import license_field
+from builder.util.resources import shipped_dir
 
 # `python_docs` reads a frozen copy of CPython's `pydoc_data.topics` shipped with build-bench
 # (recipes/examples/, see its PROVENANCE.md): each CPython release rewrites some topics, and the

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from builder.consoles import console_for
+from builder.util.consoles import console_for
 
 ListOpt = list[str] | None
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builder.atomic import write_text_atomic
 from builder.mteb_export.descriptive import descriptive_statistics
 from builder.mteb_export.folder_facts import read_facts
 from builder.mteb_export.gates import config_failures, metadata_failures, shape_failures
@@ -16,6 +15,7 @@ from builder.mteb_export.metadata import ExportFlags, default_name, missing_flag
 from builder.mteb_export.pr import pr_description
 from builder.mteb_export.shape import task_shape
 from builder.mteb_export.source import task_module
+from builder.util.atomic import write_text_atomic
 
 
 class ExportError(Exception):

@@ -10,7 +10,7 @@ import polars as pl
 
 from builder.mteb_export.shape import Part, TaskShape, languages
 from builder.mteb_export.tables import RetrievalTables
-from builder.stages.translate.languages import CODE_SHAPE
+from builder.textutil.languages import CODE_SHAPE
 
 MIN_TEXT_CHARS = 4  # MTEB rejects texts of 3 characters or fewer
 MAX_DUPLICATE_SHARE = 0.01

@@ -21,8 +21,8 @@ from pathlib import Path
 import polars as pl
 
 from builder.mteb_export.tables import RetrievalTables, read_tables
-from builder.publish.languages import posir_name
 from builder.publish.layout import SPLIT, UNSAFE_IN_NAME
+from builder.textutil.languages import posir_name
 
 DEFAULT = "default"
 _CELL = re.compile(r"^(depth[0-9.]+)_len([0-9]+)$")  # builder/stages/grid/depth_grid.py's cell_name

@@ -9,9 +9,9 @@ from typing import Any
 
 import polars as pl
 
-from builder.atomic import replace_dir, temp_dir_beside
 from builder.bench import Bench
 from builder.publish.paths import safe_component
+from builder.util.atomic import replace_dir, temp_dir_beside
 
 
 def write_beir(bench: Bench, out_dir: Path, stats: dict[str, Any] | None = None) -> Path:

@@ -17,12 +17,12 @@ from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
 from builder.publish.citations import papers_for
-from builder.publish.languages import iso_639_1
 from builder.publish.masking import mask_recipe_text
 from builder.publish.training_card import training_context
 from builder.records.stage_record import StageRecord, stage_base_name
-from builder.resources import shipped_dir
-from builder.secrets import mask_mapping, mask_string
+from builder.textutil.languages import iso_639_1
+from builder.util.resources import shipped_dir
+from builder.util.secrets import mask_mapping, mask_string
 
 if TYPE_CHECKING:
     from builder.publish.layout import HubLayout
@@ -102,8 +102,8 @@ def _index(label: str) -> int:
 
 def construction(run_stages: list[StageRecord], loaded: LoadedRecipe | None) -> list[dict[str, Any]]:
     """One entry per stage that actually ran, with its parameters and its effect."""
+    from builder.records.stage_record import format_kept_by_third
     from builder.stages import STAGES
-    from builder.stages.qc.windowing import format_kept_by_third
 
     params = _stage_params(loaded)
     steps = []

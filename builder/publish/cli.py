@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from builder.consoles import console_for
+from builder.util.consoles import console_for
 
 FolderArg = Annotated[Path, typer.Argument(help="A folder written by a build (corpus.parquet, queries.parquet, ...).")]
 

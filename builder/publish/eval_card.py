@@ -14,11 +14,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from builder.atomic import write_text_atomic
 from builder.publish.card import card_environment
 from builder.publish.eval_context import evaluation_context
 from builder.publish.outputs import CARD_FILE
 from builder.records.marker import MARKER
+from builder.util.atomic import write_text_atomic
 
 PARTS_TEMPLATE = "evaluation.md.j2"
 _CARD_TAG = "build-bench"

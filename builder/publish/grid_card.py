@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from builder.atomic import write_text_atomic
 from builder.evaluation.grid import psi_lines, table_rows
 from builder.evaluation.metrics import NDCG
 from builder.publish.eval_card import card_is_ours
 from builder.publish.outputs import CARD_FILE
+from builder.util.atomic import write_text_atomic
 
 
 def card_section(report: dict, picture: str) -> str:

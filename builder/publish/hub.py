@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from builder.publish.hub_plan import PushError, PushPlan, RemoteState, make_plan, remote_state
 from builder.publish.outputs import CARD_FILE, built_with_mock, publish_folder, read_run_stats
-from builder.recipe.licenses import UNKNOWN
+from builder.recipe.sections import UNKNOWN
 
 __all__ = ["PushError", "PushResult", "mock_refusal", "push"]
 

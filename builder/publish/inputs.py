@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.digests import file_sha256
-from builder.secrets import mask_mapping, mask_string
+from builder.util.digests import file_sha256
+from builder.util.secrets import mask_mapping, mask_string
 
 if TYPE_CHECKING:
     from builder.recipe.model import LoadedRecipe

@@ -2,7 +2,7 @@
 
 The text is masked in place, node by node (PyYAML reports where every value starts and
 ends), so comments and layout survive. Which keys and strings count as secret is
-`builder.secrets`'s rule; a second pass masks what is left in comments.
+`builder.util.secrets`'s rule; a second pass masks what is left in comments.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 
 import yaml
 
-from builder.secrets import MASK, is_env_reference, is_secret_key, mask_string
+from builder.util.secrets import MASK, is_env_reference, is_secret_key, mask_string
 
 
 def _replacements(node: yaml.Node) -> set[tuple[int, int, str]]:

@@ -15,12 +15,12 @@ from typing import Any
 
 import polars as pl
 
-from builder.atomic import replace_dir, temp_dir_beside
 from builder.bench import Bench
 from builder.publish.beir import write_beir, write_parquet
-from builder.publish.languages import posir_name
 from builder.publish.paths import safe_component
 from builder.recipe.sections import MultilingualOutput
+from builder.textutil.languages import posir_name
+from builder.util.atomic import replace_dir, temp_dir_beside
 
 _INTERNAL = ("source_doc_id", "source_query_id", "piece_starts")
 _TRANSLATED_ID = r"@[a-z]{3}-[A-Z][a-z]{3}$"

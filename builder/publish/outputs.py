@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.atomic import write_text_atomic
 from builder.publish.stats import RunStats, compute_stats, stage_list
+from builder.util.atomic import write_text_atomic
 
 if TYPE_CHECKING:
     from builder.bench import Bench
@@ -77,7 +77,7 @@ def publish_outputs(bench: Bench, out_dir: Path, run_stats: RunStats, loaded_rec
     from builder.publish.eval_context import folder_evaluation
     from builder.publish.layout import write_hub_layout
     from builder.publish.subsets import subset_configs
-    from builder.recipe.licenses import card_license
+    from builder.recipe.sections import card_license
 
     out_dir = Path(out_dir)
     name = loaded_recipe.recipe.name if loaded_recipe else _recipe_name(run_stats)

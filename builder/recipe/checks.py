@@ -1,20 +1,24 @@
 """Checks that span several parts of a recipe: every name a stage refers to (models,
 rerankers, prompts) is declared, runnable here, and given the variables it needs; and
-every stage comes after what it needs."""
+every stage comes after what it needs (its needs, in builder.stages.contracts' words,
+provided by the sources or an earlier stage), so an impossible order is refused before
+anything runs, naming the stage that would provide the need; and "did you mean" hints for
+names a recipe gets wrong."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from builder.backends.llm.prompt_templates import PromptError, PromptLibrary
 from builder.backends.rerankers.config import BACKENDS, GRADE_VARIABLES, LLMJudgeConfig, missing_extra, reranker_configs
 from builder.executors.config import missing_ray
-from builder.prompt_templates import PromptError, PromptLibrary
-from builder.recipe.licenses import license_problem
-from builder.recipe.order import order_problems
-from builder.recipe.suggest import did_you_mean
+from builder.recipe.sections import license_problem
 from builder.recipe.yaml_text import Problem, line_of
+from builder.stages import STAGES
+from builder.stages.contracts import DOCUMENTS, VOCABULARY
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, refs_of
 
 
@@ -113,3 +117,29 @@ def _judge_problems(config: LLMJudgeConfig, models: dict[str, Any]) -> list[str]
     if unknown:
         out.append(f"prompt {config.prompt!r} uses variables a judge does not provide: {', '.join(sorted(unknown))}")
     return out
+
+
+def order_problems(recipe: Any, text: str) -> list[tuple[int, str]]:
+    """(stage index, message) for every need no source or earlier stage provides."""
+    stages = recipe.stage_objects()
+    have: set[str] = {DOCUMENTS} if recipe.sources else set()
+    out: list[tuple[int, str]] = []
+    for i, stage in enumerate(stages):
+        for word in sorted(stage.needed() - have):
+            later = next((j for j in range(i + 1, len(stages)) if word in stages[j].provided()), None)
+            if later is not None:
+                line = line_of(text, ("stages", later, stages[later].name))
+                fix = f"{stages[later].name} (stage {later + 1}, line {line}) provides them: move it before this stage"
+            else:
+                able = sorted(name for name, cls in STAGES.items() if word in cls.provides)
+                fix = f"no stage of this recipe provides them: add one of {', '.join(able)} before it" + (
+                    ", or list sources:" if word == DOCUMENTS else ""
+                )
+            out.append((i, f"needs {word} ({VOCABULARY[word]}), which no earlier stage provides; {fix}"))
+        have |= stage.provided()
+    return out
+
+
+def did_you_mean(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -27,13 +27,12 @@ from builder.io.sources import (
     SourceSpec,
     resolve_auto_sources,
 )
-from builder.recipe.checks import cross_check
+from builder.recipe.checks import cross_check, did_you_mean
 from builder.recipe.sections import CardConfig, MultilingualOutput, PushConfig
-from builder.recipe.suggest import did_you_mean
 from builder.recipe.values import number_problems, url_problems
 from builder.recipe.yaml_text import BadYaml, Problem, RecipeError, apply_overrides, expand_env, line_of, read_yaml
-from builder.secrets import remember_recipe_secrets
 from builder.stages import STAGES, Stage
+from builder.util.secrets import remember_recipe_secrets
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 _SOURCE_TYPES = (JsonlSource, ParquetSource, HFSource, PythonDocsSource, FilesSource)

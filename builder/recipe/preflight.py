@@ -17,11 +17,11 @@ from typing import Any
 
 from builder.backends.rerankers.config import reranker_configs
 from builder.backends.tokenizers import TokenizerLoadError, resolve_local, tokenizer_download
-from builder.install_hint import install_command
 from builder.io.remote import fetch_input, is_cached, is_remote, offline, reach_problem
 from builder.io.sources import SourceError, resolve_path
 from builder.recipe.yaml_text import Problem, line_of
 from builder.stages.refs import DataPath, refs_of
+from builder.util.install_hint import install_command
 
 # Files one of which a usable model or tokenizer folder in the Hugging Face cache holds.
 _MODEL_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "modules.json")

@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from builder.textutil.positions import REGIONS
+
 # Serialised in this order; `figures` spreads between `prompts` and `llm_transport_failures`.
 _HEAD = (
     "stage",
@@ -90,3 +92,15 @@ def stage_base_name(label: str) -> str:
     """`03_localize_spans` -> `localize_spans`."""
     head, _, rest = label.partition("_")
     return rest if head.isdigit() and rest else label
+
+
+def format_kept_by_third(kept: dict[str, dict[str, Any]] | None) -> str:
+    """`beginning 6/6 (100%) · middle 6/6 (100%) · end 0/6 (0%)`; empty when not recorded."""
+    if not kept:
+        return ""
+    cells = []
+    for third in REGIONS:
+        row = kept.get(third) or {}
+        if row.get("in"):
+            cells.append(f"{third} {row['kept']}/{row['in']} ({round(100 * row['kept'] / row['in'])}%)")
+    return " · ".join(cells)

@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from builder.atomic import write_text_atomic
+from builder.util.atomic import write_text_atomic
 
 Z95 = 1.959964
 

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 from builder.backends.llm import LLMBackend, LLMCache, LLMUsage, make_llm
 from builder.backends.llm.batch_book import BatchBook
 from builder.backends.llm.factory import start_warm_up
+from builder.backends.llm.prompt_templates import PromptLibrary
 from builder.backends.rerankers import AnyRerankerConfig, Reranker, make_reranker, reranker_configs
 from builder.backends.tokenizers import TokenCounter, make_counter
 from builder.executors import Executor, make_executor
-from builder.prompt_templates import PromptLibrary
 from builder.run.budget import make_gate
 
 if TYPE_CHECKING:

@@ -25,8 +25,8 @@ from builder.backends.llm.cache_admin import (
     clear,
     count,
 )
-from builder.consoles import console_for
 from builder.run.locks import LockBusy, holding_run_folders
+from builder.util.consoles import console_for
 
 _UNRECORDED = "(not recorded)"  # answers cached before the cache kept model and stage
 

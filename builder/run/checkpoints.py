@@ -23,9 +23,9 @@ from typing import Any
 
 import polars as pl
 
-from builder.atomic import replace_dir, temp_dir_beside
 from builder.bench import Bench
 from builder.records.stage_record import StageRecord
+from builder.util.atomic import replace_dir, temp_dir_beside
 
 STAMP = "checkpoint.json"
 STATS = "stats.json"

@@ -11,10 +11,10 @@ from rich.console import Console
 
 from builder.backends.llm import BackendUnavailable
 from builder.backends.llm.batch_book import BatchPending
+from builder.backends.llm.prompt_templates import PromptError
 from builder.backends.tokenizers import TokenizerLoadError
 from builder.executors import ExecutorUnavailable
 from builder.io.sources import SourceError
-from builder.prompt_templates import PromptError
 from builder.publish.hub import PushError
 from builder.recipe.yaml_text import RecipeError
 from builder.run.disk_full import DiskFull

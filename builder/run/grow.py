@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm.cache_transfer import ANSWERS_FILE, AnswersFileError, read_answers
-from builder.digests import file_sha256
 from builder.io.sources import SourceError
 from builder.run.checkpoints import read_llm_keys
 from builder.run.outdir import OutDirError
+from builder.util.digests import file_sha256
 
 if TYPE_CHECKING:
     import polars as pl

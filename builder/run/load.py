@@ -28,7 +28,7 @@ from builder.run.load_spread import stream_spread
 from builder.run.load_tasks import count_block
 from builder.stages.sample_by_length import WORDS, SampleByLength, SampleParams, word_count
 from builder.stages.sample_picker import StreamingPicker
-from builder.stages.seeding import derive_seed
+from builder.util.stable import derive_seed
 
 if TYPE_CHECKING:
     from builder.backends.tokenizers import TokenCounter

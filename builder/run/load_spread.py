@@ -22,7 +22,6 @@ import polars as pl
 
 from builder.backends.tokenizers import TokenizerConfig
 from builder.executors import Executor, blocks_of
-from builder.ids import content_id
 from builder.io.corpus_loader import Doc, Dropped, _check_fields, _Fields, _mapping, _Seen, _source_docs, source_rows
 from builder.io.shards import Shard, jsonl_shards, parquet_shards, read_back
 from builder.io.sources import JsonlSource, ParquetSource, SourceError, _SourceBase, resolve_path
@@ -30,6 +29,7 @@ from builder.run.load_meter import LoadMeter
 from builder.run.load_tasks import ScannedDoc, ScannedRow, ShardScan, count_block, scan_shard
 from builder.stages.sample_by_length import WORDS
 from builder.stages.sample_picker import StreamingPicker
+from builder.util.stable import content_id
 
 BLOCK = 512  # documents per block sent out for counting, and per block the sampler sees
 # doc_id, title, payload, lang, domain, n_tokens, words: the payload is "=" + the text for a

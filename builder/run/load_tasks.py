@@ -14,12 +14,12 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from builder.backends.tokenizers import TokenCounter, TokenizerConfig, make_counter
-from builder.ids import text_digest
 from builder.io.corpus_loader import _check_text, _mapping, _meta
 from builder.io.jsonl import has_lone_surrogate, id_problem
 from builder.io.shards import Shard, read_shard
 from builder.io.sources import SourceError, _SourceBase
 from builder.stages.sample_by_length import word_count
+from builder.util.stable import text_digest
 
 _COUNTERS: dict[str, TokenCounter] = {}
 

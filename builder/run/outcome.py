@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from builder.backends.llm import LLMUsage
 from builder.bench import Bench
-from builder.position_columns import PLACING_COLUMNS, placed_queries
 from builder.records.stage_record import StageRecord
+from builder.stages.position_columns import PLACING_COLUMNS, placed_queries
 
 # What would help, by the reason that removed the most: the usual remedies a user controls.
 _REMEDIES = {

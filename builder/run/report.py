@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from builder.consoles import fit_columns
+from builder.util.consoles import fit_columns
 
 if TYPE_CHECKING:
     from builder.records.stage_record import StageRecord
@@ -45,7 +45,7 @@ def _warnings(result: RunResult) -> list[str]:
 
 
 def print_run_summary(console: Console, result: RunResult) -> None:
-    from builder.stages.qc.windowing import format_kept_by_third
+    from builder.records.stage_record import format_kept_by_third
 
     # One reason and one third a line: cells wrap between them, and fit_columns keeps words whole.
     table = Table(

@@ -26,16 +26,15 @@ import polars as pl
 from rich.console import Console
 
 from builder import __version__
-from builder.atomic import recover, recover_folder, replace_dir, temp_path_beside
 from builder.backends.llm.base import LLMUsage
 from builder.backends.llm.batch_book import BOOK_NAME
 from builder.backends.llm.mock_backend import MOCK_CACHE
+from builder.backends.llm.prompt_templates import PromptLibrary
 from builder.backends.rerankers import reranker_fingerprint
 from builder.backends.tokenizers import TokenCounter
 from builder.bench import Bench
 from builder.io.files.read import FILE_CACHE, empty_page_warnings, files_figures
 from builder.io.sources import FilesSource
-from builder.prompt_templates import PromptLibrary
 from builder.publish.beir import write_beir
 from builder.publish.hub import push
 from builder.publish.multilingual import write_multilingual
@@ -68,6 +67,7 @@ from builder.run.run_folder import inputs_fingerprint
 from builder.run.spend_meter import spend_meter
 from builder.stages.base import Stage, StageParamError
 from builder.stages.context import StageContext
+from builder.util.atomic import recover, recover_folder, replace_dir, temp_path_beside
 
 
 @dataclass

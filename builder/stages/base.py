@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from builder.stages.qc.windowing import kept_by_third
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, refs_of
+from builder.textutil.positions import REGIONS
 
 if TYPE_CHECKING:
     import polars as pl
@@ -197,6 +197,24 @@ def _with_rivals(reasons: dict[str, str], rivals: dict[str, list[str]]) -> Mappi
         {"id": list(reasons), "reason": list(reasons.values()), "rivals": [rivals.get(i) for i in reasons]},
         schema={"id": pl.Utf8, "reason": pl.Utf8, "rivals": pl.List(pl.Utf8)},
     )
+
+
+def kept_by_third(before: Bench, after: Bench) -> dict[str, dict[str, Any]]:
+    """Per position third (position_tag, else chunk_tag): queries in, kept, kept share; so a
+    QC stage that favours one part of the document shows in the run summary and the card."""
+    import polars as pl
+
+    q = before.queries
+    column = next((c for c in ("position_tag", "chunk_tag") if c in q.columns), None)
+    if column is None:
+        return {}
+    kept = set(after.queries["query_id"].to_list())
+    out: dict[str, dict[str, Any]] = {}
+    for third in REGIONS:
+        ids = q.filter(pl.col(column) == third)["query_id"].to_list()
+        n_kept = sum(i in kept for i in ids)
+        out[third] = {"in": len(ids), "kept": n_kept, "share": round(n_kept / len(ids), 3) if ids else None}
+    return out
 
 
 class QueryFilter(Stage):

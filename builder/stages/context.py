@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from builder.prompt_templates import Message, PromptLibrary
-from builder.stages.seeding import rng_for
+from builder.backends.llm.prompt_templates import Message, PromptLibrary
+from builder.util.stable import rng_for
 
 if TYPE_CHECKING:
     from builder.backends.llm import LLMBackend

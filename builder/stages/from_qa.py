@@ -18,14 +18,14 @@ import polars as pl
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from builder.bench import SPAN_DTYPE
-from builder.ids import content_id, text_digest
 from builder.io.bench_rows import Rejected, add_rows, input_path
 from builder.io.sources import SourceError
-from builder.license_field import license_field
 from builder.stages.base import Stage, StageParams, register_stage
 from builder.stages.contracts import CHAR_BUCKETS, DOCUMENTS, QUERIES, SPANS
 from builder.stages.refs import DataPath
 from builder.textutil.positions import char_bucket
+from builder.util.license_field import license_field
+from builder.util.stable import content_id, text_digest
 
 if TYPE_CHECKING:
     from builder.bench import Bench

@@ -21,9 +21,9 @@ from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_batches import IdList, ask_numbered, number_batches, per_item
 from builder.bench import SPAN_DTYPE
 from builder.executors import map_blocks
-from builder.position_columns import PositionOptions, annotate_positions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, grouped_calls, register_stage
 from builder.stages.contracts import POSITIONS, QUERIES, REFERENCE_TEXTS, SPANS
+from builder.stages.position_columns import PositionOptions, annotate_positions
 from builder.stages.refs import ModelRef, PromptRef
 from builder.textutil.positions import REGION_OF_NAME
 from builder.textutil.span_blocks import Match, match_block

@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from builder.position_columns import PositionOptions, annotate_positions
 from builder.stages.base import Stage, StageParams, register_stage
 from builder.stages.contracts import POSITIONS, SPANS
+from builder.stages.position_columns import PositionOptions, annotate_positions
 
 if TYPE_CHECKING:
     from builder.bench import Bench

@@ -17,7 +17,7 @@ from pydantic import Field, model_validator
 
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.contracts import DOCUMENTS
-from builder.stages.seeding import derive_seed
+from builder.util.stable import derive_seed
 
 if TYPE_CHECKING:
     from builder.bench import Bench

@@ -1,4 +1,5 @@
-"""Position arithmetic for evidence spans: relative positions, bins and tags.
+"""Position arithmetic for evidence spans: relative positions, bins and tags, and a text cut
+into chunks with their offsets.
 
 Offsets are character offsets with half-open spans ``[start, end)``. Every
 boundary rule is spelled out in the docstring of the function that applies it.
@@ -9,7 +10,10 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 __all__ = [
     "Anchor",
@@ -23,6 +27,7 @@ __all__ = [
     "region_of_requested",
     "rel_pos",
     "requested_of_region",
+    "split_with_offsets",
     "tag_chunk",
     "third_of",
 ]
@@ -178,3 +183,15 @@ def requested_of_region(region: Region) -> RequestedRegion:
         return _REQUESTED_OF_REGION[region]
     except KeyError:
         raise ValueError(f"unknown region {region!r}") from None
+
+
+def split_with_offsets(splitter: RecursiveCharacterTextSplitter, text: str) -> list[tuple[int, int, str]]:
+    """Chunks with their [start, end) character offsets in the original text."""
+    docs = splitter.create_documents([text])
+    out = []
+    for d in docs:
+        start = d.metadata["start_index"]
+        if start < 0 or text[start : start + len(d.page_content)] != d.page_content:
+            start = text.find(d.page_content)
+        out.append((start, start + len(d.page_content), d.page_content))
+    return out

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
-from builder.testing.openai_server import FakeOpenAIServer, openai_server_fixture
+from tests.support.openai_server import FakeOpenAIServer, openai_server_fixture
 
 fake_openai = openai_server_fixture()
 

@@ -12,8 +12,8 @@ from builder.backends.llm import ChatRequest, LLMCache, OpenAIModelConfig
 from builder.backends.llm.batch_book import BatchBook, BatchPending, custom_id
 from builder.backends.llm.batch_lines import read_lines
 from builder.backends.llm.openai_backend import OpenAIBackend
-from builder.testing.openai_batches import BatchScript
-from builder.testing.openai_server import FakeOpenAIServer
+from tests.support.openai_batches import BatchScript
+from tests.support.openai_server import FakeOpenAIServer
 
 
 def _requests(n: int) -> list[ChatRequest]:

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from builder.backends.llm import ChatRequest, OpenAIModelConfig
-from builder.testing.openai_server import Reply
+from tests.support.openai_server import Reply
 
 from .conftest import MakeBackend
 

@@ -14,7 +14,7 @@ import pytest
 
 from builder.backends.llm import CachedAnswer, ChatRequest, LLMCache, key_for
 from builder.backends.llm.cache import CacheWriter
-from builder.testing.openai_server import FakeOpenAIServer
+from tests.support.openai_server import FakeOpenAIServer
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 SAMPLING = {"temperature": 0.0, "max_tokens": 10}

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from builder.backends.llm import ChatRequest, ChatResponse, LLMCache, OpenAIBackend, OpenAIModelConfig
-from builder.secrets import mask_mapping
-from builder.testing.openai_server import Reply
+from builder.util.secrets import mask_mapping
+from tests.support.openai_server import Reply
 
 Start = Callable[..., Any]
 QUICK = {"backoff_initial_s": 0.01, "backoff_max_s": 0.05}

@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from builder.backends.llm import ChatRequest, LLMCache, chat_json, key_for, parse_json_lenient
-from builder.testing.openai_server import FaultPlan, Reply, json_echo_responder
+from tests.support.openai_server import FaultPlan, Reply, json_echo_responder
 
 from .conftest import MakeBackend
 

@@ -10,7 +10,7 @@ import pytest
 from builder.backends.llm import ChatRequest, ChatResponse, LLMCache
 from builder.backends.llm.json_answers import chat_json
 from builder.backends.llm.json_batches import IdList, ask_numbered, number_batches, per_item
-from builder.testing.openai_server import Reply
+from tests.support.openai_server import Reply
 
 from .conftest import MakeBackend
 

@@ -10,13 +10,13 @@ import pytest
 from builder.backends.llm import ChatRequest, OpenAIModelConfig, chat_json
 from builder.backends.llm.mock_backend import MockLLMBackend
 from builder.backends.llm.mock_prompts import fingerprints, identify
+from builder.backends.llm.prompt_templates import PromptLibrary
 from builder.backends.rerankers.llm_judge import _validator as grade_validator
-from builder.prompt_templates import PromptLibrary
-from builder.resources import shipped_dir
 from builder.stages.generate import chunked, whole_document
 from builder.stages.localize_spans import REFERENCES
 from builder.stages.translate.refusals import _validate as refusal_value
 from builder.stages.translate.short_texts import TRANSLATIONS
+from builder.util.resources import shipped_dir
 
 FIRST = (
     "The Riverside library opened a new reading room for children in 2019. "

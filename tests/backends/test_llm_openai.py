@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from builder.backends.llm import ChatRequest, LLMCache
-from builder.testing.openai_server import Reply
+from tests.support.openai_server import Reply
 
 from .conftest import MakeBackend
 

@@ -9,7 +9,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from builder.testing.openai_server import FakeOpenAIServer, FaultPlan, Reply
+from tests.support.openai_server import FakeOpenAIServer, FaultPlan, Reply
 
 
 def test_fault_choice_depends_only_on_body_attempt_and_seed() -> None:
@@ -47,7 +47,7 @@ def test_models_endpoint_and_request_counting() -> None:
 def test_runs_as_its_own_process() -> None:
     repo = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
-    cmd = [sys.executable, "-m", "builder.testing.openai_server", "--port", "0", "--latency-ms", "1"]
+    cmd = [sys.executable, "-m", "tests.support.openai_server", "--port", "0", "--latency-ms", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout is not None

@@ -8,7 +8,7 @@ from typing import Any
 
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
-from builder.testing.openai_server import Reply
+from tests.support.openai_server import Reply
 
 from .conftest import MakeBackend
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from builder.backends.llm import BackendUnavailable, ChatRequest, LLMCache, VLLMModelConfig, make_llm
-from builder.install_hint import install_command
+from builder.util.install_hint import install_command
 
 
 class FakeLLM:

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
+from builder.backends.llm.prompt_templates import PromptLibrary
 from builder.backends.rerankers import BiEncoderConfig, BM25Config, LLMJudgeConfig, RerankerConfig, reranker_fingerprint
 from builder.backends.rerankers.pooled import ModelPool, model_pool
 from builder.executors import ExecutorConfig, LocalExecutor
-from builder.prompt_templates import PromptLibrary
 from builder.run.backends import Backends
 
 

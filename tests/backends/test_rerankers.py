@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
+from builder.backends.llm.prompt_templates import PromptLibrary
 from builder.backends.rerankers import (
     BiEncoderConfig,
     BM25Config,
@@ -25,8 +26,7 @@ from builder.backends.rerankers import (
 )
 from builder.backends.rerankers.bm25 import BM25Scorer
 from builder.backends.retrievers import make_retriever
-from builder.install_hint import install_command
-from builder.prompt_templates import PromptLibrary
+from builder.util.install_hint import install_command
 from tests.fixtures.scripted_grader import grade_answer, with_grades
 
 CORPUS = [

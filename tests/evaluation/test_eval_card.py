@@ -13,7 +13,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from builder.eval_command import eval_command
+from builder.cli.eval_command import eval_command
 from builder.publish.beir import write_beir
 from builder.publish.eval_card import splice_evaluation
 from builder.publish.eval_context import evaluation_context

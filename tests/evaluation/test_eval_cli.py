@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from builder.eval_command import eval_command
+from builder.cli.eval_command import eval_command
 from builder.evaluation.data import load_eval_data
 from builder.evaluation.evaluate import evaluate
 from builder.evaluation.retrievers import parse_spec

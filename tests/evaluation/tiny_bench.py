@@ -6,7 +6,7 @@ import polars as pl
 
 from builder.backends.tokenizers import WordCounter
 from builder.bench import SPAN_DTYPE, Bench
-from builder.position_columns import PositionOptions, annotate_positions
+from builder.stages.position_columns import PositionOptions, annotate_positions
 from builder.textutil.positions import char_bucket
 
 FACTS = [

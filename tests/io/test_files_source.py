@@ -174,7 +174,7 @@ def test_conversions_are_cached_by_digest(tmp_path):
 
 
 def _sha(path: Path) -> str:
-    from builder.digests import file_sha256
+    from builder.util.digests import file_sha256
 
     return file_sha256(path)
 

@@ -3,9 +3,9 @@ import json
 import polars as pl
 import pytest
 
-from builder.ids import content_id, text_digest
 from builder.io.corpus_loader import load_sources
 from builder.io.sources import JsonlSource, ParquetSource, PythonDocsSource, SourceError
+from builder.util.stable import content_id, text_digest
 
 
 def _jsonl(tmp_path, lines):

@@ -63,7 +63,7 @@ def _in_memory(specs, params: SampleParams, tmp_path, seed: int) -> Bench:
 def _streamed(specs, params: SampleParams, tmp_path, seed: int, console: Console | None = None) -> Bench:
     from builder.io.corpus_loader import iter_documents
     from builder.stages.sample_picker import StreamingPicker
-    from builder.stages.seeding import derive_seed
+    from builder.util.stable import derive_seed
 
     picker = StreamingPicker(params, derive_seed(seed, LABEL))
     corpus, bad = load.stream_corpus(

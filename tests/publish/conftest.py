@@ -96,8 +96,8 @@ def quickstart_build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]
     """The shipped quickstart recipe built through the runner, then published."""
     from builder.publish.outputs import publish_outputs
     from builder.recipe.model import parse_recipe
-    from builder.resources import find_recipe
     from builder.run.runner import Runner, RunOptions
+    from builder.util.resources import find_recipe
 
     root = tmp_path_factory.mktemp("quickstart")
     loaded = parse_recipe(find_recipe("quickstart"))

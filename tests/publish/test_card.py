@@ -10,12 +10,12 @@ import yaml
 
 from builder.bench import Bench
 from builder.publish.beir import write_beir
-from builder.publish.languages import iso_639_1
 from builder.publish.masking import mask_recipe_text
 from builder.publish.outputs import publish_outputs
 from builder.recipe.model import parse_recipe
-from builder.resources import shipped_recipes
-from builder.secrets import mask_mapping
+from builder.textutil.languages import iso_639_1
+from builder.util.resources import shipped_recipes
+from builder.util.secrets import mask_mapping
 from tests.conftest import require_recipe_extras
 from tests.publish.conftest import NO_LLM, PROMPT_SHA, mini_bench, mini_run_stats
 
@@ -157,7 +157,7 @@ def test_card_shows_the_effective_recipe_masked_and_the_file_as_written(tmp_path
     from typer.testing import CliRunner
 
     from builder.cli import app
-    from builder.resources import find_recipe
+    from builder.util.resources import find_recipe
 
     monkeypatch.setenv("BB_CARD_URL", SECRET_URL.replace("alice:pa55word@", ""))
     recipe = tmp_path / "quickstart.yaml"

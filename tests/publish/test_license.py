@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from builder.publish.cli import push_command
 from builder.publish.hub import PushError, push
-from builder.recipe.licenses import card_license
 from builder.recipe.model import parse_recipe
+from builder.recipe.sections import card_license
 from builder.recipe.yaml_text import RecipeError
 from tests.conftest import FIXTURES
 from tests.publish.conftest import mini_bench, mini_run_stats

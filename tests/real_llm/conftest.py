@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from builder.testing.llama_server import LlamaServer, missing
+from tests.support.llama_server import LlamaServer, missing
 
 
 @pytest.fixture(scope="session")

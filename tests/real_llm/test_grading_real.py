@@ -8,9 +8,9 @@ import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.stages.qc.llm_relevance import LLMRelevance, RelevanceParams
-from builder.testing.llama_server import MODEL_ALIAS
 from tests.stages.qc_factories import qc_ctx
 from tests.stages.test_relevance_check import QUERIES, _bench
+from tests.support.llama_server import MODEL_ALIAS
 
 pytestmark = pytest.mark.real_llm
 

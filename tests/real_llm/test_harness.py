@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from builder.testing import llama_build, llama_server
-from builder.testing.llama_build import BUILD_COMMAND, BuildFailed, binary_path, build, cache_root, runs
-from builder.testing.llama_server import MODEL_INSTALL, LlamaServer, ServerFailed, missing
+from tests.support import llama_build, llama_server
+from tests.support.llama_build import BUILD_COMMAND, BuildFailed, binary_path, build, cache_root, runs
+from tests.support.llama_server import MODEL_INSTALL, LlamaServer, ServerFailed, missing
 
 FAKE_CMAKE = """cmake_minimum_required(VERSION 3.16)
 project(fake_llama C)
@@ -197,7 +197,7 @@ def test_the_server_dies_with_the_process_that_started_it(cache, tmp_path):
 
     _install_fake_server()
     starter = (
-        "import sys, time\nfrom pathlib import Path\nfrom builder.testing import llama_server\n"
+        "import sys, time\nfrom pathlib import Path\nfrom tests.support import llama_server\n"
         f"llama_server.packaged_model = lambda: Path({str(tmp_path / 'm.gguf')!r})\n"
         "server = llama_server.LlamaServer().start()\nprint(server._process.pid, flush=True)\ntime.sleep(120)\n"
     )

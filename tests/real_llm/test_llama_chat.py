@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.backends.llm.base import ChatRequest
-from builder.testing.llama_server import MODEL_ALIAS, LlamaServer
+from tests.support.llama_server import MODEL_ALIAS, LlamaServer
 
 pytestmark = pytest.mark.real_llm
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from builder.testing.llama_server import MODEL_ALIAS
 from tests.conftest import REPO, require_recipe_extras
+from tests.support.llama_server import MODEL_ALIAS
 
 pytestmark = pytest.mark.real_llm
 

@@ -9,9 +9,9 @@ import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.stages.qc.segment_agreement import SegmentAgreement, SegmentParams
-from builder.testing.llama_server import MODEL_ALIAS
 from tests.stages.qc_factories import qc_ctx
 from tests.stages.test_segment_agreement import _bench
+from tests.support.llama_server import MODEL_ALIAS
 
 pytestmark = pytest.mark.real_llm
 

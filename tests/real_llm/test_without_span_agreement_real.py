@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from builder.testing.llama_server import MODEL_ALIAS
 from tests.conftest import REPO
+from tests.support.llama_server import MODEL_ALIAS
 from tests.test_without_span_agreement import _script
 
 pytestmark = pytest.mark.real_llm

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from builder.cli import app
-from builder.review.agreement import cohens_kappa, fleiss_kappa
+from builder.review.report import cohens_kappa, fleiss_kappa
 from builder.review.sample import group_size, load_or_draw
 from builder.review.server import make_server
 from tests.mteb_export.conftest import FLAGS, built_quickstart, quickstart  # noqa: F401 - fixtures

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from builder.cli import app
-from builder.testing.openai_server import Reply
+from tests.support.openai_server import Reply
 
 RECIPE = """
 name: causes

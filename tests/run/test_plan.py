@@ -138,7 +138,7 @@ def test_plan_states_how_long_a_request_to_a_dead_server_can_take(write_recipe):
 def test_plan_of_my_domain_counts_long_documents_as_falling_outside(tmp_path, monkeypatch):
     """The issue's case: long documents through my_domain. plan takes only those inside the
     buckets, so its generation calls are the run's, and names what falls outside."""
-    from builder.resources import find_recipe
+    from builder.util.resources import find_recipe
     from tests.conftest import require_recipe_extras
 
     require_recipe_extras(find_recipe("my_domain"))

@@ -15,9 +15,9 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from builder.cli import app
-from builder.secrets import mask_mapping, mask_string
-from builder.testing.openai_server import Reply
+from builder.util.secrets import mask_mapping, mask_string
 from tests.fixtures.scripted_llm import scripted_llm
+from tests.support.openai_server import Reply
 
 RECIPE = """
 name: secrets_e2e

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 from builder.run.progress import INTERVAL_ENV
-from builder.testing.openai_server import Reply
 from tests.conftest import REPO
 from tests.fixtures.scripted_grader import with_grades
 from tests.fixtures.scripted_llm import scripted_llm
+from tests.support.openai_server import Reply
 
 SLOW = """name: slow
 seed: 3

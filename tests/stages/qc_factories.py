@@ -9,10 +9,10 @@ from typing import Any
 import polars as pl
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
+from builder.backends.llm.prompt_templates import PromptLibrary
 from builder.backends.rerankers import AnyRerankerConfig, make_reranker
 from builder.backends.rerankers.base import RerankerBase
 from builder.bench import SPAN_DTYPE, Bench
-from builder.prompt_templates import PromptLibrary
 from tests.fixtures.scripted_grader import with_grades
 from tests.helpers import make_ctx
 

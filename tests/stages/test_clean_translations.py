@@ -10,7 +10,7 @@ from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.backends.tokenizers import WordCounter
 from builder.bench import SPAN_DTYPE, Bench
 from builder.executors import ExecutorConfig, make_executor
-from builder.position_columns import PositionOptions
+from builder.stages.position_columns import PositionOptions
 from builder.stages.translate.clean_translations import CleanTranslations, CleanTranslationsParams
 from builder.stages.translate.cleanup import find_prefix, refusal_hit, shift
 from builder.stages.translate.rows import annotate_translated

@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 
 from builder.bench import Bench
-from builder.ids import content_id, text_digest
 from builder.io.sources import SourceError
 from builder.run.runner import check_invariants
 from builder.stages.from_qa import FromQA
+from builder.util.stable import content_id, text_digest
 from tests.conftest import FIXTURES
 from tests.helpers import make_ctx
 

@@ -7,15 +7,15 @@ import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.bench import Bench
-from builder.ids import query_id
 from builder.stages.generate.checks import BackgroundDetector
 from builder.stages.generate.extractive import sentences
 from builder.stages.generate.generate_queries import GenerateParams, GenerateQueries
 from builder.stages.generate.whole_document import generate_whole_document
-from builder.stages.translate.languages import detect_base
-from builder.testing.openai_server import Reply
+from builder.textutil.languages import detect_base
 from builder.textutil.positions import requested_of_region
+from builder.util.stable import query_id
 from tests.helpers import make_ctx
+from tests.support.openai_server import Reply
 
 DOC = (
     "Alpha particles were studied by Rutherford in Manchester. They scatter strongly from gold foil. "
@@ -365,7 +365,7 @@ def test_a_chunk_that_supports_no_question_is_an_answer_not_a_failure(tmp_path, 
 
 @pytest.mark.parametrize("mode", ["whole_document", "chunked"])
 def test_avoid_overlap_asks_for_questions_worded_apart_from_their_evidence(tmp_path, fake_openai, mode):
-    from builder.prompt_templates import PromptLibrary
+    from builder.backends.llm.prompt_templates import PromptLibrary
     from builder.stages.generate.params import AVOID_OVERLAP
 
     def reply(body):

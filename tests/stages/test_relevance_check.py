@@ -3,12 +3,12 @@ import json
 import pytest
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
-from builder.prompt_templates import PromptLibrary
-from builder.stages.qc.grading import remove_spans
+from builder.backends.llm.prompt_templates import PromptLibrary
+from builder.stages.grading import remove_spans
 from builder.stages.qc.llm_relevance import LLMRelevance, RelevanceParams
-from builder.testing.openai_server import Reply
 from tests.fixtures.scripted_grader import grade_answer, with_grades
 from tests.stages.qc_factories import bench_of, graders, qc_ctx, span
+from tests.support.openai_server import Reply
 
 
 @pytest.fixture

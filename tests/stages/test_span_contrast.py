@@ -4,9 +4,9 @@ import pytest
 
 from builder.backends.rerankers import BM25Config
 from builder.stages.qc.span_contrast import SpanContrast, SpanContrastParams
-from builder.testing.openai_server import Reply
 from tests.fixtures.scripted_grader import grade_answer
 from tests.stages.qc_factories import ByLength, ShortWindow, bench_of, graders, qc_ctx, span
+from tests.support.openai_server import Reply
 
 
 @pytest.fixture
@@ -86,9 +86,9 @@ def test_llm_contrast_check(tmp_path, grader):
 def test_a_neural_reranker_without_the_extra_is_a_recipe_problem(monkeypatch, write_recipe):
     import importlib.util
 
-    from builder.install_hint import install_command
     from builder.recipe.model import parse_recipe
     from builder.recipe.yaml_text import RecipeError
+    from builder.util.install_hint import install_command
 
     real = importlib.util.find_spec
     monkeypatch.setattr(

@@ -2,9 +2,9 @@
 
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.stages.generate.summarize import Summarize, SummarizeParams
-from builder.testing.openai_server import Reply
 from tests.helpers import make_ctx
 from tests.stages.qc_factories import bench_of
+from tests.support.openai_server import Reply
 
 
 def test_summaries_cut_off_at_max_tokens_are_dropped_as_truncated(tmp_path, fake_openai):

@@ -7,12 +7,12 @@ import pytest
 from builder.backends.llm import LLMCache, OpenAIBackend, OpenAIModelConfig
 from builder.backends.tokenizers import WordCounter
 from builder.bench import SPAN_DTYPE, Bench
-from builder.position_columns import PositionOptions, annotate_positions
+from builder.stages.position_columns import PositionOptions, annotate_positions
 from builder.stages.translate.markers import mark, pick_style
 from builder.stages.translate.pieces import split_pieces
 from builder.stages.translate.translate import Translate, TranslateParams
-from builder.testing.openai_server import Reply
 from tests.helpers import make_ctx
+from tests.support.openai_server import Reply
 
 _TEXT = re.compile(r"<text>\n(.*)\n</text>", re.S)
 _LANG = re.compile(r"into (\w+)\. Your")

@@ -17,10 +17,10 @@ from builder.publish.diff import diff_versions, fetch_version
 from builder.publish.hub import push
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
-from builder.testing.openai_server import FakeOpenAIServer
 from tests.conftest import SHARED
 from tests.fixtures.scripted_translator import Tatoeba, translator
 from tests.publish.fake_hub import load_with_datasets
+from tests.support.openai_server import FakeOpenAIServer
 
 REPO = "org/posir-ml"
 _LANG = re.compile(r"into ([A-Z][\w ]+?)\. Your")

@@ -16,8 +16,8 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from builder.cli import app
-from builder.testing.openai_server import FakeOpenAIServer
 from tests.fixtures.scripted_llm import scripted_llm
+from tests.support.openai_server import FakeOpenAIServer
 
 RECIPE = """
 name: trust_e2e

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 from builder.backends.llm.config import OpenAIModelConfig, VLLMModelConfig
-from builder.secrets import mask_string
+from builder.util.secrets import mask_string
 
 Message = dict[str, str]
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builder.atomic import write_text_atomic
+from builder.util.atomic import write_text_atomic
 
 BOOK_NAME = "llm_batches.json"
 # A build that left work at a provider batch exits with this status (EX_TEMPFAIL: "try

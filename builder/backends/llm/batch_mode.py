@@ -30,7 +30,7 @@ from builder.backends.llm.batch_lines import CHAT_URL, LineOutcome, input_lines,
 from builder.backends.llm.budget import SpendGate
 from builder.backends.llm.cache import LLMCache, Origin, Row, split_cached
 from builder.backends.llm.config import OpenAIModelConfig
-from builder.secrets import mask_string
+from builder.util.secrets import mask_string
 
 # A provider batch takes at most 50,000 requests (OpenAI's limit; others take fewer or as many).
 MAX_LINES = 50_000

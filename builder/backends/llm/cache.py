@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from builder.backends.llm.base import ChatResponse, Message
-from builder.secrets import mask_optional
+from builder.util.secrets import mask_optional
 
 # Well under SQLite's host-parameter limit on old builds (999).
 _CHUNK = 900

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from builder.backends.llm.cache import add_columns
 from builder.backends.llm.mock_backend import MOCK_CACHE
-from builder.secrets import mask_string
+from builder.util.secrets import mask_string
 
 CACHE_FILE = "llm_cache.sqlite"
 # How a cached answer can have failed: the drop reasons the stages record.

@@ -2,7 +2,7 @@
 its output, and read into another machine's cache by `build-bench RECIPE --from OLD`,
 so the requests that did not change are answered without asking the model again.
 
-A file read back must be the file that was shipped (`builder.digests.file_sha256`,
+A file read back must be the file that was shipped (`builder.util.digests.file_sha256`,
 checked by the caller against the digest the release records) and have the columns and
 types written here."""
 
@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from builder.backends.llm.cache import _CHUNK, LLMCache
-from builder.secrets import mask_string
+from builder.util.secrets import mask_string
 
 ANSWERS_FILE = "llm_answers.parquet"
 SCHEMA = {

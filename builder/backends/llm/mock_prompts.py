@@ -17,7 +17,7 @@ from functools import cache
 from jinja2 import nodes
 from jinja2.sandbox import SandboxedEnvironment
 
-from builder.resources import shipped_dir
+from builder.util.resources import shipped_dir
 
 Message = dict[str, str]
 

@@ -24,7 +24,7 @@ from builder.backends.llm.endpoints import Endpoint, Endpoints, ssl_context
 from builder.backends.llm.openai_replies import answer_of, classify, decoded
 from builder.backends.llm.openai_requests import dumps
 from builder.backends.llm.pool import AnsweredPool, LoopPool
-from builder.secrets import remember_secret
+from builder.util.secrets import remember_secret
 
 T = TypeVar("T")
 

@@ -24,7 +24,7 @@ from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatRespo
 from builder.backends.llm.cache import CacheWriter, LLMCache, Origin, fill, split_cached
 from builder.backends.llm.config import VLLMModelConfig
 from builder.backends.llm.vllm_backend import vllm_cache_key, wants_schema
-from builder.install_hint import install_command
+from builder.util.install_hint import install_command
 
 
 def _ray_llm_hint() -> str:

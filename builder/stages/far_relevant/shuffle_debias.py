@@ -13,10 +13,10 @@ import polars as pl
 from pydantic import Field
 
 from builder.bench import SPAN_DTYPE
-from builder.position_columns import POSITION_COLUMNS
 from builder.stages.base import Stage, StageParams, register_stage
 from builder.stages.contracts import DOCUMENTS, SPANS
 from builder.stages.far_relevant.segments import shuffle_segments
+from builder.stages.position_columns import POSITION_COLUMNS
 
 if TYPE_CHECKING:
     from builder.bench import Bench

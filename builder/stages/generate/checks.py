@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import polars as pl
 
-from builder.stages.translate.languages import (
+from builder.textutil.languages import (
     Detection,
     detect_base,
     detectable,

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
-from builder.ids import query_id
 from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items, question_list_schema
-from builder.textutil.positions import tag_chunk
+from builder.textutil.positions import split_with_offsets, tag_chunk
+from builder.util.stable import query_id
 
 if TYPE_CHECKING:
     import polars as pl
@@ -49,18 +49,6 @@ def make_splitter(p: GenerateParams, count: Callable[[str], int]) -> RecursiveCh
         length_function=count,
         add_start_index=True,
     )
-
-
-def split_with_offsets(splitter: RecursiveCharacterTextSplitter, text: str) -> list[tuple[int, int, str]]:
-    """Chunks with their [start, end) character offsets in the original text."""
-    docs = splitter.create_documents([text])
-    out = []
-    for d in docs:
-        start = d.metadata["start_index"]
-        if start < 0 or text[start : start + len(d.page_content)] != d.page_content:
-            start = text.find(d.page_content)
-        out.append((start, start + len(d.page_content), d.page_content))
-    return out
 
 
 def _counter(p: GenerateParams, ctx: StageContext) -> Callable[[str], int]:

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from math import gcd, lcm
 
-from builder.stages.seeding import derive_seed
 from builder.textutil.positions import REGIONS
+from builder.util.stable import derive_seed
 
 
 def deal_regions(call_ids: Sequence[str], weights: Mapping[str, float], seed: int) -> dict[str, str]:

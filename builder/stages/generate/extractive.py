@@ -10,10 +10,10 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from builder.ids import query_id
 from builder.stages.generate.records import GenerationOutcome, QueryDraft
 from builder.stages.generate.whole_document import pick_region
 from builder.textutil.positions import requested_of_region
+from builder.util.stable import query_id
 
 if TYPE_CHECKING:
     import random

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from builder.ids import unique
 from builder.stages.base import Estimate, Flow, Stage, register_stage
 from builder.stages.contracts import CHUNK_TAGS, DOCUMENTS, QUERIES, REFERENCE_TEXTS, REQUESTED_POSITIONS, SUMMARIES
 from builder.stages.generate.checks import BackgroundDetector, repeated_questions, wrong_language
@@ -16,7 +15,8 @@ from builder.stages.generate.extractive import generate_extractive
 from builder.stages.generate.params import GenerateParams
 from builder.stages.generate.records import GenerationOutcome
 from builder.stages.generate.whole_document import generate_whole_document
-from builder.stages.translate.languages import detect_base, detectable, normalise
+from builder.textutil.languages import detect_base, detectable, normalise
+from builder.util.stable import unique
 
 if TYPE_CHECKING:
     from builder.bench import Bench

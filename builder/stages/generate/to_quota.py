@@ -17,6 +17,7 @@ import polars as pl
 from pydantic import Field, model_validator
 
 from builder.stages.base import STAGES, Estimate, Flow, Stage, StageParams, register_stage
+from builder.stages.categories import CategoryColumn
 from builder.stages.generate.checks import repeated_questions
 from builder.stages.generate.generate_queries import GenerateQueries
 from builder.stages.generate.steering import (
@@ -28,7 +29,6 @@ from builder.stages.generate.steering import (
     strata,
     third_of_value,
 )
-from builder.stages.qc.categories import CategoryColumn
 from builder.stages.refs import ModelRef, refs_of
 
 if TYPE_CHECKING:

@@ -7,11 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
-from builder.ids import query_id
 from builder.stages.generate.deal import deal_regions
 from builder.stages.generate.records import GenerationOutcome, QueryDraft, check_question_items, question_list_schema
-from builder.stages.seeding import derive_seed
 from builder.textutil.positions import REGIONS, requested_of_region
+from builder.util.stable import derive_seed, query_id
 
 if TYPE_CHECKING:
     import polars as pl

@@ -48,7 +48,7 @@ from builder.stages.grid.padding import Passage, Piece, Repeats, passages_of
 from builder.stages.grid.placement import compose, halves, place
 from builder.stages.grid.walk import Screen, Target, Walk, padding, walk_all
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef
-from builder.stages.seeding import derive_seed
+from builder.util.stable import derive_seed
 
 if TYPE_CHECKING:
     from builder.stages.context import StageContext

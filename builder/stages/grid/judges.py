@@ -110,7 +110,7 @@ class LLMJudge:
         self.ctx, self.llm, self.prompt, self.max_grade, self.batch = ctx, llm, prompt, max_grade, batch
 
     def judge(self, asks: Sequence[Ask]) -> list[list[Verdict]]:
-        from builder.stages.qc.grading import grade_sets
+        from builder.stages.grading import grade_sets
 
         sets = [[(a.query, p) for p in a.passages] for a in asks]
         # One passage per request: each passage is its own document to the grader.

@@ -36,7 +36,7 @@ from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.contracts import QUERIES
-from builder.stages.qc.grading import grade
+from builder.stages.grading import grade
 from builder.stages.qc.removal_fixpoint import removed_documents
 from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, span_ends
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, RetrieverRef

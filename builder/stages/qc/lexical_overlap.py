@@ -20,8 +20,8 @@ from pydantic import Field
 from builder.evaluation.confounds import span_features
 from builder.evaluation.metrics import group_universe
 from builder.stages.base import QueryFilter, StageParams, Verdicts, register_stage
+from builder.stages.categories import CategoryColumn
 from builder.stages.contracts import COLUMN_PROVIDED_AS, QUERIES, SPANS
-from builder.stages.qc.categories import CategoryColumn
 
 if TYPE_CHECKING:
     from builder.bench import Bench

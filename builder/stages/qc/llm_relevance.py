@@ -11,7 +11,7 @@ from pydantic import Field
 from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, grouped_calls, register_stage
 from builder.stages.contracts import QUERIES, SPANS
-from builder.stages.qc.grading import WithoutSpan, contrast_rows, contrast_verdicts, without_span_field
+from builder.stages.grading import WithoutSpan, contrast_rows, contrast_verdicts, without_span_field
 from builder.stages.refs import ModelRef, PromptRef
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, grouped_calls, register_stage
 from builder.stages.contracts import COLUMN_PROVIDED_AS, QUERIES
-from builder.stages.qc.grading import grade, grade_histogram
+from builder.stages.grading import grade, grade_histogram
 from builder.stages.qc.span_contrast import verdict
 from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, span_ends
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef

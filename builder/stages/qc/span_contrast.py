@@ -18,7 +18,7 @@ from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
 from builder.stages.contracts import QUERIES, SPANS
-from builder.stages.qc.grading import WithoutSpan, contrast_rows, contrast_verdicts, without_span_field
+from builder.stages.grading import WithoutSpan, contrast_rows, contrast_verdicts, without_span_field
 from builder.stages.qc.windowing import BeyondWindow, beyond_window, beyond_window_field, span_ends
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from builder.stages.base import Estimate, Flow, QueryFilter, StageParams, Verdicts, register_stage
+from builder.stages.categories import TYPICAL_CATEGORIES, CategoryColumn, pick_per_category
 from builder.stages.contracts import COLUMN_PROVIDED_AS, QUERIES
-from builder.stages.qc.categories import TYPICAL_CATEGORIES, CategoryColumn, pick_per_category
 
 if TYPE_CHECKING:
     from builder.bench import Bench

@@ -30,7 +30,7 @@ from builder.backends.rerankers.config import GRADE_VARIABLES
 from builder.backends.rerankers.windows import score_windowed
 from builder.stages.base import Stage, StageParamError, StageParams, register_stage
 from builder.stages.contracts import POSITIONS, SPANS, SPLITS, TRAINING_PAIRS
-from builder.stages.qc.grading import grade
+from builder.stages.grading import grade
 from builder.stages.refs import ModelRef, PromptRef, RerankerRef, RetrieverRef
 from builder.stages.training.draws import Candidate, TrainSetParams, achieved, draw_set, reachable, target_shares
 
@@ -97,7 +97,7 @@ class TrainingPairs(Stage):
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
         from langchain_text_splitters import RecursiveCharacterTextSplitter  # slow to import; needed only here
 
-        from builder.stages.generate.chunked import split_with_offsets
+        from builder.textutil.positions import split_with_offsets
 
         size = self.params.passage_chars
         splitter = (

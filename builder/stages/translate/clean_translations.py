@@ -17,9 +17,9 @@ import polars as pl
 from pydantic import Field, model_validator
 
 from builder.executors import map_blocks
-from builder.position_columns import PositionOptions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.contracts import TRANSLATIONS
+from builder.stages.position_columns import PositionOptions
 from builder.stages.refs import ModelRef, PromptRef
 from builder.stages.translate.prefix_rows import apply_prefix_cuts
 from builder.stages.translate.refusals import confirm_refusals

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from builder.stages.translate.languages import detect, same_language
+from builder.textutil.languages import detect, same_language
 
 _I = re.IGNORECASE
 PREFIX_PATTERNS = [

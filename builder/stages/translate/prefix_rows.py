@@ -7,7 +7,7 @@ import polars as pl
 
 from builder.backends.tokenizers import TokenCounter
 from builder.bench import SPAN_DTYPE, Bench
-from builder.position_columns import PositionOptions
+from builder.stages.position_columns import PositionOptions
 from builder.stages.translate.cleanup import Cut, shift
 from builder.stages.translate.rows import annotate_translated
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_answers import chat_json
-from builder.stages.translate.languages import LANGUAGES
+from builder.textutil.languages import LANGUAGES
 
 if TYPE_CHECKING:
     from builder.stages.context import StageContext

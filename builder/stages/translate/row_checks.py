@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from builder.stages.translate.cleanup import Cut, refusal_hit, strip_prefixes
-from builder.stages.translate.languages import Detection, detect, detectable, same_language
+from builder.textutil.languages import Detection, detect, detectable, same_language
 
 SHORT_REFUSAL = 300  # characters: a refusal is a sentence or two, not a page
 

@@ -10,7 +10,7 @@ import polars as pl
 
 from builder.backends.tokenizers import TokenCounter
 from builder.bench import SPAN_DTYPE
-from builder.position_columns import PositionOptions, annotate_positions
+from builder.stages.position_columns import PositionOptions, annotate_positions
 from builder.stages.translate.documents import DocResult
 from builder.textutil.positions import REGION_OF_NAME, length_bucket, position_bin, third_of
 

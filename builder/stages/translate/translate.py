@@ -16,15 +16,15 @@ import polars as pl
 from pydantic import Field, model_validator
 
 from builder.bench import SPAN_DTYPE
-from builder.position_columns import PositionOptions
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.contracts import DOCUMENTS, TRANSLATIONS
+from builder.stages.position_columns import PositionOptions
 from builder.stages.refs import ModelRef, PromptRef
 from builder.stages.translate.documents import SourceDoc, translate_documents
-from builder.stages.translate.languages import check_code, display_name, normalise
 from builder.stages.translate.markers import MarkerStyle, pick_style
 from builder.stages.translate.rows import annotate_translated, corpus_rows, qrel_rows, query_rows
 from builder.stages.translate.short_texts import translate_short
+from builder.textutil.languages import check_code, display_name, normalise
 
 if TYPE_CHECKING:
     from builder.bench import Bench

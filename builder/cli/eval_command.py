@@ -11,8 +11,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from builder.consoles import console_for
 from builder.evaluation.cli import RETRIEVER_HELP, EvalOutcome, run_eval, show_eval
+from builder.util.consoles import console_for
 
 
 def eval_command(

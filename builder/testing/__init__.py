@@ -1,1 +1,0 @@
-"""Helpers for testing and benchmarking build-bench without outside services."""
