@@ -18,8 +18,9 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from builder.io.built_folder import CARD_FILE, BuiltFolder
 from builder.publish.hub_plan import PushError, PushPlan, RemoteState, make_plan, remote_state
-from builder.publish.outputs import CARD_FILE, built_with_mock, publish_folder, read_run_stats
+from builder.publish.outputs import built_with_mock, publish_folder, read_run_stats
 from builder.recipe.licenses import UNKNOWN
 
 __all__ = ["PushError", "PushResult", "mock_refusal", "push"]
@@ -43,7 +44,7 @@ def _api() -> Any:
 
 def _ready(folder: Path, console: Console) -> None:
     """A folder built before publishing existed gets its card, stats and configs now."""
-    if not (folder / "corpus.parquet").exists():
+    if not BuiltFolder.open(folder).has("corpus"):
         raise PushError(
             f"{folder} is not a built benchmark folder (no corpus.parquet); "
             "build it first with `build-bench RECIPE --out DIR`"
