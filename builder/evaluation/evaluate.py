@@ -122,7 +122,7 @@ def evaluate(
         "retrievers": {},
     }
     # What a stage family adds per retriever (e.g. ColDeR's probe tests), where the data has it.
-    extras = [f(data) for f in families() if f.retriever_figures is not None]
+    extras = [f.retriever_figures(data) for f in families() if f.retriever_figures is not None]
     features = query_features(data)
     if features is not None:
         report["confounds"] = confounds_by_grouping(data, features, bootstrap.min_group)
