@@ -53,11 +53,18 @@ BEIR_FILES: dict[str, str] = {"corpus": "corpus.jsonl", "queries": "queries.json
 # PosIR's layout: parquet tables under BEIR's column names.
 POSIR_FILES: dict[str, str] = {"corpus": "corpus.parquet", "queries": "queries.parquet", "qrels": "qrels/test.parquet"}
 QRELS_DIR = "qrels"
+# The Hub layout: `<table>/<lang>/<domain>.parquet` partitions in MTEB's column names.
+HUB_TABLES = ("corpus", "queries", "qrels", "positions", "documents")
 
 # The kinds of folder a build writes.
 BENCHMARK, GRID, PROBES, MULTILINGUAL, TRAINING = "benchmark", "grid", "probes", "multilingual", "training"
 KINDS = (BENCHMARK, GRID, PROBES, MULTILINGUAL, TRAINING)
 GRID_COLUMNS = ("setting", "grid_depth", "grid_length")
+
+
+def hub_partition(table: str, lang: str, domain: str) -> str:
+    """Where the Hub layout puts one language's and domain's part of `table`."""
+    return f"{table}/{lang}/{domain}.parquet"
 
 
 def beir_qrels_file(split: str) -> str:
@@ -175,6 +182,10 @@ class BuiltFolder:
             and d.name not in (POSIR_DIR, *SPLIT_DIRS)
             and (d / BEIR_FILES["corpus"]).is_file()
         )
+
+    def partitions(self, table: str) -> list[Path]:
+        """The Hub layout's partitions of `table` (`<table>/<lang>/<domain>.parquet`), sorted."""
+        return sorted(self.root.glob(hub_partition(table, "*", "*")))
 
     def posir_parts(self) -> list[Path]:
         """PosIR's `posir/<lang>/<domain>/` folders, sorted."""

@@ -90,8 +90,8 @@ def read_version(folder: Path, where: str | None = None) -> Version:
         docs = _read([built.path("corpus")], _DOC_COLUMNS, {}, ("doc_id", "text"))
         queries = _read([built.path("queries")], _QUERY_COLUMNS, {}, ("query_id", "text"))
         qrels = _read([built.path("qrels")], ("query_id", "doc_id", "score"), {}, ("query_id", "doc_id", "score"))
-    elif any((folder / "corpus").glob("*/*.parquet")):
-        files = {t: sorted((folder / t).glob("*/*.parquet")) for t in _PARTS}
+    elif built.partitions("corpus"):
+        files = {t: built.partitions(t) for t in _PARTS}
         docs = (
             _read(files["corpus"], _DOC_COLUMNS, {"_id": "doc_id"}, ("_id", "text"))
             .drop("lang", "domain")

@@ -44,12 +44,13 @@ def _api() -> Any:
 
 def _ready(folder: Path, console: Console) -> None:
     """A folder built before publishing existed gets its card, stats and configs now."""
-    if not BuiltFolder.open(folder).has("corpus"):
+    built = BuiltFolder.open(folder)
+    if not built.has("corpus"):
         raise PushError(
             f"{folder} is not a built benchmark folder (no corpus.parquet); "
             "build it first with `build-bench RECIPE --out DIR`"
         )
-    if not (folder / CARD_FILE).exists() or not any(folder.glob("corpus/*/*.parquet")):
+    if not (folder / CARD_FILE).exists() or not built.partitions("corpus"):
         console.print(
             f"[yellow]{folder} has no data card or parquet configs yet: writing them "
             "(without the recipe, which a folder does not keep)[/]"
