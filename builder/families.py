@@ -70,6 +70,8 @@ class FamilyHooks:
 
     - `card_step`: fields of a construction step in the data card, from the step's
       figures (every family's fields are given to every step, empty where they do not apply);
+    - `card_template`: a Jinja2 file (beside the family's stages, its name unique) the
+      card's construction section includes, with the card's context (`steps` and all);
     - `evaluate`: `eval` of a folder of `kind`, in place of the default (returns an
       EvalOutcome), with `show_eval` to print it and `eval_into_card` to put its figures
       into the card (returns the line to tell the user, None where the card is not
@@ -89,6 +91,7 @@ class FamilyHooks:
     evaluate: Callable[[EvalRequest], Any] | None = None
     show_eval: Callable[[Any, bool, Any], None] | None = None
     eval_into_card: Callable[[Path, dict[str, Any], str], str | None] | None = None
+    card_template: Path | None = None
     mteb_shape: Callable[[Any], MtebShape] | None = None
     retriever_figures: Callable[[Any], Callable[..., dict[str, Any]] | None] | None = None
     print_eval: Callable[[Any, dict[str, Any]], None] | None = None

@@ -16,7 +16,7 @@ import yaml
 from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
-from builder.families import card_step_fields
+from builder.families import card_step_fields, families
 from builder.publish.citations import papers_for
 from builder.publish.languages import iso_639_1
 from builder.publish.masking import mask_recipe_text
@@ -194,6 +194,8 @@ def card_context(
         "license": {"license_name": None, "license_link": None, **license},
         "evaluation": evaluation,
         "training": training_context(run_stages),
+        # The card's parts stage families add (builder.families), by template name.
+        "family_parts": [f.card_template.name for f in families() if f.card_template is not None],
     }
 
 
@@ -206,7 +208,8 @@ def card_environment(template_dir: Path | None = None) -> SandboxedEnvironment:
     """The card's Jinja2 environment; templates load from `template_dir`, then from the
     shipped ones (so a custom card can import the shipped evaluation parts)."""
     shipped = shipped_dir("data_cards")
-    folders = [str(p) for p in (template_dir, shipped) if p is not None]
+    parts = [f.card_template.parent for f in families() if f.card_template is not None]
+    folders = [str(p) for p in (template_dir, shipped, *parts) if p is not None]
     env = SandboxedEnvironment(
         loader=FileSystemLoader(folders),
         undefined=StrictUndefined,

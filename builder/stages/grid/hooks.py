@@ -5,6 +5,7 @@ put into the card) and MTEB's shape of a grid (one split per length, one subset 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.families import EvalRequest, FamilyHooks, MtebPart, MtebShape, register
@@ -13,8 +14,6 @@ from builder.stages.grid.card import padding_fields, update_grid_card
 from builder.stages.grid.cells import depth_label
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from rich.console import Console
 
     from builder.evaluation.cli import EvalOutcome
@@ -97,6 +96,7 @@ register(
         family=FAMILY,
         kind=GRID,
         card_step=padding_fields,
+        card_template=Path(__file__).with_name("grid_card.md.j2"),
         evaluate=evaluate,
         show_eval=show,
         eval_into_card=into_card,
