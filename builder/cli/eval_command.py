@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from builder.evaluation.cli import RETRIEVER_HELP, EvalOutcome, run_eval, show_eval
+from builder.io.built_folder import CARD_FILE, BuiltFolder
 from builder.util.consoles import console_for
 
 
@@ -119,24 +120,28 @@ def _into_card(outcome: EvalOutcome, err: Console) -> None:
     """The folder's card gets the figures when they went to its own eval/ (the card points
     readers there, and push uploads that eval.json with it)."""
     folder = outcome.folder
-    if outcome.out_dir.resolve() != (folder / "eval").resolve():
+    if outcome.out_dir.resolve() != BuiltFolder.open(folder).eval_dir.resolve():
         return
-    if outcome.grid:
-        from builder.publish.grid_card import update_grid_card
+    if outcome.family is not None:  # a family that evaluated the folder its own way fills in the card its way
+        from builder.families import family_named
 
-        picture = outcome.picture.resolve().relative_to(folder.resolve()).as_posix()  # type: ignore[union-attr]
-        if update_grid_card(folder, outcome.report, picture):
-            err.print(
-                f"put the grid's table and heatmap into the data card {escape(str(folder / 'README.md'))}",
-                highlight=False,
-            )
+        into_card = family_named(outcome.family).eval_into_card
+        line = into_card(folder, outcome.report, _relative(outcome.picture, folder)) if into_card else None
+        if line:
+            err.print(escape(line), highlight=False)
         return
-    if not (folder / "README.md").is_file():
+    if not BuiltFolder.open(folder).card_path.is_file():
         return
     from builder.publish.eval_card import update_card
 
     card = update_card(folder, outcome.report)
     if card is None:
-        err.print(f"left {escape(str(folder / 'README.md'))} as it is: build-bench did not write it", highlight=False)
+        err.print(f"left {escape(str(folder / CARD_FILE))} as it is: build-bench did not write it", highlight=False)
     else:
         err.print(f"put the evaluation into the data card {escape(str(card))}", highlight=False)
+
+
+def _relative(picture: Path | None, folder: Path) -> str:
+    """The picture's path from the folder, as the card links it."""
+    assert picture is not None, "a family that fills in the card draws its picture"
+    return picture.resolve().relative_to(folder.resolve()).as_posix()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.evaluation.retrievers import RetrieverSpec
+from builder.io.built_folder import STATS_FILE
 
 _LEVELS_UP = 3  # posir/<lang>/<domain>/ sits three levels below the build's stats.json
 
@@ -23,7 +24,7 @@ def recorded_scorers(folder: Path) -> list[dict[str, Any]]:
     folder = Path(folder).resolve()
     for place in [folder, *folder.parents][: _LEVELS_UP + 1]:
         try:
-            data = json.loads((place / "stats.json").read_text(encoding="utf-8"))
+            data = json.loads((place / STATS_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if not isinstance(data, dict):

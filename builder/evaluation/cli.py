@@ -32,7 +32,7 @@ class EvalOutcome:
     report: dict[str, Any]
     path: Path
     picture: Path | None
-    grid: bool = False  # a depth_grid build: the cells' tables and heatmap
+    family: str | None = None  # the stage family that evaluated the folder its own way (builder.families)
     notes: dict[str, list[str]] = field(default_factory=dict)  # circular-QC notes per retriever
 
 
@@ -88,10 +88,12 @@ def run_eval(
         permutations=permutations,
         psi_small_groups=psi_small_groups,
     )
-    from builder.evaluation.grid import is_grid
+    from builder.families import EvalRequest, family_for
+    from builder.io.built_folder import BuiltFolder
 
-    if is_grid(folder):  # a depth_grid build: one retrieval task per cell
-        return eval_grid(folder, retrievers, defaults, out, cache_dir, batch_size, bootstrap, err)
+    family = family_for(BuiltFolder.open(folder).kind) if Path(folder).is_dir() else None
+    if family is not None and family.evaluate is not None:  # e.g. a grid: one retrieval task per cell
+        return family.evaluate(EvalRequest(folder, retrievers, defaults, out, cache_dir, batch_size, bootstrap, err))
     out_dir = out or folder / "eval"
     try:
         specs = [parse_spec(text, defaults) for text in retrievers]
@@ -119,9 +121,13 @@ def run_eval(
 
 def show_eval(outcome: EvalOutcome, json_out: bool, err: Console, console: Console) -> None:
     """The figures as tables (or eval.json on stdout with `json_out`) and what was written."""
-    if outcome.grid:
-        show_grid(outcome, json_out, console)
-        return
+    if outcome.family is not None:
+        from builder.families import family_named
+
+        show = family_named(outcome.family).show_eval
+        if show is not None:
+            show(outcome, json_out, console)
+            return
     from builder.evaluation.report import print_report
 
     if json_out:
@@ -134,53 +140,3 @@ def show_eval(outcome: EvalOutcome, json_out: bool, err: Console, console: Conso
                 err.print(f"[yellow]warning: {escape(label)}: {escape(line)}[/]", highlight=False)
     if not json_out:
         console.print(f"wrote {outcome.path}" + (f" and {outcome.picture}" if outcome.picture else ""))
-
-
-def eval_grid(
-    folder: Path,
-    retrievers: list[str],
-    defaults: dict,
-    out: Path | None,
-    cache_dir: Path | None,
-    batch_size: int,
-    bootstrap: BootstrapSettings,
-    err: Console,
-) -> EvalOutcome:
-    """A depth_grid build: one retrieval task per cell (builder/evaluation/grid.py)."""
-    from builder.evaluation.data import EvalError
-    from builder.evaluation.grid import check_grid, evaluate_grid, plot_grid
-    from builder.evaluation.report import write_json
-    from builder.evaluation.rerankers import reranker_factories
-    from builder.evaluation.retrievers import parse_spec
-
-    try:
-        specs = [parse_spec(text, defaults) for text in retrievers]
-        check_grid(folder)
-        factories = reranker_factories(None, [s.reranker for s in specs if s.reranker])
-        report = evaluate_grid(
-            folder,
-            specs,
-            cache_dir or folder / ".eval_cache",
-            batch_size,
-            factories,
-            log=lambda line: err.print(line, highlight=False),
-            bootstrap=bootstrap,
-        )
-    except EvalError as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(2) from None
-    out_dir = out or folder / "eval"
-    path = write_json(report, out_dir)
-    picture = plot_grid(report, out_dir)
-    return EvalOutcome(folder, out_dir, report, path, picture, grid=True)
-
-
-def show_grid(outcome: EvalOutcome, json_out: bool, console: Console) -> None:
-    """The grid's tables (or eval.json on stdout with `json_out`) and what was written."""
-    if json_out:
-        typer.echo(json.dumps(outcome.report, indent=2))
-    else:
-        from builder.evaluation.grid import print_grid
-
-        print_grid(console, outcome.report)
-        console.print(f"wrote {outcome.path} and {outcome.picture}")

@@ -27,6 +27,7 @@ from builder.evaluation.data import EvalData
 from builder.evaluation.metrics import group_universe
 from builder.evaluation.positions import first_span
 from builder.evaluation.psi_null import NullSettings, psi_null_text, psi_with_null
+from builder.io.built_folder import BuiltFolder
 
 FEATURES = ("overlap", "span_bm25", "span_words", "doc_words")
 QUESTION_TYPES = ("what", "when", "where", "who", "which", "why", "how")
@@ -49,7 +50,7 @@ def _with_spans(data: EvalData) -> pl.DataFrame:
     spans come from the folder's queries.parquet where it has them."""
     if first_span(data.queries) is not None:
         return data.queries
-    path = data.folder / "queries.parquet"
+    path = BuiltFolder.open(data.folder).path("queries")
     if not path.is_file():
         return data.queries
     columns = [c for c in ("query_id", "spans", "pos_char_span") if c in pl.read_parquet_schema(path)]

@@ -20,6 +20,7 @@ import polars as pl
 from builder.evaluation.corpus import Corpus
 from builder.evaluation.errors import EvalError
 from builder.evaluation.positions import DEFAULT_ANCHOR, Anchor, Definition, apply_native, apply_posir
+from builder.io.built_folder import BEIR_FILES, POSIR_FILES, TABLE_FILES
 from builder.io.table_check import TableError, check_built_folder, read_table
 
 # Position groupings a dataset may carry, in the order the report shows them.
@@ -35,9 +36,10 @@ _KEEP = (
     "pos_token_length",
     *GROUPINGS,
 )
-_BUILT = ("corpus.parquet", "queries.parquet", "qrels.parquet")
-_POSIR = ("corpus.parquet", "queries.parquet", "qrels/test.parquet")
-_PLAIN = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
+_ROLES = ("corpus", "queries", "qrels")
+_BUILT = tuple(TABLE_FILES[t] for t in _ROLES)
+_POSIR = tuple(POSIR_FILES[t] for t in _ROLES)
+_PLAIN = tuple(BEIR_FILES[t] for t in _ROLES)
 
 
 @dataclass(frozen=True)
@@ -165,23 +167,23 @@ def _read_posir(files: list[Path]) -> tuple[Corpus, pl.DataFrame, pl.DataFrame, 
 
 def _read_plain(folder: Path) -> tuple[Corpus, pl.DataFrame, pl.DataFrame]:
     try:
-        queries = pl.read_ndjson(folder / "queries.jsonl", infer_schema_length=None)
+        queries = pl.read_ndjson(folder / BEIR_FILES["queries"], infer_schema_length=None)
         qrels = pl.read_csv(
-            folder / "qrels" / "test.tsv",
+            folder / BEIR_FILES["qrels"],
             separator="\t",
             schema_overrides={"query-id": pl.Utf8, "corpus-id": pl.Utf8, "score": pl.Int64},
         )
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise EvalError(f"cannot read the BEIR files in {folder}: {exc}") from exc
     missing = {
-        "queries.jsonl": {"_id", "text"} - set(queries.columns),
-        "qrels/test.tsv": {"query-id", "corpus-id", "score"} - set(qrels.columns),
+        BEIR_FILES["queries"]: {"_id", "text"} - set(queries.columns),
+        BEIR_FILES["qrels"]: {"query-id", "corpus-id", "score"} - set(qrels.columns),
     }
     problems = [f"{name} lacks {sorted(cols)}" for name, cols in missing.items() if cols]
     if problems:
         raise EvalError(f"{folder}: " + "; ".join(problems))
     return (
-        Corpus.from_jsonl(folder / "corpus.jsonl"),
+        Corpus.from_jsonl(folder / BEIR_FILES["corpus"]),
         queries.rename({"_id": "query_id"}).with_columns(pl.col("query_id").cast(pl.Utf8)),
         qrels.rename({"query-id": "query_id", "corpus-id": "doc_id"}),
     )

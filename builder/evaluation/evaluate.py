@@ -18,7 +18,6 @@ from builder.evaluation.data import EvalData
 from builder.evaluation.figures import Averaging, Figures
 from builder.evaluation.intervals import BootstrapSettings
 from builder.evaluation.metrics import NDCG, per_query_scores, with_relative_bins
-from builder.evaluation.probes import colder_report, probe_pairs
 from builder.evaluation.psi_null import null_settings
 from builder.evaluation.retrievers import RerankerFactory, Retrieval, RetrieverSpec, get_scorer, rerank
 from builder.evaluation.runs import (
@@ -33,6 +32,7 @@ from builder.evaluation.runs import (
 from builder.evaluation.search import first_stage
 from builder.evaluation.significance import compare_retrievers
 from builder.evaluation.trend import position_trend
+from builder.families import families
 from builder.util.atomic import write_text_atomic
 
 if TYPE_CHECKING:
@@ -121,7 +121,8 @@ def evaluate(
         "definitions": definitions(data, bootstrap, averaging),
         "retrievers": {},
     }
-    pairs = probe_pairs(data)
+    # What a stage family adds per retriever (e.g. ColDeR's probe tests), where the data has it.
+    extras = [f.retriever_figures(data) for f in families() if f.retriever_figures is not None]
     features = query_features(data)
     if features is not None:
         report["confounds"] = confounds_by_grouping(data, features, bootstrap.min_group)
@@ -150,11 +151,9 @@ def evaluate(
             tables[spec.label] = per_query[spec.label].join(
                 judged_at(data.qrels, retrieval.run), on="query_id", how="left"
             )
-        if pairs is not None:
-            log(f"{spec.label}: scoring {pairs.height} ColDeR probe pairs")
-            section["probes"] = colder_report(
-                spec, data, pairs, batch_size, rerankers, cache.path(spec).with_suffix(".probes.json")
-            )
+        for extra in extras:
+            if extra is not None:
+                section.update(extra(spec, batch_size, rerankers, cache.path(spec), log))
         # Notes about this retriever's figures (e.g. a quality-control stage that used it).
         section["notes"] = []
         section.update(cached=cached, seconds=round(time.perf_counter() - started, 2))

@@ -14,7 +14,6 @@ is named "beyond window".
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +28,7 @@ from builder.evaluation.multiple import apply_holm, p_text
 from builder.evaluation.psi_null import NullSettings, psi_null_text, psi_with_null
 from builder.evaluation.report import figure_text
 from builder.evaluation.retrievers import RerankerFactory, RetrieverSpec
+from builder.io.built_folder import GRID, BuiltFolder
 
 if TYPE_CHECKING:
     from builder.backends.rerankers.neural import BiEncoderScorer
@@ -38,21 +38,13 @@ Log = Callable[[str], None]
 
 
 def is_grid(folder: Path) -> bool:
-    """A build whose queries carry the grid's depth and length."""
-    path = Path(folder) / "queries.parquet"
-    if not path.is_file():
-        return False
-    try:
-        names = pl.read_parquet_schema(path)
-    except (pl.exceptions.PolarsError, OSError):
-        return False
-    return "grid_depth" in names and "grid_length" in names and (Path(folder) / "settings").is_dir()
+    """A depth_grid build, as its manifest says (or, for an older folder, its files)."""
+    return Path(folder).is_dir() and BuiltFolder.open(folder).kind == GRID
 
 
 def grid_cells(folder: Path) -> pl.DataFrame:
     """setting, grid_depth, grid_length of every cell, by length then depth."""
-    queries = pl.read_parquet(Path(folder) / "queries.parquet", columns=["setting", "grid_depth", "grid_length"])
-    return queries.unique().sort("grid_length", "grid_depth")
+    return BuiltFolder.open(folder).grid_cells()
 
 
 def evaluate_grid(
@@ -76,8 +68,9 @@ def evaluate_grid(
     cells = grid_cells(folder)
     depths = sorted(cells["grid_depth"].unique().to_list())
     lengths = sorted(cells["grid_length"].unique().to_list())
-    data = {cell: load_eval_data(folder / "settings" / cell) for cell in cells["setting"].to_list()}
-    source = dict(pl.read_parquet(folder / "queries.parquet", columns=["query_id", "source_query_id"]).iter_rows())
+    built = BuiltFolder.open(folder)
+    data = {cell: load_eval_data(built.setting(cell).root) for cell in cells["setting"].to_list()}
+    source = dict(built.read("queries", ["query_id", "source_query_id"]).iter_rows())
     unit = grid_unit(folder)
     out = {
         "dataset": {
@@ -179,10 +172,7 @@ def cell_figures(
 def grid_unit(folder: Path) -> str:
     """What the grid's lengths count, from the build's stats.json: `words` for the words
     tokenizer, `tokens (<tokenizer>)` for a model's, `tokens` where it is not recorded."""
-    try:
-        stats = json.loads((Path(folder) / "stats.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return "tokens"
+    stats = BuiltFolder.open(folder).stats()
     stages = [s for s in stats.get("stages", []) if isinstance(s, dict) and "grid" in s]
     name = next((s.get("tokenizer") for s in stages if s.get("tokenizer")), None) or (
         stats.get("doc_lengths") or {}
@@ -391,6 +381,7 @@ def plot_grid(report: dict, out_dir: Path) -> Path:
 
 def check_grid(folder: Path) -> None:
     """EvalError unless every cell's set is there."""
-    for cell in grid_cells(folder)["setting"].to_list():
-        if not (Path(folder) / "settings" / cell / "queries.parquet").is_file():
+    built = BuiltFolder.open(folder)
+    for cell in built.grid_cells()["setting"].to_list():
+        if not built.setting(cell).has("queries"):
             raise EvalError(f"{folder}: the grid cell {cell} has no settings/{cell}/ folder; rebuild the grid")

@@ -24,9 +24,10 @@ from scipy import stats
 from builder.evaluation.data import EvalData, EvalError
 from builder.evaluation.multiple import apply_holm
 from builder.evaluation.retrievers import RerankerFactory, RetrieverSpec, document_inputs, get_scorer
+from builder.io.built_folder import TABLE_FILES, BuiltFolder
 from builder.util.atomic import write_text_atomic
 
-PAIRS_FILE = "pairs.parquet"
+PAIRS_FILE = TABLE_FILES["pairs"]
 MOVING = "position_i"  # the probe the paper reports as R(D_i) - R(D_1)
 PairScorer = Callable[[Sequence[tuple[str, str]]], list[float]]
 
@@ -34,7 +35,7 @@ PairScorer = Callable[[Sequence[tuple[str, str]]], list[float]]
 def probe_pairs(data: EvalData) -> pl.DataFrame | None:
     """The (query, doc_a, doc_b) pairs of a ColDeR build whose query and documents are
     evaluated, with each document's variant name; None for any other folder."""
-    path = data.folder / PAIRS_FILE
+    path = BuiltFolder.open(data.folder).path("pairs")
     if not path.is_file() or "variant" not in data.queries.columns:
         return None
     pairs = pl.read_parquet(path).select("query_id", "setting", "doc_a", "doc_b")
@@ -177,7 +178,7 @@ def with_roles(pairs: pl.DataFrame, data: EvalData) -> pl.DataFrame:
     documents had the same text one was kept for both and lists the other's id in
     `same_text_ids`, so the role is read from the id made for this query, and from the
     kept document's own variant where no id says more."""
-    path = data.folder / "corpus.parquet"
+    path = BuiltFolder.open(data.folder).path("corpus")
     if not path.is_file():
         raise EvalError(f"{data.folder}: {PAIRS_FILE} needs corpus.parquet with a variant column")
     columns = [c for c in ("doc_id", "variant", "same_text_ids") if c in pl.read_parquet_schema(path)]

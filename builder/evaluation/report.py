@@ -17,6 +17,8 @@ from builder.evaluation.confounds import overlap_psi_text
 from builder.evaluation.metrics import N_BINS, NDCG, RECALL
 from builder.evaluation.multiple import p_text, significance_mark
 from builder.evaluation.psi_null import psi_null_text
+from builder.families import families
+from builder.io.built_folder import EVAL_FILE
 from builder.util.atomic import write_text_atomic
 
 GROUPING_NAMES = {
@@ -31,7 +33,7 @@ PLOT_NAME = "ndcg_by_position.png"
 
 def write_json(report: dict, out_dir: Path) -> Path:
     """eval.json, and the comparison table beside it as Markdown and LaTeX."""
-    path = out_dir / "eval.json"
+    path = out_dir / EVAL_FILE
     write_text_atomic(path, json.dumps(report, indent=2))
     if report.get("comparison_table"):
         write_comparison(report["comparison_table"], out_dir)
@@ -148,8 +150,9 @@ def print_report(console: Console, report: dict) -> None:
     console.print(_window_table(runs, groupings[0] if groupings else None))
     for comparison in report.get("comparisons", []):
         console.print(_comparison_table(comparison))
-    if any(r.get("probes") for r in runs.values()):
-        console.print(_probes_table(runs))
+    for family in families():  # e.g. ColDeR's probe tests
+        if family.print_eval is not None:
+            family.print_eval(console, report)
     if report.get("comparison_table"):
         console.print(_paper_table(report["comparison_table"]))
     console.print(definitions_line(report), highlight=False)
@@ -345,46 +348,6 @@ def _paper_table(table: dict) -> Table:
             row["retriever"], *("-" if c["value"] is None else f"{c['value']:.3f}{c['mark']}" for c in row["cells"])
         )
     return shown
-
-
-def _probes_table(runs: dict) -> Table:
-    """ColDeR's paired t-tests of retriever scores per probe, in the paper's direction."""
-    table = Table(
-        title="ColDeR probes: paired t-test of retriever scores (scipy.stats.ttest_rel), Holm-corrected per probe kind",
-        title_justify="left",
-        caption="positive t: the first document of the difference scores higher",
-        caption_justify="left",
-    )
-    for col in (
-        "retriever",
-        "probe",
-        "difference",
-        "pairs",
-        "mean diff",
-        "t",
-        "p",
-        "p Holm",
-        "tests in family",
-        "Cohen's d",
-        "first higher",
-    ):
-        table.add_column(col, justify="left" if col in ("retriever", "probe", "difference") else "right")
-    for label, r in runs.items():
-        for row in r.get("probes", []):
-            table.add_row(
-                label,
-                row["setting"],
-                row["difference"],
-                str(row["n"]),
-                signed_text(row["mean_difference"]),
-                _f(row["t"], 2),
-                p_text(row["p"]),
-                p_text(row.get("p_holm")) + significance_mark(row.get("p_holm")),
-                str(row.get("family_size", "-")),
-                _f(row["cohens_d"], 2),
-                f"{row['share_first_higher']:.0%}",
-            )
-    return table
 
 
 def plot(report: dict, out_dir: Path) -> Path | None:

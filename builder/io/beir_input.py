@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from builder.io.bench_rows import Rejected
+from builder.io.built_folder import BEIR_FILES, beir_qrels_file
 from builder.io.jsonl import has_lone_surrogate, id_problem, read_jsonl
 from builder.io.sources import SourceError
 
@@ -107,9 +108,9 @@ def _judgments(
 
 def read_beir_input(folder: Path, split: str, prefix: str, limit: int | None) -> BEIRInput:
     files = {
-        "corpus": folder / "corpus.jsonl",
-        "queries": folder / "queries.jsonl",
-        "qrels": folder / "qrels" / f"{split}.tsv",
+        "corpus": folder / BEIR_FILES["corpus"],
+        "queries": folder / BEIR_FILES["queries"],
+        "qrels": folder / beir_qrels_file(split),
     }
     for path in files.values():
         if not path.is_file():

@@ -11,14 +11,11 @@ from pathlib import Path
 
 import polars as pl
 
+from builder.io.built_folder import REQUIRED_COLUMNS, TABLE_FILES
 from builder.io.sources import SourceError
 
 # What every reader of a built folder (`write_beir`'s root tables) needs.
-BUILT_TABLES: dict[str, tuple[str, ...]] = {
-    "corpus.parquet": ("doc_id", "text"),
-    "queries.parquet": ("query_id", "text"),
-    "qrels.parquet": ("query_id", "doc_id", "score"),
-}
+BUILT_TABLES: dict[str, tuple[str, ...]] = {TABLE_FILES[t]: columns for t, columns in REQUIRED_COLUMNS.items()}
 
 
 class TableError(SourceError):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from builder.io.built_folder import BuiltFolder
 from builder.mteb_export.descriptive import descriptive_statistics
 from builder.mteb_export.folder_facts import read_facts
 from builder.mteb_export.gates import config_failures, metadata_failures, shape_failures
@@ -57,9 +58,7 @@ def mteb_rejections(fields: dict[str, Any]) -> list[str]:
 
 def position_groups(folder: Path) -> bool:
     """Whether queries carry a position group the task can report nDCG@10 by."""
-    import pyarrow.parquet as pq
-
-    return "position_tag" in pq.read_schema(folder / "queries.parquet").names
+    return "position_tag" in BuiltFolder.open(folder).columns("queries")
 
 
 def export_mteb(folder: Path, flags: ExportFlags, name: str | None = None, to: Path | None = None) -> Exported:

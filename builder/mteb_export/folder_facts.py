@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from builder.io.built_folder import BuiltFolder
+
 _FRONT = re.compile(r"\A---\n(.*?)\n---\n", re.S)
 _RECIPE = re.compile(r"^## Recipe\n.*?```yaml\n(.*?)```", re.S | re.M)
 _BIBTEX = re.compile(r"```bibtex\n(.*?)```", re.S)
@@ -54,12 +56,13 @@ def card_license(front: dict[str, Any]) -> str | None:
 
 
 def read_facts(folder: Path) -> FolderFacts:
-    card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").is_file() else ""
+    built = BuiltFolder.open(folder)
+    card = built.card_path.read_text(encoding="utf-8") if built.card_path.is_file() else ""
     front_match = _FRONT.match(card)
     front = yaml.safe_load(front_match.group(1)) if front_match else {}
     recipe_match = _RECIPE.search(card)
     recipe = yaml.safe_load(recipe_match.group(1)) if recipe_match else {}
-    stats = json.loads((folder / "stats.json").read_text(encoding="utf-8"))
+    stats = json.loads(built.stats_path.read_text(encoding="utf-8"))
     langs = [row["lang"] for row in stats.get("languages", []) if row.get("queries")]
     citations = [block.strip() for block in _BIBTEX.findall(card)]
     return FolderFacts(

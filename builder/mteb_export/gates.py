@@ -93,7 +93,7 @@ def config_failures(shape: TaskShape, configs: frozenset[str], position_groups: 
             if part.config is None
             else [f"{part.config}-{table}" for table in ("corpus", "queries", "qrels")]
         )
-    wanted += ["pairs"] * (shape.type == "Reranking") + ["positions"] * position_groups
+    wanted += [*shape.configs] + ["positions"] * position_groups
     missing = [name for name in dict.fromkeys(wanted) if name not in configs]
     if not missing:
         return []

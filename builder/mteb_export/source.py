@@ -1,6 +1,7 @@
 """The Python source of the exported task, as a file under mteb/tasks/<type>/<lang>/ would
 read: the filled `TaskMetadata`; a `load_data` where MTEB's own loader cannot find the
-parts by itself (grid cells; probe settings with their candidates from the `pairs` config);
+parts by itself (grid cells, each from its own configs; or the loader a stage family gives,
+e.g. ColDeR's probe settings with their candidates from the `pairs` config);
 and, where queries carry a position group, `task_specific_scores`: nDCG@10 per group and
 PSI, as `build-bench eval` reports them."""
 
@@ -20,34 +21,6 @@ LOAD_PARTS = '''
         for (subset, split), config in PARTS.items():
             self.dataset.setdefault(subset, {})[split] = RetrievalDatasetLoader(
                 hf_repo=path, revision=revision, split="test", config=config).load(num_proc=num_proc)
-        self.dataset_transform(num_proc=num_proc)
-        self.data_loaded = True
-'''
-
-LOAD_PAIRS = '''
-    def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
-        """One subset per probe setting: its queries (the `pairs` config names their setting),
-        their qrels, the documents they judge or rank, and as candidates (`top_ranked`) the
-        documents of each query's pairs, each once, in pair order."""
-        if self.data_loaded:
-            return
-        path, revision = self.metadata.dataset["path"], self.metadata.dataset["revision"]
-        data = RetrievalDatasetLoader(hf_repo=path, revision=revision, split="test").load(num_proc=num_proc)
-        settings: dict[str, str] = {}
-        candidates: dict[str, list[str]] = {}
-        for row in load_dataset(path, "pairs", split="test", revision=revision):
-            settings[row["query_id"]] = row["setting"]
-            docs = candidates.setdefault(row["query_id"], [])
-            docs += [d for d in (row["doc_a"], row["doc_b"]) if d not in docs]
-        self.dataset = {}
-        for subset in self.hf_subsets:
-            queries = data["queries"].select(
-                [i for i, q in enumerate(data["queries"]["id"]) if settings.get(q) == subset])
-            qrels = {q: data["relevant_docs"][q] for q in queries["id"]}
-            judged = {d for q in queries["id"] for d in [*qrels[q], *candidates[q]]}
-            corpus = data["corpus"].select([i for i, d in enumerate(data["corpus"]["id"]) if d in judged])
-            self.dataset[subset] = {"test": {"corpus": corpus, "queries": queries, "relevant_docs": qrels,
-                                             "top_ranked": {q: candidates[q] for q in queries["id"]}}}
         self.dataset_transform(num_proc=num_proc)
         self.data_loaded = True
 '''
@@ -90,10 +63,9 @@ def metadata_lines(fields: dict[str, Any]) -> list[str]:
 
 def task_module(fields: dict[str, Any], shape: TaskShape, position_groups: bool) -> str:
     own_loader = shape.own_loader
-    reranking = shape.type == "Reranking"
-    with_parts = not own_loader and not reranking
+    with_parts = not own_loader and shape.load_data is None
     imports = ["from typing import Any\n\n"] if not own_loader else []
-    if position_groups or reranking:
+    if position_groups or "load_dataset(" in (shape.load_data or ""):
         imports.append("from datasets import load_dataset\n\n")
     imports.append("from mteb.abstasks.retrieval import AbsTaskRetrieval\n")
     if not own_loader:
@@ -105,7 +77,7 @@ def task_module(fields: dict[str, Any], shape: TaskShape, position_groups: bool)
         parts = f"\n# (subset, split) -> the prefix of the dataset configs it loads from\nPARTS = {{\n{rows}}}\n"
     body = "    metadata = TaskMetadata(\n" + "\n".join(metadata_lines(fields)) + "\n    )\n"
     if not own_loader:
-        body += LOAD_PAIRS if reranking else LOAD_PARTS
+        body += shape.load_data or LOAD_PARTS
     if position_groups:
         body += SCORES
     return (

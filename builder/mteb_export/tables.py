@@ -8,6 +8,8 @@ from pathlib import Path
 
 import polars as pl
 
+from builder.io.built_folder import BuiltFolder
+
 
 @dataclass(frozen=True)
 class RetrievalTables:
@@ -17,11 +19,12 @@ class RetrievalTables:
 
 
 def read_tables(folder: Path) -> RetrievalTables:
-    corpus = pl.read_parquet(folder / "corpus.parquet")
+    built = BuiltFolder.open(folder)
+    corpus = built.read("corpus")
     title = pl.col("title").fill_null("") if "title" in corpus.columns else pl.lit("")
     corpus = corpus.select(
         "doc_id", pl.concat_str([title, pl.lit(" "), pl.col("text").fill_null("")]).str.strip_chars().alias("text")
     )
-    queries = pl.read_parquet(folder / "queries.parquet").select("query_id", pl.col("text").fill_null(""))
-    qrels = pl.read_parquet(folder / "qrels.parquet").select("query_id", "doc_id", "score")
+    queries = built.read("queries").select("query_id", pl.col("text").fill_null(""))
+    qrels = built.read("qrels").select("query_id", "doc_id", "score")
     return RetrievalTables(corpus, queries, qrels)

@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from builder.bench import Bench
+from builder.io.built_folder import BEIR_FILES, SETTINGS_DIR, STATS_FILE, TABLE_FILES
 from builder.publish.paths import safe_component
 from builder.util.atomic import replace_dir, temp_dir_beside
 
@@ -22,7 +23,7 @@ def write_beir(bench: Bench, out_dir: Path, stats: dict[str, Any] | None = None)
         _write_tables(bench, tmp)
         _write_settings(bench, tmp)
         summary = {"counts": bench.counts(), **(stats or {})}
-        (tmp / "stats.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+        (tmp / STATS_FILE).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
         replace_dir(tmp, out_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -31,11 +32,11 @@ def write_beir(bench: Bench, out_dir: Path, stats: dict[str, Any] | None = None)
 
 def _write_beir_files(bench: Bench, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    bench.corpus.select(pl.col("doc_id").alias("_id"), "title", "text").write_ndjson(folder / "corpus.jsonl")
-    bench.queries.rename({"query_id": "_id"}).write_ndjson(folder / "queries.jsonl")
-    (folder / "qrels").mkdir(exist_ok=True)
+    bench.corpus.select(pl.col("doc_id").alias("_id"), "title", "text").write_ndjson(folder / BEIR_FILES["corpus"])
+    bench.queries.rename({"query_id": "_id"}).write_ndjson(folder / BEIR_FILES["queries"])
+    (folder / BEIR_FILES["qrels"]).parent.mkdir(exist_ok=True)
     bench.qrels.select(pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"), "score").write_csv(
-        folder / "qrels" / "test.tsv", separator="\t"
+        folder / BEIR_FILES["qrels"], separator="\t"
     )
 
 
@@ -53,18 +54,16 @@ def _write_settings(bench: Bench, folder: Path) -> None:
         if "setting" in bench.corpus.columns:
             in_setting = in_setting | (pl.col("setting") == setting)
         corpus = bench.corpus.filter(in_setting)
-        _write_tables(Bench.of(corpus, queries, qrels), folder / "settings" / safe_component(setting))
+        _write_tables(Bench.of(corpus, queries, qrels), folder / SETTINGS_DIR / safe_component(setting))
     if "pairs" in bench.queries.columns:
         pairs = bench.queries.select("query_id", "setting", "pairs").explode("pairs").drop_nulls("pairs")
-        write_parquet(pairs.unnest("pairs"), folder / "pairs.parquet")
+        write_parquet(pairs.unnest("pairs"), folder / TABLE_FILES["pairs"])
 
 
 def _write_tables(bench: Bench, folder: Path) -> None:
     _write_beir_files(bench, folder)
-    write_parquet(bench.corpus, folder / "corpus.parquet")
-    write_parquet(bench.queries, folder / "queries.parquet")
-    write_parquet(bench.qrels, folder / "qrels.parquet")
-    write_parquet(bench.drops, folder / "drops.parquet")
+    for table in ("corpus", "queries", "qrels", "drops"):
+        write_parquet(getattr(bench, table), folder / TABLE_FILES[table])
 
 
 def write_parquet(data: pl.DataFrame, path: Path) -> None:

@@ -16,6 +16,7 @@ import yaml
 from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
+from builder.families import card_step_fields, families
 from builder.publish.citations import papers_for
 from builder.publish.masking import mask_recipe_text
 from builder.publish.training_card import training_context
@@ -124,43 +125,11 @@ def construction(run_stages: list[StageRecord], loaded: LoadedRecipe | None) -> 
                 "dropped": ", ".join(f"{r} {n}" for r, n in sorted(st.dropped.items(), key=lambda kv: -kv[1])),
                 "llm_calls": int((st.llm or {}).get("calls", 0)),
                 "kept_by_third": format_kept_by_third(st.kept_by_third),
-                **_padding(st.figures.get("grid")),
+                **card_step_fields(st.figures),
                 "resumed": st.resumed,
             }
         )
     return steps
-
-
-def _padding(grid: dict[str, Any] | None) -> dict[str, str]:
-    """A depth_grid step's judge, the padding it left out by reason (most first), and what
-    its cells are made of: where the padding comes from, distractors, chance, depth error."""
-    if not grid:
-        return {"padding_judge": "", "padding_excluded": "", "grid_cells": ""}
-    left_out = sorted(grid.get("padding_excluded", {}).items(), key=lambda kv: (-kv[1], kv[0]))
-    return {
-        "padding_judge": str(grid.get("judge")),
-        "padding_excluded": ", ".join(f"{r} {n}" for r, n in left_out) or "none",
-        "grid_cells": _grid_cells(grid),
-    }
-
-
-def _grid_cells(grid: dict[str, Any]) -> str:
-    pool, share = grid.get("padding_pool"), grid.get("padding_share") or {}
-    if not pool:  # a build from before the grid reported its pool
-        return ""
-    shares = ", ".join(f"{d} {v:.0%}" for d, v in share.items()) or "none"
-    distractors = grid["distractors"]
-    short = ", ".join(f"{r} {n}" for r, n in distractors["short"].items()) or "none"
-    chance = "; ".join(
-        f"{n}: {c['documents']} documents, nDCG@10 {c['ndcg@10']:.3f}, Recall@100 {c['recall@100']:.3f}"
-        for n, c in grid["chance"].items()
-    )
-    depth = grid.get("largest_depth_gap")
-    return (
-        f"padding from {pool['from']} ({pool['documents']} documents; padding tokens by domain: {shares}); "
-        f"{distractors['asked']} distractors asked per cell (short: {short}); chance per length: "
-        f"{chance or 'no cells'}; largest depth error {'-' if depth is None else f'{depth:.3f}'}"
-    )
 
 
 def _count(n: int | None) -> str:
@@ -225,6 +194,8 @@ def card_context(
         "license": {"license_name": None, "license_link": None, **license},
         "evaluation": evaluation,
         "training": training_context(run_stages),
+        # The card's parts stage families add (builder.families), by template name.
+        "family_parts": [f.card_template.name for f in families() if f.card_template is not None],
     }
 
 
@@ -237,7 +208,8 @@ def card_environment(template_dir: Path | None = None) -> SandboxedEnvironment:
     """The card's Jinja2 environment; templates load from `template_dir`, then from the
     shipped ones (so a custom card can import the shipped evaluation parts)."""
     shipped = shipped_dir("data_cards")
-    folders = [str(p) for p in (template_dir, shipped) if p is not None]
+    parts = [f.card_template.parent for f in families() if f.card_template is not None]
+    folders = [str(p) for p in (template_dir, shipped, *parts) if p is not None]
     env = SandboxedEnvironment(
         loader=FileSystemLoader(folders),
         undefined=StrictUndefined,

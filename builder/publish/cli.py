@@ -23,9 +23,10 @@ def _check_folder(folder: Path, err: Console) -> None:
     """Exit 2 with one line unless `folder` holds a built benchmark's readable tables."""
     from rich.markup import escape
 
+    from builder.io.built_folder import BuiltFolder
     from builder.io.table_check import TableError, check_built_folder
 
-    if not (folder / "corpus.parquet").is_file():
+    if not BuiltFolder.open(folder).has("corpus"):
         err.print(f"[red]{escape(str(folder))} is not a built benchmark folder (no corpus.parquet)[/]")
         raise typer.Exit(2)
     try:
@@ -37,6 +38,7 @@ def _check_folder(folder: Path, err: Console) -> None:
 
 def stats_command(folder: FolderArg) -> None:
     """Print the statistics of a built folder and (re)write its stats.json and plots."""
+    from builder.io.built_folder import BuiltFolder
     from builder.publish.outputs import refresh_stats
     from builder.publish.tables import print_stats
 
@@ -48,7 +50,7 @@ def stats_command(folder: FolderArg) -> None:
         out.print(f"wrote {folder / path}")
     for name, why in plots["skipped"].items():
         out.print(f"[dim]skipped {name}: {why}[/]")
-    out.print(f"wrote {folder / 'stats.json'}")
+    out.print(f"wrote {BuiltFolder.open(folder).stats_path}")
 
 
 def push_command(

@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from builder.io.built_folder import EVAL_DIR, EVAL_FILE, STATS_FILE, TABLE_FILES, BuiltFolder
 from builder.io.sources import SourceError
 from builder.io.table_check import read_table, table_columns
 
@@ -84,12 +85,13 @@ def read_version(folder: Path, where: str | None = None) -> Version:
     """The compared columns of a built or published folder."""
     folder = Path(folder)
     where = where or str(folder)
-    if (folder / "corpus.parquet").is_file():
-        docs = _read([folder / "corpus.parquet"], _DOC_COLUMNS, {}, ("doc_id", "text"))
-        queries = _read([folder / "queries.parquet"], _QUERY_COLUMNS, {}, ("query_id", "text"))
-        qrels = _read([folder / "qrels.parquet"], ("query_id", "doc_id", "score"), {}, ("query_id", "doc_id", "score"))
-    elif any((folder / "corpus").glob("*/*.parquet")):
-        files = {t: sorted((folder / t).glob("*/*.parquet")) for t in _PARTS}
+    built = BuiltFolder.open(folder)
+    if built.has("corpus"):
+        docs = _read([built.path("corpus")], _DOC_COLUMNS, {}, ("doc_id", "text"))
+        queries = _read([built.path("queries")], _QUERY_COLUMNS, {}, ("query_id", "text"))
+        qrels = _read([built.path("qrels")], ("query_id", "doc_id", "score"), {}, ("query_id", "doc_id", "score"))
+    elif built.partitions("corpus"):
+        files = {t: built.partitions(t) for t in _PARTS}
         docs = (
             _read(files["corpus"], _DOC_COLUMNS, {"_id": "doc_id"}, ("_id", "text"))
             .drop("lang", "domain")
@@ -117,14 +119,14 @@ def read_version(folder: Path, where: str | None = None) -> Version:
     else:
         raise SourceError(f"{where} is not a built benchmark folder (no corpus.parquet and no corpus/ partitions)")
     docs = docs.with_columns(pl.col("lang").cast(pl.Utf8).fill_null("-"))
-    stats, evaluation = _json(folder / "stats.json"), _json(folder / "eval" / "eval.json")
+    stats, evaluation = _json(built.stats_path), _json(built.eval_dir / EVAL_FILE)
     return Version(
         where,
         docs,
         _with_keys(queries, qrels),
         (stats or {}).get("inputs"),
         evaluation,
-        _drop_log(folder / "drops.parquet"),
+        _drop_log(built.path("drops")),
     )
 
 
@@ -152,7 +154,8 @@ def fetch_version(ref: str) -> Version:
             raise SourceError(f"{ref}: no such folder")
         return read_version(folder)
     return read_version(
-        hub_snapshot(ref, [*(f"{t}/**" for t in _PARTS), "stats.json", "eval/eval.json", "drops.parquet"]), ref
+        hub_snapshot(ref, [*(f"{t}/**" for t in _PARTS), STATS_FILE, f"{EVAL_DIR}/{EVAL_FILE}", TABLE_FILES["drops"]]),
+        ref,
     )
 
 

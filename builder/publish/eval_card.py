@@ -14,24 +14,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+from builder.io.built_folder import CARD_FILE, card_is_ours
 from builder.publish.card import card_environment
 from builder.publish.eval_context import evaluation_context
-from builder.publish.outputs import CARD_FILE
-from builder.records.marker import MARKER
 from builder.util.atomic import write_text_atomic
 
 PARTS_TEMPLATE = "evaluation.md.j2"
-_CARD_TAG = "build-bench"
-
-
-def card_is_ours(folder: Path) -> bool:
-    """A README.md build-bench wrote: in a folder a build marked, with build-bench's front matter."""
-    folder = Path(folder)
-    if not (folder / MARKER).is_file() or not (folder / CARD_FILE).is_file():
-        return False
-    text = (folder / CARD_FILE).read_text(encoding="utf-8")
-    head = re.match(r"---\n(.*?)\n---\n", text, re.DOTALL)
-    return bool(head) and re.search(rf"^- {_CARD_TAG}$", head.group(1), re.MULTILINE) is not None
 
 
 def _without(text: str, name: str) -> str:

@@ -21,8 +21,10 @@ from builder.evaluation.report import (
     psi_cell,
     signed_text,
 )
+from builder.families import families
+from builder.io.built_folder import EVAL_DIR, EVAL_FILE
 
-EVAL_REPORT = Path("eval") / "eval.json"
+EVAL_REPORT = Path(EVAL_DIR) / EVAL_FILE
 _NDCG, _RECALL = "ndcg@10", "recall@100"
 
 
@@ -170,24 +172,6 @@ def _comparison(c: dict[str, Any]) -> dict[str, Any]:
     return {"a": c["a"], "b": c["b"], "test": c["test"], "rows": rows}
 
 
-def _probe(label: str, row: dict[str, Any]) -> dict[str, Any]:
-    def num(value: float | None) -> str:
-        return "-" if value is None else f"{value:.2f}"
-
-    return {
-        "retriever": label,
-        "probe": row["setting"],
-        "difference": row["difference"],
-        "n": row["n"],
-        "mean_difference": signed_text(row["mean_difference"]),
-        "t": num(row["t"]),
-        "p": p_text(row["p"]),
-        "p_holm": p_text(row.get("p_holm")) + significance_mark(row.get("p_holm")),
-        "tests": row.get("family_size", "-"),
-        "cohens_d": num(row["cohens_d"]),
-    }
-
-
 def evaluation_context(report: dict[str, Any]) -> dict[str, Any]:
     """What the card template's `evaluation` parts show, as text ready for the page."""
     groupings = report["dataset"]["groupings"]
@@ -216,7 +200,7 @@ def evaluation_context(report: dict[str, Any]) -> dict[str, Any]:
             for label, run in runs.items()
         ],
         "comparisons": [_comparison(c) for c in report.get("comparisons", [])],
-        "probes": [_probe(label, row) for label, run in runs.items() for row in run.get("probes") or []],
+        **{k: v for f in families() if f.card_eval is not None for k, v in f.card_eval(report).items()},
         "comparison_table": markdown(report["comparison_table"]) if report.get("comparison_table") else None,
         "warnings": eval_warnings(report),
     }

@@ -18,8 +18,9 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from builder.io.built_folder import CARD_FILE, BuiltFolder
 from builder.publish.hub_plan import PushError, PushPlan, RemoteState, make_plan, remote_state
-from builder.publish.outputs import CARD_FILE, built_with_mock, publish_folder, read_run_stats
+from builder.publish.outputs import built_with_mock, publish_folder, read_run_stats
 from builder.recipe.sections import UNKNOWN
 
 __all__ = ["PushError", "PushResult", "mock_refusal", "push"]
@@ -43,12 +44,13 @@ def _api() -> Any:
 
 def _ready(folder: Path, console: Console) -> None:
     """A folder built before publishing existed gets its card, stats and configs now."""
-    if not (folder / "corpus.parquet").exists():
+    built = BuiltFolder.open(folder)
+    if not built.has("corpus"):
         raise PushError(
             f"{folder} is not a built benchmark folder (no corpus.parquet); "
             "build it first with `build-bench RECIPE --out DIR`"
         )
-    if not (folder / CARD_FILE).exists() or not any(folder.glob("corpus/*/*.parquet")):
+    if not (folder / CARD_FILE).exists() or not built.partitions("corpus"):
         console.print(
             f"[yellow]{folder} has no data card or parquet configs yet: writing them "
             "(without the recipe, which a folder does not keep)[/]"

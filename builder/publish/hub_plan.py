@@ -18,12 +18,14 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from builder.io.built_folder import CARD_FILE, EVAL_DIR, STATS_FILE, TABLE_FILES
+from builder.io.built_folder import EVAL_FILE as EVAL_JSON
 from builder.publish.changelog import changelog, entry, previous_tag
 
 # `mteb/` is a pull request to MTEB and `review/` holds reviewers' names: neither is part of a release.
-LOCAL_ONLY = ("corpus.parquet", "queries.parquet", "qrels.parquet", "eval", "mteb", "review")
+LOCAL_ONLY = (*(TABLE_FILES[t] for t in ("corpus", "queries", "qrels")), EVAL_DIR, "mteb", "review")
 # The figures of `build-bench eval` travel, so the next release's changelog can compare them.
-EVAL_FILE = "eval/eval.json"
+EVAL_FILE = f"{EVAL_DIR}/{EVAL_JSON}"
 _TABLES = ["corpus/**", "documents/**", "queries/**", "positions/**", "qrels/**"]
 # Remote files under these folders (and under every folder the release has) that the new
 # release lacks are deleted in the same commit.
@@ -103,7 +105,7 @@ def remote_state(api: Any, repo_id: str, tag: str | None) -> RemoteState:
     state.files = list(api.list_repo_files(repo_id, repo_type="dataset"))
     state.previous = previous_tag(state.tags, tag)
     if state.previous:
-        state.previous_stats = _download_json(api, repo_id, "stats.json", state.previous)
+        state.previous_stats = _download_json(api, repo_id, STATS_FILE, state.previous)
         state.previous_changelog = _download_json(api, repo_id, CHANGELOG_FILE, state.previous)
         state.previous_eval = _download_json(api, repo_id, EVAL_FILE, state.previous)
         state.previous_tables = _download_tables(api, repo_id, state.previous)
@@ -139,7 +141,7 @@ def _card(folder: Path, repo_id: str, remote: RemoteState) -> bytes:
     """The data card as uploaded: with a link to the release before this one."""
     import os
 
-    text = (folder / "README.md").read_text(encoding="utf-8")
+    text = (folder / CARD_FILE).read_text(encoding="utf-8")
     if remote.previous:
         hub = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
         text = (
@@ -151,7 +153,7 @@ def _card(folder: Path, repo_id: str, remote: RemoteState) -> bytes:
 
 def make_plan(folder: Path, repo_id: str, tag: str | None, remote: RemoteState) -> PushPlan:
     files = local_files(folder)
-    stats = json.loads((folder / "stats.json").read_text(encoding="utf-8"))
+    stats = json.loads((folder / STATS_FILE).read_text(encoding="utf-8"))
     version = tag or "unreleased"
     changes = _changes(folder, version, stats, remote) if remote.previous_stats is not None else None
     text = changelog(
@@ -159,7 +161,7 @@ def make_plan(folder: Path, repo_id: str, tag: str | None, remote: RemoteState) 
         remote.previous_changelog,
     )
     uploads: list[tuple[str, Path | bytes]] = [
-        (p, _card(folder, repo_id, remote) if p == "README.md" else src) for p, src in files
+        (p, _card(folder, repo_id, remote) if p == CARD_FILE else src) for p, src in files
     ]
     uploads.append((CHANGELOG_FILE, text.encode("utf-8")))
     uploads.sort(key=lambda u: u[0])

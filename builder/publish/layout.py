@@ -30,9 +30,10 @@ from typing import Any
 import polars as pl
 
 from builder.bench import Bench
+from builder.io.built_folder import HUB_TABLES, hub_partition
 from builder.publish.beir import write_parquet
 
-TABLES = ("corpus", "queries", "qrels", "positions", "documents")
+TABLES = HUB_TABLES
 SPLIT = "test"
 UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9_.-]+")  # characters a config name may not hold
 
@@ -103,7 +104,7 @@ def write_hub_layout(bench: Bench, folder: Path) -> HubLayout:
     parts: list[tuple[str, str, str, str, int, int]] = []  # table, lang, domain, path, rows, bytes
     for table, frame in _hub_tables(bench).items():
         for (lang, domain), part in frame.partition_by(["_lang", "_domain"], as_dict=True).items():
-            rel = f"{table}/{lang}/{domain}.parquet"
+            rel = hub_partition(table, lang, domain)
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
             data = part.drop("_lang", "_domain")
             write_parquet(data, folder / rel)

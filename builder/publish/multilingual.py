@@ -16,6 +16,18 @@ from typing import Any
 import polars as pl
 
 from builder.bench import Bench
+from builder.io.built_folder import (
+    BEIR_FILES,
+    CARD_FILE,
+    CROSS_DIR,
+    MANIFEST_FILE,
+    PLOTS_DIR,
+    POSIR_DIR,
+    POSIR_FILES,
+    SETTINGS_DIR,
+    STATS_FILE,
+    TABLE_FILES,
+)
 from builder.publish.beir import write_beir, write_parquet
 from builder.publish.paths import safe_component
 from builder.recipe.sections import MultilingualOutput
@@ -27,23 +39,19 @@ _TRANSLATED_ID = r"@[a-z]{3}-[A-Z][a-z]{3}$"
 # What a build writes at the top of its folder; a language folder must not take these names.
 TOP_LEVEL = frozenset(
     {
-        "corpus",
+        "corpus",  # the Hub layout's table folders
         "queries",
         "qrels",
-        "plots",
-        "posir",
-        "cross",
-        "settings",
-        "corpus.jsonl",
-        "queries.jsonl",
-        "corpus.parquet",
-        "queries.parquet",
-        "qrels.parquet",
-        "drops.parquet",
-        "pairs.parquet",
-        "stats.json",
-        "README.md",
-        ".build-bench",
+        PLOTS_DIR,
+        POSIR_DIR,
+        CROSS_DIR,
+        SETTINGS_DIR,
+        BEIR_FILES["corpus"],
+        BEIR_FILES["queries"],
+        *TABLE_FILES.values(),
+        STATS_FILE,
+        CARD_FILE,
+        MANIFEST_FILE,
     }
 )
 
@@ -60,13 +68,13 @@ def write_multilingual(
             folder = out_dir / safe_component(lang, "und", TOP_LEVEL)
             written.append(write_beir(view, folder, stats={"language": lang, **(stats or {})}))
     if options.posir_layout:
-        written.append(_write_posir(views, out_dir / "posir"))
+        written.append(_write_posir(views, out_dir / POSIR_DIR))
     if options.cross_lingual:
         for target, source in _source_language_of(bench).items():
             if target in views and source in views:
                 view, excluded = cross_view(views[target], views[source])
                 pair = f"{safe_component(target, 'und')}-{safe_component(source, 'und')}"
-                folder = out_dir / "cross" / pair
+                folder = out_dir / CROSS_DIR / pair
                 info = {"queries_language": target, "corpus_language": source, "excluded_queries": excluded}
                 written.append(write_beir(view, folder, stats={**info, **(stats or {})}))
     return written
@@ -165,12 +173,14 @@ def _write_posir(views: dict[str, Bench], folder: Path) -> Path:
 
 
 def _write_posir_part(folder: Path, corpus: pl.DataFrame, queries: pl.DataFrame, qrels: pl.DataFrame) -> None:
-    (folder / "qrels").mkdir(parents=True)
-    write_parquet(corpus.select(pl.col("doc_id").alias("_id"), "title", "text"), folder / "corpus.parquet")
-    write_parquet(queries.rename({"query_id": "_id"}).with_columns(_posir_span(queries)), folder / "queries.parquet")
+    (folder / POSIR_FILES["qrels"]).parent.mkdir(parents=True)
+    write_parquet(corpus.select(pl.col("doc_id").alias("_id"), "title", "text"), folder / POSIR_FILES["corpus"])
+    write_parquet(
+        queries.rename({"query_id": "_id"}).with_columns(_posir_span(queries)), folder / POSIR_FILES["queries"]
+    )
     write_parquet(
         qrels.select(pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"), "score"),
-        folder / "qrels" / "test.parquet",
+        folder / POSIR_FILES["qrels"],
     )
 
 

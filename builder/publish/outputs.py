@@ -14,15 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from builder.io.built_folder import CARD_FILE, STATS_FILE, BuiltFolder
 from builder.publish.stats import RunStats, compute_stats, stage_list
 from builder.util.atomic import write_text_atomic
 
 if TYPE_CHECKING:
     from builder.bench import Bench
     from builder.recipe.model import LoadedRecipe
-
-STATS_FILE = "stats.json"
-CARD_FILE = "README.md"
 
 
 @dataclass
@@ -128,15 +126,11 @@ def read_run_stats(folder: Path) -> dict[str, Any]:
 
 def refresh_stats(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """Recompute stats.json and the plots of a folder written by `write_beir`."""
-    from builder.io.built_folder import read_beir
-
     run = read_run_stats(folder)
-    return write_stats(read_beir(Path(folder)), Path(folder), run, run.get("recipe"))
+    return write_stats(BuiltFolder.open(Path(folder)).read_bench(), Path(folder), run, run.get("recipe"))
 
 
 def publish_folder(folder: Path) -> Published:
     """Everything `publish_outputs` writes, for a folder built without it (no recipe at hand)."""
-    from builder.io.built_folder import read_beir
-
     folder = Path(folder)
-    return publish_outputs(read_beir(folder), folder, read_run_stats(folder), None)
+    return publish_outputs(BuiltFolder.open(folder).read_bench(), folder, read_run_stats(folder), None)

@@ -20,12 +20,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from builder.io.built_folder import CROSS_DIR, POSIR_FILES, SETTINGS_DIR, TABLE_FILES, BuiltFolder
 from builder.publish.layout import SPLIT, UNSAFE_IN_NAME
-from builder.publish.training import SPLIT_FOLDERS, training_configs
+from builder.publish.training import training_configs
 
 _BEIR = ("corpus", "queries", "qrels", "drops", "pairs")
-_KINDS = {"cross": "cross", "settings": "setting"}
-_POSIR = {"corpus": "corpus.parquet", "queries": "queries.parquet", "qrels": "qrels/test.parquet"}
+_KINDS = {CROSS_DIR: "cross", SETTINGS_DIR: "setting"}
 
 
 def _config(name: str, path: str) -> dict[str, Any]:
@@ -51,40 +51,25 @@ def _prefix(rel: Path) -> str:
     return "_".join(names)
 
 
-def _beir_folders(folder: Path) -> list[tuple[str, Path]]:
-    """(config prefix, folder) of every BEIR set written below the root, at any depth
-    (a per-language or cross-lingual folder of a probe build has its own settings/)."""
-    found = []
-    for corpus in sorted(folder.rglob("corpus.jsonl")):
-        sub = corpus.parent
-        rel = sub.relative_to(folder)
-        if (
-            sub != folder
-            and not any(p.startswith(".") for p in rel.parts)
-            and rel.parts[0] not in ("posir", *SPLIT_FOLDERS)
-        ):
-            found.append((_prefix(rel), sub))
-    return found
-
-
 def subset_configs(folder: Path) -> list[dict[str, Any]]:
     """One config per loadable table below `folder`, paths relative to it."""
     folder = Path(folder)
+    built = BuiltFolder.open(folder)
     configs: list[dict[str, Any]] = []
     for name in ("drops", "pairs"):
-        if _nonempty(folder / f"{name}.parquet"):
-            configs.append(_config(name, f"{name}.parquet"))
-    for prefix, sub in _beir_folders(folder):
+        if _nonempty(built.path(name)):
+            configs.append(_config(name, built.path(name).relative_to(folder).as_posix()))
+    for sub in built.sets():
+        prefix = _prefix(sub.relative_to(folder))
         for table in _BEIR:
-            path = sub / f"{table}.parquet"
+            path = sub / TABLE_FILES[table]
             if _nonempty(path):
                 configs.append(
                     _config(UNSAFE_IN_NAME.sub("_", f"{prefix}-{table}"), path.relative_to(folder).as_posix())
                 )
-    posir = folder / "posir"
-    for part in sorted(posir.glob("*/*")) if posir.is_dir() else []:
+    for part in built.posir_parts():
         prefix = UNSAFE_IN_NAME.sub("_", f"posir_{part.parent.name}_{part.name}")
-        for table, file in _POSIR.items():
+        for table, file in POSIR_FILES.items():
             if _nonempty(part / file):
                 configs.append(_config(f"{prefix}-{table}", (part / file).relative_to(folder).as_posix()))
     return configs + training_configs(folder)

@@ -19,10 +19,11 @@ from typing import Any
 import polars as pl
 
 from builder.bench import Bench
+from builder.io.built_folder import BEIR_FILES, SPLIT_DIRS, TABLE_FILES, beir_qrels_file
 from builder.publish.beir import write_parquet
 from builder.publish.paths import safe_component
 
-SPLIT_FOLDERS = ("train", "dev")
+SPLIT_FOLDERS = SPLIT_DIRS
 _TRAINING_COLUMNS = ("positive_passage", "negatives", "train_sets")
 
 
@@ -49,15 +50,15 @@ def write_splits(parts: dict[str, Bench], folder: Path) -> None:
     """BEIR folders for the train and dev splits, and the train sets' pairs."""
     for split, bench in parts.items():
         sub = Path(folder) / split
-        (sub / "qrels").mkdir(parents=True, exist_ok=True)
+        (sub / beir_qrels_file(split)).parent.mkdir(parents=True, exist_ok=True)
         queries = bench.queries.drop([c for c in ("positive_passage", "negatives") if c in bench.queries.columns])
-        bench.corpus.select(pl.col("doc_id").alias("_id"), "title", "text").write_ndjson(sub / "corpus.jsonl")
-        queries.rename({"query_id": "_id"}).write_ndjson(sub / "queries.jsonl")
+        bench.corpus.select(pl.col("doc_id").alias("_id"), "title", "text").write_ndjson(sub / BEIR_FILES["corpus"])
+        queries.rename({"query_id": "_id"}).write_ndjson(sub / BEIR_FILES["queries"])
         qrels = bench.qrels.select(pl.col("query_id").alias("query-id"), pl.col("doc_id").alias("corpus-id"), "score")
-        qrels.write_csv(sub / "qrels" / f"{split}.tsv", separator="\t")
-        write_parquet(bench.corpus, sub / "corpus.parquet")
-        write_parquet(queries, sub / "queries.parquet")
-        write_parquet(bench.qrels, sub / "qrels.parquet")
+        qrels.write_csv(sub / beir_qrels_file(split), separator="\t")
+        write_parquet(bench.corpus, sub / TABLE_FILES["corpus"])
+        write_parquet(queries, sub / TABLE_FILES["queries"])
+        write_parquet(bench.qrels, sub / TABLE_FILES["qrels"])
         if "train_sets" in bench.queries.columns:
             _write_pairs(bench, sub)
 
@@ -96,8 +97,8 @@ def training_configs(folder: Path) -> list[dict[str, Any]]:
     for split in SPLIT_FOLDERS:
         sub = Path(folder) / split
         for table in ("corpus", "queries", "qrels"):
-            if _nonempty(sub / f"{table}.parquet"):
-                configs.append(_config(f"{split}-{table}", split, f"{split}/{table}.parquet"))
+            if _nonempty(sub / TABLE_FILES[table]):
+                configs.append(_config(f"{split}-{table}", split, f"{split}/{TABLE_FILES[table]}"))
         for kind in ("pairs", "pair_ids"):
             for path in sorted((sub / kind).glob("*.parquet")) if (sub / kind).is_dir() else []:
                 configs.append(_config(f"{kind}-{path.stem}", split, path.relative_to(folder).as_posix()))

@@ -1,13 +1,16 @@
-"""The marker a build leaves in its output folder: it claims the folder for build-bench
-and records the fingerprint and files written, so a rerun can tell the output is current
-and `eval` can tell a folder is a build's output."""
+"""The marker a build leaves in its output folder, its manifest: it claims the folder for
+build-bench and records the fingerprint and files written, so a rerun can tell the output
+is current and `eval` can tell a folder is a build's output, and the folder's kind and
+tables (builder.io.built_folder reads them)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-MARKER = ".build-bench"
+from builder.io.built_folder import MANIFEST_FILE, manifest_entries
+
+MARKER = MANIFEST_FILE
 
 
 def _files(folder: Path) -> dict[str, list[int]]:
@@ -22,8 +25,15 @@ def _files(folder: Path) -> dict[str, list[int]]:
 
 def write_marker(folder: Path, recipe_name: str, fingerprint: str) -> None:
     """Mark `folder` as build-bench's, with the fingerprint of what it holds and its files
-    as written, so a rerun can tell the folder is current and leave it alone."""
-    marker = {"written_by": "build-bench", "recipe": recipe_name, "fingerprint": fingerprint, "files": _files(folder)}
+    as written, so a rerun can tell the folder is current and leave it alone, and with its
+    kind and tables, which `BuiltFolder.open` reads back."""
+    marker = {
+        "written_by": "build-bench",
+        "recipe": recipe_name,
+        "fingerprint": fingerprint,
+        **manifest_entries(folder),
+        "files": _files(folder),
+    }
     (folder / MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
 
 

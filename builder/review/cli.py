@@ -75,7 +75,10 @@ def review_command(
         for name, row in summary["llm_kappa"].items():
             out.print(f"Cohen's kappa {escape(name)}~LLM judge: {row['kappa']} (n={row['n']})", highlight=False)
         out.print(f"below {threshold}: {', '.join(summary['below_threshold']) or 'none'}")
-        out.print(f"wrote {folder / 'stats.json'} and {folder / 'README.md'}")
+        from builder.io.built_folder import BuiltFolder
+
+        built = BuiltFolder.open(folder)
+        out.print(f"wrote {built.stats_path} and {built.card_path}")
         return
     if reviewer is None or not valid_reviewer(reviewer):
         err.print(

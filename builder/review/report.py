@@ -14,6 +14,7 @@ from typing import Any
 
 from scipy.stats import binomtest
 
+from builder.io.built_folder import BuiltFolder
 from builder.review.store import all_reviewers
 from builder.util.atomic import write_text_atomic
 
@@ -139,11 +140,12 @@ def card_section(report: dict[str, Any]) -> str:
 
 
 def write_report(folder: Path, report: dict[str, Any]) -> None:
-    stats_path = folder / "stats.json"
+    built = BuiltFolder.open(folder)
+    stats_path = built.stats_path
     stats = json.loads(stats_path.read_text(encoding="utf-8"))
     stats["review"] = report
     write_text_atomic(stats_path, json.dumps(stats, indent=2, ensure_ascii=False))
-    card_path = folder / "README.md"
+    card_path = built.card_path
     card = card_path.read_text(encoding="utf-8") if card_path.is_file() else ""
     section = card_section(report)
     if START in card:

@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from builder.io.built_folder import BuiltFolder
 from builder.util.atomic import write_text_atomic
 
 Z95 = 1.959964
@@ -23,8 +24,8 @@ def group_size(population: int, width: float) -> int:
 
 
 def draw_sample(folder: Path, width: float, seed: int) -> list[dict[str, Any]]:
-    queries = pl.read_parquet(folder / "queries.parquet")
-    corpus = pl.read_parquet(folder / "corpus.parquet")
+    built = BuiltFolder.open(folder)
+    queries, corpus = built.read("queries"), built.read("corpus")
     source = [pl.col("source_path")] if "evidence_location" in queries.columns else []
     corpus = corpus.select("doc_id", pl.col("text").alias("document"), *source)
     tag = pl.col("position_tag").fill_null("unplaced") if "position_tag" in queries.columns else pl.lit("unplaced")

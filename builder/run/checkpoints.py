@@ -24,11 +24,12 @@ from typing import Any
 import polars as pl
 
 from builder.bench import Bench
+from builder.io.built_folder import STATS_FILE
 from builder.records.stage_record import StageRecord
 from builder.util.atomic import replace_dir, temp_dir_beside
 
 STAMP = "checkpoint.json"
-STATS = "stats.json"
+STATS = STATS_FILE  # a stage's record, named as a built folder names its figures
 KEYS_FILE = "llm_keys.txt"  # the LLM cache keys the stage used, shipped with the output
 _KEY = re.compile(r"[0-9a-f]{64}")
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.backends.llm.cache_transfer import ANSWERS_FILE, AnswersFileError, read_answers
+from builder.io.built_folder import STATS_FILE
 from builder.io.sources import SourceError
 from builder.run.checkpoints import read_llm_keys
 from builder.run.outdir import OutDirError
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 
     from builder.run.backends import Backends
 
-STATS_FILE = "stats.json"  # as builder.publish.outputs names it
 REASK_FLAG = "--reask-unverified"
 
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from builder.io.built_folder import BuiltFolder
 from builder.util.consoles import fit_columns
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def _warnings(result: RunResult) -> list[str]:
     """The build's warnings as its stats.json lists them: after a run the output folder holds
     this build's stats.json (written, or found current), so its confounds are not worked out
     a second time; a result without one has them computed here."""
-    written = result.out_dir / "stats.json"
+    written = BuiltFolder.open(result.out_dir).stats_path
     if written.is_file():
         return list(json.loads(written.read_text(encoding="utf-8")).get("warnings", []))
     from builder.publish.stats import compute_stats

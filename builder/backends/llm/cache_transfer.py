@@ -17,9 +17,10 @@ from typing import Any
 import polars as pl
 
 from builder.backends.llm.cache import _CHUNK, LLMCache
+from builder.io.built_folder import LLM_ANSWERS_FILE
 from builder.util.secrets import mask_string
 
-ANSWERS_FILE = "llm_answers.parquet"
+ANSWERS_FILE = LLM_ANSWERS_FILE
 SCHEMA = {
     "key": pl.Utf8,
     "text": pl.Utf8,

@@ -19,6 +19,7 @@ from pydantic import Field, field_validator
 
 from builder.bench import SPAN_DTYPE
 from builder.io.bench_rows import add_rows, input_path
+from builder.io.built_folder import TABLE_FILES
 from builder.stages.base import Stage, StageParams, register_stage
 from builder.stages.colder.probes import BUILDERS, SETTINGS, FactParts, Probe, Setting, foil_probe, shortfall
 from builder.stages.colder.redocred import Document, Fact, load_documents
@@ -167,7 +168,7 @@ class PositionProbes(Stage):
             for c, probe in self._pick(setting, candidates, docs, ctx):
                 rows.add(c, probe)
         kept_as = rows.fold_identical()
-        rows.pairs_table().write_parquet(ctx.work_dir / "pairs.parquet")
+        rows.pairs_table().write_parquet(ctx.work_dir / TABLE_FILES["pairs"])
         ctx.stats["identical_documents_folded"] = len(kept_as)
         return add_rows(
             bench,

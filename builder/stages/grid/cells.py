@@ -21,7 +21,12 @@ if TYPE_CHECKING:
 
 def cell_name(depth: float, length: int) -> str:
     """`depth50_len1024`: a setting, folder and config name."""
-    return f"depth{round(depth * 100, 3):g}_len{length}"
+    return f"{depth_label(depth)}_len{length}"
+
+
+def depth_label(depth: float) -> str:
+    """`depth50`: the depth part of a cell's name (MTEB's subset of that depth)."""
+    return f"depth{round(depth * 100, 3):g}"
 
 
 def chance(documents: int) -> dict[str, float]:

@@ -53,19 +53,20 @@ class FromBuilt(Stage):
         return []
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
-        from builder.io.built_folder import read_beir
+        from builder.io.built_folder import BuiltFolder
 
         folder = Path(input_path(self.params.path, ctx.base_dir))
         try:
             check_built_folder(folder)
         except TableError as exc:
             raise StageParamError("path", f"{folder} is not a build-bench output folder: {exc}") from None
-        built = read_beir(folder)
+        reader = BuiltFolder.open(folder)
+        built = reader.read_bench()
         queries = built.queries
         if "spans" not in queries.columns or queries["spans"].list.len().fill_null(0).sum() == 0:
             raise StageParamError(
                 "path",
-                f"{folder / 'queries.parquet'} has no spans: build the folder with "
+                f"{reader.path('queries')} has no spans: build the folder with "
                 "a localize_spans stage (or a recipe that writes spans)",
             )
         ctx.stats["read"] = {"folder": str(folder), "docs": built.corpus.height, "queries": queries.height}
