@@ -14,7 +14,7 @@ BUILDER = Path(__file__).resolve().parents[1] / "builder"
 ASKERS = [
     *sorted((BUILDER / "publish").glob("*.py")),
     *sorted((BUILDER / "mteb_export").glob("*.py")),
-    BUILDER / "eval_command.py",
+    BUILDER / "cli" / "eval_command.py",
     BUILDER / "evaluation" / "cli.py",
     BUILDER / "evaluation" / "evaluate.py",
     BUILDER / "evaluation" / "report.py",
