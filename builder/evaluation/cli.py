@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from builder.evaluation.intervals import BootstrapSettings
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from builder.evaluation.intervals import BootstrapSettings
 
 RETRIEVER_HELP = (
     "bm25 | st:<model> | flag:<model> | rerank:<retriever>+<reranker> (repeatable). A model is a hub "
@@ -59,10 +60,13 @@ def run_eval(
 ) -> EvalOutcome:
     """Score `retrievers` on `folder` and write eval.json and the plot; a user error prints
     one line and exits 2."""
+    from rich.markup import escape
+
     from builder.evaluation.circular import add_circular_notes
     from builder.evaluation.data import EvalError, load_eval_data
     from builder.evaluation.evaluate import evaluate
     from builder.evaluation.figures import AVERAGINGS
+    from builder.evaluation.intervals import BootstrapSettings
     from builder.evaluation.positions import ANCHORS, DEFINITIONS
     from builder.evaluation.progress import set_console
     from builder.evaluation.report import plot, write_json
@@ -122,6 +126,8 @@ def show_eval(outcome: EvalOutcome, json_out: bool, err: Console, console: Conso
     if outcome.grid:
         show_grid(outcome, json_out, console)
         return
+    from rich.markup import escape
+
     from builder.evaluation.report import print_report
 
     if json_out:
@@ -147,6 +153,8 @@ def eval_grid(
     err: Console,
 ) -> EvalOutcome:
     """A depth_grid build: one retrieval task per cell (builder/evaluation/grid.py)."""
+    from rich.markup import escape
+
     from builder.evaluation.data import EvalError
     from builder.evaluation.grid import check_grid, evaluate_grid, plot_grid
     from builder.evaluation.report import write_json

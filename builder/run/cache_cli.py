@@ -6,12 +6,9 @@ Ready to register on the typer app: `app.command("cache")(cache_command)`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from builder.backends.llm.cache_admin import (
     ANY_FAILURE,
@@ -25,6 +22,9 @@ from builder.backends.llm.cache_admin import (
 )
 from builder.consoles import console_for
 from builder.run.locks import LockBusy, holding_run_folders
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _UNRECORDED = "(not recorded)"  # answers cached before the cache kept model and stage
 
@@ -71,6 +71,9 @@ def cache_command(
 
 
 def _print_counts(console: Console, counts: list[Count], title: str, total: str) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     if not counts:
         console.print(f"{title}: no answers", markup=False, highlight=False)
         return

@@ -8,8 +8,6 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from builder.backends.llm.cache import add_columns
-from builder.backends.llm.mock_backend import MOCK_CACHE
 from builder.secrets import mask_string
 
 CACHE_FILE = "llm_cache.sqlite"
@@ -60,6 +58,8 @@ class Count:
 
 def cache_path(run_dir: Path) -> Path:
     """The cache file of a run folder; CacheAdminError when there is none."""
+    from builder.backends.llm.mock_backend import MOCK_CACHE  # with the mock's prompt reader: not for --help
+
     path = run_dir / CACHE_FILE
     if not path.is_file():
         if not run_dir.is_dir():
@@ -81,6 +81,8 @@ def check_selection(selection: Selection) -> None:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
+    from builder.backends.llm.cache import add_columns  # with pydantic's model configs: not for --help
+
     db = sqlite3.connect(str(path), isolation_level=None, timeout=60.0)
     try:
         add_columns(db)  # a cache written by an older version lacks the columns we group by
