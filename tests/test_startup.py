@@ -4,6 +4,7 @@ stages use (their time is measured by benchmarks/startup.py; here only what is i
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -77,3 +78,14 @@ def test_help_loads_nothing_heavy(args):
 def test_a_commands_help_loads_none_of_what_it_runs(command):
     # typer itself builds a command's option converters with pydantic (as typer 0.29 does).
     assert [m for m in _imported(_help([command, "--help"])) if m != "pydantic"] == []
+
+
+@pytest.mark.parametrize("package", ["builder.backends.llm", "builder.backends.rerankers"])
+def test_a_lazy_package_gives_every_name_it_lists(package):
+    module = importlib.import_module(package)
+    assert sorted(module.__all__) == sorted(module._HOMES)
+    for name in module.__all__:
+        home = importlib.import_module(f"{package}.{module._HOMES[name]}")
+        assert getattr(module, name) is vars(home)[name]
+    with pytest.raises(AttributeError, match="no_such_name"):
+        module.no_such_name  # noqa: B018
