@@ -38,7 +38,7 @@ stages:
   - generate_queries: {llm: gen, questions_per_call: 1}
   - localize_spans: {llm: gen}
 """
-HEAVY = ("openai", "datasets", "pandas", "matplotlib", "torch", "sentence_transformers")
+HEAVY = ("openai", "datasets", "pandas", "matplotlib", "torch", "sentence_transformers", "scipy", "asyncio")
 
 
 @pytest.fixture
@@ -115,7 +115,8 @@ def _imported_by_a_rerun(recipe: Path) -> str:
     root = recipe.parent
     code = (
         "import sys\nfrom builder.cli import main\n"
-        f"try:\n    main(['build', {str(recipe)!r}, '--run-dir', {str(root / 'runs')!r}, '--out', {str(root / 'out')!r}])\n"
+        f"try:\n    main(['build', {str(recipe)!r}, '--run-dir', {str(root / 'runs')!r}, "
+        f"'--out', {str(root / 'out')!r}])\n"
         "except SystemExit as exit:\n    assert not exit.code, exit.code\n"
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
     )
