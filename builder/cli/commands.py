@@ -37,6 +37,14 @@ def _out() -> Console:
     return console_for()
 
 
+def __getattr__(name: str) -> Console:
+    """`err` and `out`, the commands' consoles, made on first use (tests widen them)."""
+    consoles = {"err": _err, "out": _out}
+    if name not in consoles:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return consoles[name]()
+
+
 def _version(show: bool) -> None:
     if show:
         from importlib.metadata import version
