@@ -71,7 +71,7 @@ def test_limit_and_fresh(tmp_path):
 
 
 def test_a_failure_while_writing_leaves_the_previous_output_untouched(tmp_path, monkeypatch):
-    import builder.run.runner
+    import builder.publish.outputs
 
     assert _build(tmp_path).exit_code == 0
     before = (tmp_path / "out" / "queries.jsonl").read_bytes()
@@ -79,7 +79,7 @@ def test_a_failure_while_writing_leaves_the_previous_output_untouched(tmp_path, 
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(builder.run.runner, "publish_outputs", broken)
+    monkeypatch.setattr(builder.publish.outputs, "publish_outputs", broken)  # the runner imports it to write
     result = _build(tmp_path, "--set", "stages.sample_by_length.n_docs=10")
     assert result.exit_code == 1 and "error: disk full" in result.output
     assert (tmp_path / "out" / "queries.jsonl").read_bytes() == before

@@ -1,32 +1,55 @@
-"""The `build-bench` commands. Heavy imports live inside commands so --help is instant; the entry
-point is `builder.cli.main`."""
+"""The `build-bench` commands. Heavy imports (rich included) live inside the commands, so
+`--help` loads typer and little else (tests/test_startup.py keeps it so); the entry point is
+`builder.cli.main`."""
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from builder.util.consoles import console_for
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
-    rich_markup_mode="rich",
+    # Plain help: typer's rich help imports rich, markdown-it and pygments, which took most
+    # of `build-bench --help`'s time.
+    rich_markup_mode=None,
     help="Build position-aware retrieval benchmarks from a YAML recipe.\n\n"
-    "[bold]build-bench RECIPE[/] builds (same as [bold]build-bench build RECIPE[/]).",
+    "build-bench RECIPE builds (same as build-bench build RECIPE).",
 )
-err = console_for(stderr=True)
-out = console_for()
+
+
+@functools.cache
+def _err() -> Console:
+    return console_for(stderr=True)
+
+
+@functools.cache
+def _out() -> Console:
+    return console_for()
+
+
+def __getattr__(name: str) -> Console:
+    """`err` and `out`, the commands' consoles, made on first use (tests widen them)."""
+    consoles = {"err": _err, "out": _out}
+    if name not in consoles:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return consoles[name]()
 
 
 def _version(show: bool) -> None:
     if show:
         from importlib.metadata import version
 
-        out.print(f"build-bench {version('build-bench')}", markup=False, highlight=False)
+        _out().print(f"build-bench {version('build-bench')}", markup=False, highlight=False)
         raise typer.Exit()
 
 
@@ -63,17 +86,17 @@ def _load(recipe: str, overrides: list[str] | None):
         from builder.util.resources import shipped_recipes
 
         hint = did_you_mean(Path(recipe).stem, [p.stem for p in shipped_recipes()])
-        err.print(f"no recipe file or shipped recipe named {recipe!r}{hint}", style="red", markup=False)
+        _err().print(f"no recipe file or shipped recipe named {recipe!r}{hint}", style="red", markup=False)
         raise typer.Exit(2) from None
     except OSError as exc:  # a name too long for the file system, a loop of links, ...
-        err.print(
+        _err().print(
             f"cannot open recipe {recipe!r}: {exc.strerror or exc}", markup=False, highlight=False, soft_wrap=True
         )
         raise typer.Exit(2) from None
     try:
         return parse_recipe(path, overrides)
     except RecipeError as exc:
-        err.print(exc.render(), markup=False, highlight=False, soft_wrap=True)
+        _err().print(exc.render(), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 
@@ -84,7 +107,7 @@ def _preflight(loaded, *, network: bool, llm_models: bool = True) -> None:
 
     problems = preflight(loaded, network=network, llm_models=llm_models)
     if problems:
-        err.print(RecipeError(loaded.path, problems).render(), markup=False, highlight=False, soft_wrap=True)
+        _err().print(RecipeError(loaded.path, problems).render(), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2)
 
 
@@ -97,7 +120,7 @@ def _check_output_dir(loaded) -> None:
     problem = out_dir_problem(Path(where)) if where else None
     if problem is not None:
         loc = ("output", "dir")
-        err.print(
+        _err().print(
             RecipeError(loaded.path, [Problem(loc, problem, line_of(loaded.text, loc))]).render(),
             markup=False,
             highlight=False,
@@ -119,7 +142,7 @@ def _budget(text: str | None) -> list[str]:
     try:
         return budget_overrides(text) if text is not None else []
     except ValueError as exc:
-        err.print(f"--budget {text!r}: {exc}", markup=False, highlight=False, soft_wrap=True)
+        _err().print(f"--budget {text!r}: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 
@@ -219,14 +242,14 @@ def build(
     loaded = _load(recipe, _with_executor(overrides, executor) + _budget(budget))
     _preflight(loaded, network=True, llm_models=not mock_llm)
     if from_ref and not from_ref.startswith("hf://") and not Path(from_ref).is_dir():
-        err.print(
+        _err().print(
             f"--from {from_ref}: no such folder (a built folder or hf://datasets/org/name@rev)",
             markup=False,
             highlight=False,
         )
         raise typer.Exit(2)
     if from_ref and not from_ref.startswith("hf://") and not release_files(Path(from_ref)):
-        err.print(
+        _err().print(
             f"error: --from {from_ref}: the folder has no stats.json or LLM answers, so it is not a built "
             "release; point --from at a folder a build wrote",
             markup=False,
@@ -235,10 +258,10 @@ def build(
         raise typer.Exit(2)
     if from_ref and not from_ref.startswith("hf://") and not mock_llm and release_is_mock(Path(from_ref)):
         # Before the models are checked: a real build cannot use this release whatever they say.
-        err.print(f"error: {mock_refusal(from_ref)}", markup=False, highlight=False)
+        _err().print(f"error: {mock_refusal(from_ref)}", markup=False, highlight=False)
         raise typer.Exit(2)
     if reask_unverified and not from_ref:
-        err.print(
+        _err().print(
             "--reask-unverified applies to the answers of a --from release; there is none",
             markup=False,
             highlight=False,
@@ -258,9 +281,9 @@ def build(
         reask_unverified=reask_unverified,
         batch=batch,
     )
-    with friendly_errors(err):
-        result = Runner(loaded, options, err).run()
-    print_run_summary(out, result)
+    with friendly_errors(_err()):
+        result = Runner(loaded, options, _err()).run()
+    print_run_summary(_out(), result)
 
 
 @app.command()
@@ -282,13 +305,13 @@ def validate(
         except typer.Exit:
             failed = True  # said why; the other recipes are still checked
             continue
-        out.print(
+        _out().print(
             f"[green]ok[/] {loaded.path} ({len(loaded.recipe.stage_objects())} stages; its form and local inputs)",
             highlight=False,
         )
         left = needs_network(loaded)
         if left:
-            err.print(
+            _err().print(
                 "note: `build-bench plan` and `build-bench build` need the network for what validate could "
                 f"not check offline: {'; '.join(left)}",
                 markup=False,
@@ -297,10 +320,10 @@ def validate(
         try:
             texts = sample_texts(loaded)
         except SourceError as exc:  # the data may live elsewhere until the build runs
-            err.print(f"note: scorer window check skipped: {str(exc).splitlines()[0]}", highlight=False)
+            _err().print(f"note: scorer window check skipped: {str(exc).splitlines()[0]}", highlight=False)
             texts = None
         for line in window_warnings(loaded.recipe, texts or []):
-            err.print(f"[yellow]warning:[/] {line}", markup=True, highlight=False)
+            _err().print(f"[yellow]warning:[/] {line}", markup=True, highlight=False)
     if failed:
         raise typer.Exit(2)
 
@@ -323,11 +346,11 @@ def plan(
     _preflight(loaded, network=True)
     from builder.run.window_check import window_warnings
 
-    with friendly_errors(err):
+    with friendly_errors(_err()):
         rows = make_plan(loaded, limit, run_dir)
-    print_plan(out, loaded, rows)
+    print_plan(_out(), loaded, rows)
     for line in window_warnings(loaded.recipe, rows[0].texts):
-        err.print(f"[yellow]warning:[/] {line}", markup=True, highlight=False)
+        _err().print(f"[yellow]warning:[/] {line}", markup=True, highlight=False)
 
 
 @app.command()
@@ -344,7 +367,7 @@ def stages(
         return
     from builder.run.report import print_stages
 
-    print_stages(out)
+    print_stages(_out())
 
 
 def _register_subcommands() -> None:

@@ -5,15 +5,16 @@ shown. Above both, so neither imports the other."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from builder.evaluation.cli import RETRIEVER_HELP, EvalOutcome, run_eval, show_eval
 from builder.io.built_folder import CARD_FILE, BuiltFolder
 from builder.util.consoles import console_for
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def eval_command(
@@ -119,6 +120,8 @@ def eval_command(
 def _into_card(outcome: EvalOutcome, err: Console) -> None:
     """The folder's card gets the figures when they went to its own eval/ (the card points
     readers there, and push uploads that eval.json with it)."""
+    from rich.markup import escape
+
     folder = outcome.folder
     if outcome.out_dir.resolve() != BuiltFolder.open(folder).eval_dir.resolve():
         return

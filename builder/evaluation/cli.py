@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from builder.evaluation.intervals import BootstrapSettings
+if TYPE_CHECKING:
+    from rich.console import Console
+
 
 RETRIEVER_HELP = (
     "bm25 | st:<model> | flag:<model> | rerank:<retriever>+<reranker> (repeatable). A model is a hub "
@@ -59,10 +59,13 @@ def run_eval(
 ) -> EvalOutcome:
     """Score `retrievers` on `folder` and write eval.json and the plot; a user error prints
     one line and exits 2."""
+    from rich.markup import escape
+
     from builder.evaluation.circular import add_circular_notes
     from builder.evaluation.data import EvalError, load_eval_data
     from builder.evaluation.evaluate import evaluate
     from builder.evaluation.figures import AVERAGINGS
+    from builder.evaluation.intervals import BootstrapSettings
     from builder.evaluation.positions import ANCHORS, DEFINITIONS
     from builder.evaluation.progress import set_console
     from builder.evaluation.report import plot, write_json
@@ -128,6 +131,8 @@ def show_eval(outcome: EvalOutcome, json_out: bool, err: Console, console: Conso
         if show is not None:
             show(outcome, json_out, console)
             return
+    from rich.markup import escape
+
     from builder.evaluation.report import print_report
 
     if json_out:
@@ -140,3 +145,4 @@ def show_eval(outcome: EvalOutcome, json_out: bool, err: Console, console: Conso
                 err.print(f"[yellow]warning: {escape(label)}: {escape(line)}[/]", highlight=False)
     if not json_out:
         console.print(f"wrote {outcome.path}" + (f" and {outcome.picture}" if outcome.picture else ""))
+    from rich.markup import escape

@@ -9,12 +9,14 @@ Heavy imports stay inside the functions so `build-bench --help` stays instant.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from builder.util.consoles import console_for
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 FolderArg = Annotated[Path, typer.Argument(help="A folder written by a build (corpus.parquet, queries.parquet, ...).")]
 

@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import types
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Union, get_args
 
@@ -112,8 +113,18 @@ def _recipe_model(stage_names: tuple[str, ...]) -> type[RecipeBase]:
     return create_model("Recipe", __base__=RecipeBase, stages=(stages, Field(min_length=1)))
 
 
-def recipe_model() -> type[RecipeBase]:
-    return _recipe_model(tuple(sorted(STAGES)))
+def recipe_model(stage_names: Iterable[str] | None = None) -> type[RecipeBase]:
+    """The recipe model knowing the params of `stage_names` (every stage when None). A
+    recipe is checked against the stages it names, so only their modules are imported; a
+    name no stage has is refused the same way either way (see `_message`)."""
+    names = set(STAGES) if stage_names is None else {n for n in stage_names if n in STAGES}
+    return _recipe_model(tuple(sorted(names or STAGES)))
+
+
+def _stage_names(data: dict[str, Any]) -> list[str]:
+    """The stage names a recipe's (normalised) `stages:` list uses."""
+    stages = data.get("stages")
+    return [name for item in stages if isinstance(item, dict) for name in item] if isinstance(stages, list) else []
 
 
 def _normalise_stages(data: Any) -> None:
@@ -219,7 +230,7 @@ def parse_recipe(path: Path, overrides: list[str] | None = None) -> LoadedRecipe
         raise RecipeError(path, problems)
     _normalise_stages(data)
     resolve_auto_sources(data, path.parent)
-    model = recipe_model()
+    model = recipe_model(_stage_names(data))
     try:
         recipe = model.model_validate(data)
     except ValidationError as exc:

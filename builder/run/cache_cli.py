@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from builder.backends.llm.batch_book import BatchBook, OpenBatch, books_under
 from builder.backends.llm.cache_admin import (
@@ -27,6 +24,9 @@ from builder.backends.llm.cache_admin import (
 )
 from builder.run.locks import LockBusy, holding_run_folders
 from builder.util.consoles import console_for
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _UNRECORDED = "(not recorded)"  # answers cached before the cache kept model and stage
 
@@ -89,6 +89,9 @@ def cache_command(
 
 
 def _print_counts(console: Console, counts: list[Count], title: str, total: str) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     if not counts:
         console.print(f"{title}: no answers", markup=False, highlight=False)
         return
@@ -116,6 +119,9 @@ def _print_batches(console: Console, run_dir: Path) -> None:
     found = _open_batches(run_dir)
     if not found:
         return
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(title="open provider batches (run the build again to collect them)", title_justify="left")
     for column in ("batch", "model", "stage", "requests", "last status", "submitted (UTC)", "run folder"):
         table.add_column(column, justify="right" if column == "requests" else "left")

@@ -15,7 +15,7 @@ from builder.backends.llm.prompt_templates import PromptError
 from builder.backends.tokenizers import TokenizerLoadError
 from builder.executors import ExecutorUnavailable
 from builder.io.sources import SourceError
-from builder.publish.hub import PushError
+from builder.publish.hub_plan import PushError
 from builder.recipe.yaml_text import RecipeError
 from builder.run.disk_full import DiskFull
 from builder.run.grow import UnverifiedAnswers

@@ -35,11 +35,6 @@ from builder.backends.tokenizers import TokenCounter
 from builder.bench import Bench
 from builder.io.files.read import FILE_CACHE, empty_page_warnings, files_figures
 from builder.io.sources import FilesSource
-from builder.publish.beir import write_beir
-from builder.publish.hub import push
-from builder.publish.multilingual import write_multilingual
-from builder.publish.outputs import publish_outputs
-from builder.publish.training import split_off, write_splits
 from builder.recipe.model import LoadedRecipe
 from builder.recipe.yaml_text import Problem, RecipeError, line_of
 from builder.records.group_ledger import asked_by_group
@@ -171,6 +166,8 @@ class Runner:
             if self.recipe.push is not None:
                 self._notice(f"not pushed to {self.recipe.push.repo}: built with the mock LLM")
         elif self.recipe.push is not None:
+            from builder.publish.hub import push
+
             cfg = self.recipe.push
             push(out_dir, cfg.repo, private=cfg.private, tag=cfg.tag, console=self.console)
         return RunResult(bench=bench, out_dir=out_dir, run_dir=self.run_dir, stage_stats=stats, written=written)
@@ -275,6 +272,12 @@ class Runner:
     def _write(self, bench: Bench, stats: list[StageRecord], out_dir: Path, out_fp: str) -> None:
         """Everything is written into a staging folder that replaces `out_dir` only when
         complete, so a failure never leaves a half-written dataset behind."""
+        # The writers (statistics, plots, the card) load only when there is something to write.
+        from builder.publish.beir import write_beir
+        from builder.publish.multilingual import write_multilingual
+        from builder.publish.outputs import publish_outputs
+        from builder.publish.training import split_off, write_splits
+
         staging = temp_path_beside(out_dir)
         summary = self._summary(stats)
         # A split build: the test split is the benchmark every writer below sees.

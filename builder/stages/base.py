@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -236,11 +237,50 @@ class QueryFilter(Stage):
         return out
 
 
-STAGES: dict[str, type[Stage]] = {}
+class StageRegistry(Mapping[str, type[Stage]]):
+    """Stage name -> stage class. The names come from a table of the module each stage lives
+    in, so listing or checking them imports nothing; a stage's module (with its polars, scipy,
+    ...) is imported the first time its class is asked for. A class registered without a table
+    entry (a test's own stage) is known from its registration on."""
+
+    def __init__(self) -> None:
+        self._modules: dict[str, str] = {}
+        self._classes: dict[str, type[Stage]] = {}
+
+    def declare(self, modules: Mapping[str, str]) -> None:
+        """Record where each named stage is defined (its module registers it on import)."""
+        self._modules.update(modules)
+
+    def declared(self) -> dict[str, str]:
+        """The table: stage name -> the module that defines it."""
+        return dict(self._modules)
+
+    def register(self, cls: type[Stage]) -> None:
+        home = self._modules.get(cls.name, cls.__module__)
+        if cls.name in self._classes or home != cls.__module__:
+            raise ValueError(f"stage name {cls.name!r} is registered twice")
+        self._classes[cls.name] = cls
+
+    def __getitem__(self, name: str) -> type[Stage]:
+        if name not in self._classes and name in self._modules:
+            importlib.import_module(self._modules[name])
+            if name not in self._classes:
+                raise LookupError(f"module {self._modules[name]} does not register the stage {name!r} it is listed for")
+        return self._classes[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._modules or name in self._classes
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*self._modules, *self._classes]))
+
+    def __len__(self) -> int:
+        return len(self._modules.keys() | self._classes.keys())
+
+
+STAGES = StageRegistry()
 
 
 def register_stage(cls: type[Stage]) -> type[Stage]:
-    if cls.name in STAGES:
-        raise ValueError(f"stage name {cls.name!r} is registered twice")
-    STAGES[cls.name] = cls
+    STAGES.register(cls)
     return cls

@@ -25,14 +25,14 @@ from builder.stages.base import Estimate, Flow, Stage, StageParams, grouped_call
 from builder.stages.contracts import POSITIONS, QUERIES, REFERENCE_TEXTS, SPANS
 from builder.stages.position_columns import PositionOptions, annotate_positions
 from builder.stages.refs import ModelRef, PromptRef
+from builder.textutil import ALL_METHODS, MatchMethod
 from builder.textutil.positions import REGION_OF_NAME
-from builder.textutil.span_blocks import Match, match_block
-from builder.textutil.spans import ALL_METHODS, MatchMethod
 
 if TYPE_CHECKING:
     from builder.bench import Bench
     from builder.executors import Executor
     from builder.stages.context import StageContext
+    from builder.textutil.span_blocks import Match
 
 
 class LocalizeParams(StageParams):
@@ -215,6 +215,8 @@ def match_queries(
     by document (in order of first appearance); a block holds about `block_size` queries
     (whole documents) and runs on `executor`; `on_block` hears how many documents each
     finished block held."""
+    from builder.textutil.span_blocks import match_block  # numpy, rapidfuzz: when spans are matched
+
     groups: dict[str, list[int]] = {}
     for at, (doc_id, _) in enumerate(wanted):
         groups.setdefault(doc_id, []).append(at)

@@ -19,12 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import LCSseq
 
+from builder.textutil import ALL_METHODS, MatchMethod
 from builder.textutil.normalize import OffsetMap, normalize_text, normalize_with_map
 
 __all__ = [
@@ -37,8 +38,6 @@ __all__ = [
     "normalize_text",
 ]
 
-MatchMethod = Literal["exact", "normalized", "fuzzy"]
-ALL_METHODS: tuple[MatchMethod, ...] = ("exact", "normalized", "fuzzy")
 
 # Weakest last: a merged span is only as trustworthy as its weakest part.
 _METHOD_STRENGTH: dict[str, int] = {"exact": 0, "normalized": 1, "fuzzy": 2}
@@ -69,7 +68,7 @@ _AMBIGUITY_MARGIN = 0.5
 _PAD_CHAR = "\uffff"
 
 
-class SpanFailure(str, Enum):
+class SpanFailure(str, Enum):  # noqa: UP042 - a StrEnum would print differently where a reason is formatted
     """Why a reference could not be turned into a span."""
 
     NOT_FOUND = "span_not_found"

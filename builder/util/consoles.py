@@ -7,9 +7,11 @@ console is as wide as its widest line: tables print whole and text is never wrap
 
 from __future__ import annotations
 
-from rich.cells import cell_len
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # rich is imported when a console is made: `build-bench --help` needs none
+    from rich.console import Console
+    from rich.table import Table
 
 # Wide enough for any table we print; tables only take the width their cells need.
 PIPE_WIDTH = 10_000
@@ -17,6 +19,8 @@ PIPE_WIDTH = 10_000
 
 def console_for(stderr: bool = False) -> Console:
     """A console on stdout (or stderr): the terminal's width on a terminal, unbounded elsewhere."""
+    from rich.console import Console
+
     console = Console(stderr=stderr)
     if not console.is_terminal:
         console = Console(stderr=stderr, width=PIPE_WIDTH, soft_wrap=True)
@@ -28,6 +32,8 @@ def fit_columns(table: Table, width: int) -> None:
     longest words can all fit: rich, narrowing a table, narrows its widest columns first
     and folds whatever word no longer fits. Cells are plain strings; a table whose words
     cannot all fit is left to rich."""
+    from rich.cells import cell_len
+
     columns = table.columns
     least, most = [], []
     for column in columns:

@@ -38,7 +38,18 @@ stages:
   - generate_queries: {llm: gen, questions_per_call: 1}
   - localize_spans: {llm: gen}
 """
-HEAVY = ("openai", "datasets", "pandas", "matplotlib", "torch", "sentence_transformers")
+HEAVY = (
+    "openai",
+    "datasets",
+    "pandas",
+    "matplotlib",
+    "torch",
+    "sentence_transformers",
+    "scipy",
+    "asyncio",
+    "numpy",
+    "rapidfuzz",
+)
 
 
 @pytest.fixture

@@ -60,6 +60,7 @@ class Count:
 
 def cache_path(run_dir: Path) -> Path:
     """The cache file of a run folder; CacheAdminError when there is none."""
+
     path = run_dir / CACHE_FILE
     if not path.is_file():
         if not run_dir.is_dir():
@@ -81,6 +82,7 @@ def check_selection(selection: Selection) -> None:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
+
     db = sqlite3.connect(str(path), isolation_level=None, timeout=60.0)
     try:
         add_columns(db)  # a cache written by an older version lacks the columns we group by

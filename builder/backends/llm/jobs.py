@@ -14,10 +14,12 @@ from __future__ import annotations
 import queue
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future
-from typing import TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from builder.backends.llm.base import ChatRequest, ChatResponse, LLMBackend
-from builder.backends.llm.pool import ChatPool
+
+if TYPE_CHECKING:  # the pool (asyncio) comes with a backend that opens one
+    from builder.backends.llm.pool import ChatPool
 
 T = TypeVar("T")
 Job = Generator[ChatRequest, ChatResponse, T]

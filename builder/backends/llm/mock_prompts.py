@@ -14,9 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from jinja2 import nodes
-from jinja2.sandbox import SandboxedEnvironment
-
 from builder.util.resources import shipped_dir
 
 Message = dict[str, str]
@@ -95,6 +92,9 @@ def numbered(block: str) -> list[tuple[int, str]]:
 
 
 def _literal_lines(source: str) -> set[str]:
+    from jinja2 import nodes  # only a mock build reads the prompts' text
+    from jinja2.sandbox import SandboxedEnvironment
+
     env = SandboxedEnvironment()
     lines: set[str] = set()
     for data in env.parse(source).find_all(nodes.TemplateData):

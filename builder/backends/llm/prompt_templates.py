@@ -10,9 +10,6 @@ import hashlib
 from functools import cached_property
 from pathlib import Path
 
-from jinja2 import StrictUndefined, meta
-from jinja2.sandbox import SandboxedEnvironment
-
 from builder.util.resources import shipped_dir
 
 Message = dict[str, str]
@@ -24,6 +21,10 @@ class PromptError(ValueError):
 
 class Prompt:
     def __init__(self, path: Path) -> None:
+        # jinja2 is imported by the first prompt read, not by every command that may read one.
+        from jinja2 import StrictUndefined
+        from jinja2.sandbox import SandboxedEnvironment
+
         self.path = path
         self.source = path.read_text(encoding="utf-8")
         self._env = SandboxedEnvironment(
@@ -43,6 +44,8 @@ class Prompt:
 
     @cached_property
     def variables(self) -> set[str]:
+        from jinja2 import meta
+
         return meta.find_undeclared_variables(self._env.parse(self.source))
 
     def render(self, **variables: object) -> tuple[Message, ...]:

@@ -26,7 +26,6 @@ from builder.textutil.languages import (
     normalise,
     same_language,
 )
-from builder.textutil.normalize import normalize_text
 
 # Fewer letters than this and langdetect guesses (a Han, kana or Hangul character counts
 # as 3 letters: it carries about a word).
@@ -37,6 +36,8 @@ _CJK = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-
 
 def repeated_questions(queries: pl.DataFrame, new_ids: list[str]) -> dict[str, str]:
     """New query ids whose normalized text an earlier query of the same document has."""
+    from builder.textutil.normalize import normalize_text  # numpy: loaded when a stage runs, not to read its params
+
     fresh = set(new_ids)
     seen: set[tuple[str, str]] = set()
     out: dict[str, str] = {}
