@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from builder.evaluation.cli import RETRIEVER_HELP, EvalOutcome, run_eval, show_eval
-from builder.io.built_folder import CARD_FILE, BuiltFolder
 from builder.util.consoles import console_for
 
 if TYPE_CHECKING:
@@ -121,6 +120,8 @@ def _into_card(outcome: EvalOutcome, err: Console) -> None:
     """The folder's card gets the figures when they went to its own eval/ (the card points
     readers there, and push uploads that eval.json with it)."""
     from rich.markup import escape
+
+    from builder.io.built_folder import CARD_FILE, BuiltFolder  # with polars: not for --help
 
     folder = outcome.folder
     if outcome.out_dir.resolve() != BuiltFolder.open(folder).eval_dir.resolve():

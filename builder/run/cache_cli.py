@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from builder.backends.llm.batch_book import BatchBook, OpenBatch, books_under
 from builder.backends.llm.cache_admin import (
     ANY_FAILURE,
     FAILURE_KINDS,
@@ -27,6 +26,8 @@ from builder.util.consoles import console_for
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from builder.backends.llm.batch_book import OpenBatch
 
 _UNRECORDED = "(not recorded)"  # answers cached before the cache kept model and stage
 
@@ -112,6 +113,8 @@ def _print_counts(console: Console, counts: list[Count], title: str, total: str)
 
 
 def _open_batches(run_dir: Path) -> list[tuple[Path, OpenBatch]]:
+    from builder.backends.llm.batch_book import BatchBook, books_under  # with pydantic: not for --help
+
     return [(path, batch) for path in books_under(run_dir) for batch in BatchBook(path).open]
 
 

@@ -8,8 +8,6 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from builder.backends.llm.cache import add_columns
-from builder.backends.llm.mock_backend import MOCK_CACHE
 from builder.util.secrets import mask_string
 
 CACHE_FILE = "llm_cache.sqlite"
@@ -60,6 +58,7 @@ class Count:
 
 def cache_path(run_dir: Path) -> Path:
     """The cache file of a run folder; CacheAdminError when there is none."""
+    from builder.backends.llm.mock_backend import MOCK_CACHE  # with the mock's prompt reader: not for --help
 
     path = run_dir / CACHE_FILE
     if not path.is_file():
@@ -82,6 +81,7 @@ def check_selection(selection: Selection) -> None:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
+    from builder.backends.llm.cache import add_columns  # with pydantic's model configs: not for --help
 
     db = sqlite3.connect(str(path), isolation_level=None, timeout=60.0)
     try:
