@@ -302,7 +302,7 @@ class LLMCache:
                 rows = db.execute(
                     "SELECT key, model, prompt_tokens, completion_tokens, CAST(COALESCE(cached_tokens, 0) AS INTEGER), "
                     f"CAST(COALESCE(batch, 0) AS INTEGER) FROM answers WHERE key IN ({','.join('?' * len(chunk))}) "
-                    "AND build = ? AND stage = ? AND COALESCE(batch, 0) = 0",
+                    "AND build = ? AND stage = ? AND CAST(COALESCE(batch, 0) AS INTEGER) = 0",
                     [*chunk, self.build, stage],
                 )
                 out += [PaidAnswer(k, m, pt, ct, cached, bool(batch)) for k, m, pt, ct, cached, batch in rows]
