@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from builder.bench import Bench
 from builder.cli import app
-from builder.run.runner import InvariantError, check_invariants
+from builder.run.invariants import InvariantError, check_invariants
 from builder.stages.sample_by_length import SampleByLength, SampleParams
 
 runner = CliRunner()

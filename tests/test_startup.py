@@ -56,6 +56,13 @@ def test_the_probe_sees_a_heavy_import():
     assert {"polars", "builder.stages"} <= set(_imported("import polars, builder.stages"))
 
 
+def test_a_lazy_module_loads_on_first_use():
+    bind = "from builder.util.lazy import lazy_import\npl = lazy_import('polars')"
+    assert _imported(bind) == []
+    assert _imported(f"{bind}\nassert pl.DataFrame({{'a': [1]}}).height == 1") == ["polars"]
+    assert _imported(f"{bind}\nimport polars\nassert pl.DataFrame is polars.DataFrame") == ["polars"]
+
+
 def test_importing_the_command_line_loads_nothing_heavy():
     assert _imported("import builder.cli") == []
 

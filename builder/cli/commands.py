@@ -235,31 +235,17 @@ def build(
 ) -> None:
     """Build the dataset a recipe describes."""
     from builder.run.errors import friendly_errors
-    from builder.run.grow import mock_refusal, release_files, release_is_mock
     from builder.run.report import print_run_summary
     from builder.run.runner import Runner, RunOptions
 
     loaded = _load(recipe, _with_executor(overrides, executor) + _budget(budget))
     _preflight(loaded, network=True, llm_models=not mock_llm)
-    if from_ref and not from_ref.startswith("hf://") and not Path(from_ref).is_dir():
-        _err().print(
-            f"--from {from_ref}: no such folder (a built folder or hf://datasets/org/name@rev)",
-            markup=False,
-            highlight=False,
-        )
-        raise typer.Exit(2)
-    if from_ref and not from_ref.startswith("hf://") and not release_files(Path(from_ref)):
-        _err().print(
-            f"error: --from {from_ref}: the folder has no stats.json or LLM answers, so it is not a built "
-            "release; point --from at a folder a build wrote",
-            markup=False,
-            highlight=False,
-        )
-        raise typer.Exit(2)
-    if from_ref and not from_ref.startswith("hf://") and not mock_llm and release_is_mock(Path(from_ref)):
-        # Before the models are checked: a real build cannot use this release whatever they say.
-        _err().print(f"error: {mock_refusal(from_ref)}", markup=False, highlight=False)
-        raise typer.Exit(2)
+    if from_ref and not from_ref.startswith("hf://"):
+        from builder.run.grow import release_problem
+
+        if problem := release_problem(from_ref, mock_llm):
+            _err().print(problem, markup=False, highlight=False)
+            raise typer.Exit(2)
     if reask_unverified and not from_ref:
         _err().print(
             "--reask-unverified applies to the answers of a --from release; there is none",

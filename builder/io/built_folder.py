@@ -15,11 +15,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
+# Tables load (polars, the Bench) only when one is read: naming a folder's files, kind and
+# figures stays light for an idle rerun.
+if TYPE_CHECKING:
+    import polars as pl
 
-from builder.bench import Bench, canonical_positions
+    from builder.bench import Bench
 
 # The manifest: it claims the folder for build-bench and records what it holds.
 MANIFEST_FILE = ".build-bench"
@@ -100,13 +103,19 @@ class BuiltFolder:
         return self.path(table).is_file()
 
     def columns(self, table: str) -> list[str]:
+        import polars as pl
+
         return list(pl.read_parquet_schema(self.path(table)))
 
     def read(self, table: str, columns: Sequence[str] | None = None) -> pl.DataFrame:
+        import polars as pl
+
         return pl.read_parquet(self.path(table), columns=list(columns) if columns is not None else None)
 
     def read_bench(self) -> Bench:
         """The folder's tables as a Bench (the parquet copies keep every column)."""
+        from builder.bench import Bench, canonical_positions
+
         return Bench.of(
             corpus=self.read("corpus"),
             queries=canonical_positions(self.read("queries")),
@@ -229,6 +238,8 @@ def infer_kind(root: Path) -> str:
     train/ or dev/ a split build; anything else a benchmark."""
     if (root / TABLE_FILES["pairs"]).is_file():
         return PROBES
+    import polars as pl
+
     queries = root / TABLE_FILES["queries"]
     try:
         names = pl.read_parquet_schema(queries) if queries.is_file() else {}

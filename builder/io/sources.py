@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from builder.io.jsonl import read_jsonl
@@ -156,6 +155,7 @@ def _iter_jsonl(path: Path) -> Iterator[Located]:
 
 
 def _iter_parquet(path: Path) -> Iterator[Located]:
+    import polars as pl
     import pyarrow as pa
     import pyarrow.parquet as pq
 

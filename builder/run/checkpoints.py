@@ -19,14 +19,14 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
-
-from builder.bench import Bench
 from builder.io.built_folder import STATS_FILE
 from builder.records.stage_record import StageRecord
 from builder.util.atomic import replace_dir, temp_dir_beside
+
+if TYPE_CHECKING:  # read when a checkpoint is loaded: checking one reads no table
+    from builder.bench import Bench
 
 STAMP = "checkpoint.json"
 STATS = STATS_FILE  # a stage's record, named as a built folder names its figures
@@ -44,6 +44,10 @@ class Checkpoint:
 
     def load(self, notice: Callable[[str], None]) -> Bench | None:
         """The Bench, or None (with the folder moved aside) when its tables do not parse."""
+        import polars as pl
+
+        from builder.bench import Bench
+
         try:
             return Bench.load(self.stage_dir)
         except (OSError, ValueError, pl.exceptions.PolarsError) as exc:

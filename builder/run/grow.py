@@ -127,6 +127,22 @@ def seed_from(ref: str, backends: Backends, console: Console, reask_unverified: 
     )
 
 
+def release_problem(ref: str, mock_llm: bool) -> str | None:
+    """Why the local folder `--from` names cannot seed this build, or None: it must be a
+    release a build wrote, and a real one for a real build (checked before the models are)."""
+    folder = Path(ref)
+    if not folder.is_dir():
+        return f"--from {ref}: no such folder (a built folder or hf://datasets/org/name@rev)"
+    if not release_files(folder):
+        return (
+            f"error: --from {ref}: the folder has no stats.json or LLM answers, so it is not a built "
+            "release; point --from at a folder a build wrote"
+        )
+    if not mock_llm and release_is_mock(folder):
+        return f"error: {mock_refusal(ref)}"
+    return None
+
+
 def mock_refusal(ref: str) -> str:
     return (
         f"--from {ref}: that release was built with the mock LLM, so its answers are no model's and a "

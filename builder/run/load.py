@@ -11,7 +11,6 @@ run on its workers (`load_spread`), again with the same result.
 
 from __future__ import annotations
 
-import json
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,12 +20,12 @@ from rich.console import Console
 
 from builder.executors import Executor, map_blocks
 from builder.io.corpus_loader import CORPUS_IN, Doc, Dropped, iter_documents, load_sources
-from builder.io.files.listing import files_listing
 from builder.io.files.read import file_columns
+from builder.run.load_key import streamed_sample
 from builder.run.load_meter import LoadMeter
 from builder.run.load_spread import stream_spread
 from builder.run.load_tasks import count_block
-from builder.stages.sample_by_length import WORDS, SampleByLength, SampleParams, word_count
+from builder.stages.sample_by_length import WORDS, SampleByLength, word_count
 from builder.stages.sample_picker import StreamingPicker
 from builder.util.stable import derive_seed
 
@@ -36,25 +35,6 @@ if TYPE_CHECKING:
 
 BLOCK = 512  # documents tokenized at a time: enough for the tokenizer's threads, little memory
 _DROP_SCHEMA = {"id": pl.Utf8, "reason": pl.Utf8}
-
-
-def streamed_sample(recipe: RecipeBase) -> SampleParams | None:
-    """The first stage's parameters when it is `sample_by_length`, else None."""
-    stages = recipe.stage_objects()
-    if stages and isinstance(stages[0], SampleByLength):
-        return stages[0].params
-    return None
-
-
-def load_key(recipe: RecipeBase, base_dir: Path | None) -> list[Any]:
-    """What a load depends on beyond the sources' settings: the files a files source lists
-    (names, sizes, times), so adding or changing one loads again; and for a streamed load,
-    which keeps only the texts the first stage will sample, that stage and the seed."""
-    key = [listing for spec in recipe.sources if (listing := files_listing(spec, base_dir))]
-    params = streamed_sample(recipe)
-    if params is None:
-        return key
-    return [*key, "streamed", json.dumps(params.model_dump(mode="json"), sort_keys=True), recipe.seed]
 
 
 def load_corpus(

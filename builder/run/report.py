@@ -85,7 +85,7 @@ def print_run_summary(console: Console, result: RunResult) -> None:
     console.print(table)
     for text in _warnings(result):
         console.print(f"[yellow]warning: {escape(text)}[/]", highlight=False)
-    counts = result.bench.counts()
+    counts = result.counts()
     console.print(
         f"{counts['docs']} documents, {counts['queries']} queries, "
         f"{counts['qrels']} qrels " + ("written to" if result.written else "already in") + f" {result.out_dir}"

@@ -17,12 +17,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import polars as pl
 from rich.console import Console
 
 from builder import __version__
@@ -32,37 +31,30 @@ from builder.backends.llm.mock_backend import MOCK_CACHE
 from builder.backends.llm.prompt_templates import PromptLibrary
 from builder.backends.rerankers import reranker_fingerprint
 from builder.backends.tokenizers import TokenCounter
-from builder.bench import Bench
-from builder.io.files.read import FILE_CACHE, empty_page_warnings, files_figures
-from builder.io.sources import FilesSource
 from builder.recipe.model import LoadedRecipe
 from builder.recipe.yaml_text import Problem, RecipeError, line_of
-from builder.records.group_ledger import asked_by_group
 from builder.records.marker import output_is_current, write_marker
-from builder.records.qc_scorers import qc_scorers
 from builder.records.run_warnings import LARGE_REMOVAL, THRESHOLD_FIGURE
 from builder.records.stage_record import StageRecord
 from builder.run.backends import Backends
 from builder.run.budget import budget_summary, lost_notice
 from builder.run.checkpoints import Checkpoint, open_checkpoint, save_checkpoint
 from builder.run.disk_full import disk_full
-from builder.run.grow import check_out_dir_apart, seed_from, ship_answers
-
-# Stage tests check their invariants through the runner, as it does.
-from builder.run.invariants import InvariantError, check_invariants  # noqa: F401
 from builder.run.ledger import usage_usd
-from builder.run.load import load_corpus, load_key
+from builder.run.load_key import load_key
 from builder.run.load_meter import LOAD_LABEL
 from builder.run.locks import RUN_LOCK, FileLock, out_lock_path
-from builder.run.outcome import check_result
 from builder.run.outdir import check_out_dir_contents, check_out_dir_place
-from builder.run.progress import RichProgress
 from builder.run.run_folder import digest as _hash
 from builder.run.run_folder import inputs_fingerprint
-from builder.run.spend_meter import spend_meter
-from builder.stages.base import Stage, StageParamError
-from builder.stages.context import StageContext
+from builder.stages.base import StageParamError
 from builder.util.atomic import recover, recover_folder, replace_dir, temp_path_beside
+
+# What only a build with work to do needs (polars, the tables, the stages' helpers) is imported
+# where that work starts, so a rerun with nothing to do starts light.
+if TYPE_CHECKING:
+    from builder.bench import Bench
+    from builder.stages.base import Stage
 
 
 @dataclass
@@ -81,13 +73,42 @@ class RunOptions:
     batch: bool = False  # ask every HTTP model through provider batches (see docs/batch.md)
 
 
-@dataclass
 class RunResult:
-    bench: Bench
-    out_dir: Path
-    run_dir: Path
-    stage_stats: list[StageRecord] = field(default_factory=list)
-    written: bool = True  # False when the output folder already held this exact output
+    """What a build made. When nothing was left to do, the final tables stay in the last
+    stage's checkpoint until `bench` is first read, and the counts come from the output
+    folder's stats.json: an idle rerun never loads a table."""
+
+    def __init__(
+        self,
+        bench: Bench | None,
+        out_dir: Path,
+        run_dir: Path,
+        stage_stats: list[StageRecord] | None = None,
+        written: bool = True,  # False when the output folder already held this exact output
+        last: Checkpoint | None = None,  # where `bench` is read from when it is None
+    ):
+        self._bench, self._last = bench, last
+        self.out_dir, self.run_dir = out_dir, run_dir
+        self.stage_stats = stage_stats if stage_stats is not None else []
+        self.written = written
+
+    @property
+    def bench(self) -> Bench:
+        if self._bench is None:
+            if self._last is None or (bench := self._last.load(lambda _: None)) is None:
+                raise RuntimeError(f"{self.run_dir}: the last stage's checkpoint could not be read; build again")
+            self._bench = bench
+        return self._bench
+
+    def counts(self) -> dict[str, int]:
+        """Documents, queries and qrels in the result."""
+        if self._bench is None:
+            from builder.io.built_folder import BuiltFolder
+
+            written = BuiltFolder.open(self.out_dir).stats().get("counts", {})
+            if all(isinstance(written.get(k), int) for k in ("docs", "queries", "qrels")):
+                return {k: written[k] for k in ("docs", "queries", "qrels")}
+        return self.bench.counts()
 
 
 class Runner:
@@ -113,7 +134,9 @@ class Runner:
         )
         self._failed_stages: set[str | None] | None = None  # read from the cache on first need
         for source in self.recipe.sources:
-            if isinstance(source, FilesSource):  # converted files are kept, so a rebuild reads them back
+            if source.type == "files":  # converted files are kept, so a rebuild reads them back
+                from builder.io.files.read import FILE_CACHE
+
                 source.cache_conversions(options.run_root / FILE_CACHE)
 
     @property
@@ -149,10 +172,12 @@ class Runner:
             # sibling to use: the place check below refuses it.
             out_dir = out_dir.with_name(f"{out_dir.name}-mock")
         if self.options.from_ref:
+            from builder.run.grow import check_out_dir_apart
+
             check_out_dir_apart(self.options.from_ref, out_dir)
         check_out_dir_place(out_dir, self.options.run_root, self.run_dir)
         try:
-            bench, stats, written = self._build(out_dir)
+            bench, last, stats, written = self._build(out_dir)
         except Exception as exc:
             full = disk_full(exc, {"--out": out_dir, "--run-dir": self.options.run_root})
             if full is None:
@@ -170,23 +195,29 @@ class Runner:
 
             cfg = self.recipe.push
             push(out_dir, cfg.repo, private=cfg.private, tag=cfg.tag, console=self.console)
-        return RunResult(bench=bench, out_dir=out_dir, run_dir=self.run_dir, stage_stats=stats, written=written)
+        return RunResult(bench, out_dir, self.run_dir, stats, written, last)
 
-    def _build(self, out_dir: Path) -> tuple[Bench, list[StageRecord], bool]:
-        """Under the locks: resume or run the stages and write the output when it changed."""
+    def _build(self, out_dir: Path) -> tuple[Bench | None, Checkpoint | None, list[StageRecord], bool]:
+        """Under the locks: resume or run the stages and write the output when it changed.
+        The Bench is None (and the last checkpoint given instead) when the output folder
+        already held this output: its tables were checked when they were written."""
         with self._locked(out_dir):
             for note in recover(out_dir) + recover_folder(self.run_dir):
                 self._notice(note)
             check_out_dir_contents(out_dir, self.options.overwrite)
             try:
                 if self.options.from_ref:
+                    from builder.run.grow import seed_from
+
                     seed_from(self.options.from_ref, self.backends, self.console, self.options.reask_unverified)
-                bench, stats, bench_fp = self._stages()
-                if not self.options.allow_empty:
-                    check_result(bench, stats, self.backends.usage(), getattr(self.backends.gate, "stopped_at", None))
+                bench, last, stats, bench_fp = self._stages(out_dir)
                 out_fp = self._output_fingerprint(bench_fp)
-                written = self.options.fresh or not output_is_current(out_dir, out_fp)
-                if written:
+                if bench is not None and not self.options.allow_empty:
+                    from builder.run.outcome import check_result
+
+                    check_result(bench, stats, self.backends.usage(), getattr(self.backends.gate, "stopped_at", None))
+                written = bench is not None and (self.options.fresh or not output_is_current(out_dir, out_fp))
+                if bench is not None and written:
                     self._write(bench, stats, out_dir, out_fp)
                 else:
                     self.console.print(
@@ -195,7 +226,7 @@ class Runner:
                     )
             finally:
                 self.close()
-        return bench, stats, written
+        return bench, last, stats, written
 
     @contextmanager
     def _locked(self, out_dir: Path) -> Iterator[None]:
@@ -212,18 +243,29 @@ class Runner:
     def _notice(self, text: str) -> None:
         self.console.print(f"[yellow]{text}[/]", highlight=False)
 
-    def _stages(self) -> tuple[Bench, list[StageRecord], str]:
+    def _stages(self, out_dir: Path) -> tuple[Bench | None, Checkpoint | None, list[StageRecord], str]:
         """The Bench after the last stage, the stats of every stage, and a fingerprint of
-        that Bench (the last stage's fingerprint and content digest)."""
+        that Bench (the last stage's fingerprint and content digest). When the last stage was
+        reused and `out_dir` already holds its output, the Bench is not read: its checkpoint
+        comes back instead (unless the result looks empty, which check_result must see)."""
         while True:
             walked = self._walk()
-            if walked is not None:
-                return walked
-            # A checkpoint whose tables would not parse was moved aside: walk again to redo it.
+            if walked is None:
+                continue  # a checkpoint whose tables would not parse was moved aside: walk again to redo it
+            bench, last, stats, bench_fp = walked
+            if last is None:
+                return bench, None, stats, bench_fp
+            final = last.stats
+            idle = not self.options.fresh and output_is_current(out_dir, self._output_fingerprint(bench_fp))
+            if idle and (self.options.allow_empty or (final.docs_out and final.queries_out)):
+                return None, last, stats, bench_fp
+            if (bench := last.load(self._notice)) is not None:
+                return bench, None, stats, bench_fp
 
-    def _walk(self) -> tuple[Bench, list[StageRecord], str] | None:
+    def _walk(self) -> tuple[Bench | None, Checkpoint | None, list[StageRecord], str] | None:
         """Reuse what is unchanged, run the rest. A reused checkpoint is only checked; its
-        tables are read when the next stage has to run on them, or when it is the last."""
+        tables are read when the next stage has to run on them. When the last stage is
+        reused, its checkpoint comes back unread, in place of the Bench."""
         stats: list[StageRecord] = []
         fp, digest = _hash(self._inputs_fp, "load", *load_key(self.recipe, self.loaded.base_dir)), ""
         bench: Bench | None = None
@@ -245,12 +287,14 @@ class Runner:
                 if (bench := reused.load(self._notice)) is None:
                     return None
                 reused = None
-            compute = self._load if stage is None else partial(self._run_stage, cast(Bench, bench), stage, index, label)
+            compute = (
+                self._load if stage is None else partial(self._run_stage, cast("Bench", bench), stage, index, label)
+            )
             bench, st, digest = self._computed(label, fp, compute)
             stats.append(st)
-        if reused is not None and (bench := reused.load(self._notice)) is None:
-            return None
-        return cast(Bench, bench), stats, _hash(fp, digest)
+        if reused is not None:
+            return None, reused, stats, _hash(fp, digest)
+        return bench, None, stats, _hash(fp, digest)
 
     def _rerun(self, label: str) -> bool:
         """Whether to run a stage even with a current checkpoint: every one with --fresh;
@@ -277,6 +321,7 @@ class Runner:
         from builder.publish.multilingual import write_multilingual
         from builder.publish.outputs import publish_outputs
         from builder.publish.training import split_off, write_splits
+        from builder.run.grow import ship_answers
 
         staging = temp_path_beside(out_dir)
         summary = self._summary(stats)
@@ -316,6 +361,12 @@ class Runner:
         return bench, record, digest
 
     def _load(self) -> tuple[Bench, StageRecord]:
+        import polars as pl
+
+        from builder.bench import Bench
+        from builder.io.files.read import empty_page_warnings, files_figures
+        from builder.run.load import load_corpus
+
         t0 = time.perf_counter()
         corpus, bad = load_corpus(
             self.recipe, self.loaded.base_dir, self.options.limit, self.tokenizer, self.console, self.backends.executor
@@ -339,6 +390,13 @@ class Runner:
         return bench, record
 
     def _run_stage(self, bench: Bench, stage: Stage, index: int, label: str) -> tuple[Bench, StageRecord]:
+        from builder.records.group_ledger import asked_by_group
+        from builder.records.qc_scorers import qc_scorers
+        from builder.run.invariants import check_invariants
+        from builder.run.progress import RichProgress
+        from builder.run.spend_meter import spend_meter
+        from builder.stages.context import StageContext
+
         work_dir = self.run_dir / "work" / label
         work_dir.mkdir(parents=True, exist_ok=True)
         ctx = StageContext(

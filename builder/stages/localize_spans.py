@@ -14,12 +14,10 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-import polars as pl
 from pydantic import Field, field_validator
 
 from builder.backends.llm import ChatRequest
 from builder.backends.llm.json_batches import IdList, ask_numbered, number_batches, per_item
-from builder.bench import SPAN_DTYPE
 from builder.executors import map_blocks
 from builder.stages.base import Estimate, Flow, Stage, StageParams, grouped_calls, register_stage
 from builder.stages.contracts import POSITIONS, QUERIES, REFERENCE_TEXTS, SPANS
@@ -27,12 +25,17 @@ from builder.stages.position_columns import PositionOptions, annotate_positions
 from builder.stages.refs import ModelRef, PromptRef
 from builder.textutil import ALL_METHODS, MatchMethod
 from builder.textutil.positions import REGION_OF_NAME
+from builder.util.lazy import lazy_import
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from builder.bench import Bench
     from builder.executors import Executor
     from builder.stages.context import StageContext
     from builder.textutil.span_blocks import Match
+else:
+    pl = lazy_import("polars")
 
 
 class LocalizeParams(StageParams):
@@ -103,6 +106,8 @@ class LocalizeSpans(Stage):
         return self.needs if self.params.llm else self.needs | {REFERENCE_TEXTS}
 
     def run(self, bench: Bench, ctx: StageContext) -> Bench:
+        from builder.bench import SPAN_DTYPE
+
         refs = self._extract(bench, ctx) if self.params.llm else self._given(bench)
         spans, reasons = self._match(bench, refs, ctx)
         ref_col = [r if isinstance(r, list) else None for r in (refs.get(q) for q in bench.queries["query_id"])]

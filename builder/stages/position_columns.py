@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from builder.backends.tokenizers import TokenCounter
 from builder.io.files.locate import add_evidence_locations
 from builder.textutil.positions import length_bucket, position_bin, rel_pos, third_of
+from builder.util.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_import("polars")
 
 POSITION_COLUMNS = (
     "rel_pos",

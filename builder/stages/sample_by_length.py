@@ -12,16 +12,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-import polars as pl
 from pydantic import Field, model_validator
 
 from builder.stages.base import Estimate, Flow, Stage, StageParams, register_stage
 from builder.stages.contracts import DOCUMENTS
+from builder.util.lazy import lazy_import
 from builder.util.stable import derive_seed
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from builder.bench import Bench
     from builder.stages.context import StageContext
+else:
+    pl = lazy_import("polars")
 
 WORDS = "_n_words"
 

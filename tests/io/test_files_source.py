@@ -282,7 +282,7 @@ def test_plan_lists_files_per_kind_and_drops(tmp_path, monkeypatch):
 
 
 def test_the_load_is_redone_when_the_folder_changes(tmp_path):
-    from builder.run.load import load_key
+    from builder.run.load_key import load_key
 
     loaded = parse_recipe(_recipe(tmp_path))
     (tmp_path / "my_files" / "a.md").write_text("# A\n\nText.", encoding="utf-8")

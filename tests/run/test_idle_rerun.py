@@ -1,5 +1,5 @@
-"""A rerun with nothing to do: it reads only the last checkpoint's tables, leaves a
-current output folder untouched and imports no heavy library; any change still rewrites."""
+"""A rerun with nothing to do: it reads no table, leaves a current output folder untouched
+and imports no heavy library (polars included); any change still rewrites."""
 
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ stages:
   - localize_spans: {llm: gen}
 """
 HEAVY = (
+    "polars",
+    "pyarrow",
     "openai",
     "datasets",
     "pandas",
@@ -102,7 +104,7 @@ def test_a_changed_recipe_or_an_edited_output_file_is_written_again(recipe: Path
     assert (out / "queries.jsonl").read_text()
 
 
-def test_a_rerun_reads_only_the_last_checkpoints_tables(recipe: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_rerun_reads_the_tables_it_needs_and_no_other(recipe: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _build(recipe)
     read: list[str] = []
     load = Bench.load.__func__  # type: ignore[attr-defined]
@@ -113,7 +115,13 @@ def test_a_rerun_reads_only_the_last_checkpoints_tables(recipe: Path, monkeypatc
 
     monkeypatch.setattr(Bench, "load", classmethod(spy))
     _build(recipe)
-    assert read == ["03_localize_spans"]
+    assert read == []  # the output is current: nothing to write, so no table to read
+
+    recipe.write_text(TINY.replace("first words", "other words"))
+    _build(recipe)
+    assert read == ["03_localize_spans"]  # the card changes: the last stage's tables are written again
+
+    read.clear()
 
     read.clear()
     recipe.write_text(TINY.replace("localize_spans: {}", "localize_spans: {fuzzy_min_score: 95}"))

@@ -12,7 +12,7 @@ import pytest
 from builder.backends.tokenizers import HFCounter
 from builder.bench import Bench
 from builder.io.sources import SourceError
-from builder.run.runner import check_invariants
+from builder.run.invariants import check_invariants
 from builder.stages.far_relevant.assembly import Limits, Passage, assemble
 from builder.stages.far_relevant.far_relevant import FarRelevant
 from builder.stages.far_relevant.from_beir import FromBEIR

@@ -10,7 +10,7 @@ import pytest
 
 from builder.bench import Bench
 from builder.io.sources import SourceError
-from builder.run.runner import check_invariants
+from builder.run.invariants import check_invariants
 from builder.stages.from_qa import FromQA
 from builder.util.stable import content_id, text_digest
 from tests.conftest import FIXTURES

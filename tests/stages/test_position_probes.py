@@ -11,7 +11,7 @@ import yaml
 
 from builder.bench import Bench
 from builder.io.sources import SourceError
-from builder.run.runner import check_invariants
+from builder.run.invariants import check_invariants
 from builder.stages.colder.position_probes import PositionProbes
 from builder.stages.colder.redocred import document_key
 from tests.conftest import FIXTURES, REPO

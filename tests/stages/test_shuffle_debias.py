@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from builder.bench import SPAN_DTYPE, Bench
-from builder.run.runner import check_invariants
+from builder.run.invariants import check_invariants
 from builder.stages.far_relevant.segments import shuffle_segments, word_gaps
 from builder.stages.far_relevant.shuffle_debias import ShuffleDebias
 from tests.helpers import make_ctx

@@ -4,12 +4,17 @@ fall in, read from the document's location map."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import polars as pl
+from builder.util.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_import("polars")
 
 # Query columns derived from the location map (added only when the corpus has one).
-LOCATION_COLUMNS = {"evidence_location": pl.Utf8, "evidence_page": pl.Int64}
+LOCATION_COLUMNS = ("evidence_location", "evidence_page")
 
 
 def _touched(start: int, end: int, locations: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

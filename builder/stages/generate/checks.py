@@ -15,8 +15,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from builder.textutil.languages import (
     Detection,
@@ -26,6 +25,12 @@ from builder.textutil.languages import (
     normalise,
     same_language,
 )
+from builder.util.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_import("polars")
 
 # Fewer letters than this and langdetect guesses (a Han, kana or Hangul character counts
 # as 3 letters: it carries about a word).

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-import polars as pl
-
 from builder.stages.base import Estimate, Flow, Stage, register_stage
 from builder.stages.contracts import CHUNK_TAGS, DOCUMENTS, QUERIES, REFERENCE_TEXTS, REQUESTED_POSITIONS, SUMMARIES
 from builder.stages.generate.checks import BackgroundDetector, repeated_questions, wrong_language
@@ -16,11 +14,16 @@ from builder.stages.generate.params import GenerateParams
 from builder.stages.generate.records import GenerationOutcome
 from builder.stages.generate.whole_document import generate_whole_document
 from builder.textutil.languages import detect_base, detectable, normalise
+from builder.util.lazy import lazy_import
 from builder.util.stable import unique
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from builder.bench import Bench
     from builder.stages.context import StageContext
+else:
+    pl = lazy_import("polars")
 
 _MODES = {
     "whole_document": generate_whole_document,
@@ -155,16 +158,18 @@ def _apply(
     return bench.drop_docs(dict.fromkeys(outcome.unusable_docs, "doc_unusable"), ctx.label)
 
 
+# Python types, which polars reads as String / Int64 / List(String): defining the schema
+# loads nothing.
 _QUERY_SCHEMA = {
-    "query_id": pl.Utf8,
-    "text": pl.Utf8,
-    "doc_id": pl.Utf8,
-    "lang": pl.Utf8,
-    "answer": pl.Utf8,
-    "qtype": pl.Utf8,
-    "requested_position": pl.Utf8,
-    "reference_texts": pl.List(pl.Utf8),
-    "chunk_start": pl.Int64,
-    "chunk_end": pl.Int64,
-    "chunk_tag": pl.Utf8,
+    "query_id": str,
+    "text": str,
+    "doc_id": str,
+    "lang": str,
+    "answer": str,
+    "qtype": str,
+    "requested_position": str,
+    "reference_texts": list[str],
+    "chunk_start": int,
+    "chunk_end": int,
+    "chunk_tag": str,
 }
