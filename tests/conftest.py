@@ -94,3 +94,16 @@ def write_recipe(tmp_path: Path):
 from tests.support.openai_server import openai_server_fixture  # noqa: E402
 
 fake_openai = openai_server_fixture()
+
+# The test files in which something skipped, kept in pytest's cache: CI's second pass, with
+# the optional extras installed, runs just those files (the rest ran in the first pass and
+# do not depend on the extras).
+SKIPPED_FILES_KEY = "build-bench/skipped-files"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    cache = getattr(terminalreporter.config, "cache", None)
+    if cache is None:  # -p no:cacheprovider
+        return
+    skipped = terminalreporter.stats.get("skipped", [])
+    cache.set(SKIPPED_FILES_KEY, sorted({report.nodeid.split("::")[0] for report in skipped}))
