@@ -101,13 +101,14 @@ class RunResult:
         return self._bench
 
     def counts(self) -> dict[str, int]:
-        """Documents, queries and qrels in the result."""
-        if self._bench is None:
-            from builder.io.built_folder import BuiltFolder
+        """Documents, queries and qrels in the output folder, as its stats.json counts them
+        (a split build's root holds the test split), whether this run wrote it or found it
+        current; the result's own tables when there is no such file."""
+        from builder.io.built_folder import BuiltFolder
 
-            written = BuiltFolder.open(self.out_dir).stats().get("counts", {})
-            if all(isinstance(written.get(k), int) for k in ("docs", "queries", "qrels")):
-                return {k: written[k] for k in ("docs", "queries", "qrels")}
+        written = BuiltFolder.open(self.out_dir).stats().get("counts", {})
+        if all(isinstance(written.get(k), int) for k in ("docs", "queries", "qrels")):
+            return {k: written[k] for k in ("docs", "queries", "qrels")}
         return self.bench.counts()
 
 
