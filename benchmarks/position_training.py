@@ -28,6 +28,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import datasets
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -48,14 +52,12 @@ def fine_tune(folder: Path, train_set: str, out: Path, args: argparse.Namespace)
     path = model_dir(out, train_set, args)
     if (path / "config.json").is_file():
         return path
-    import datasets
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, losses
     from sentence_transformers.training_args import BatchSamplers, SentenceTransformerTrainingArguments
 
     from builder.backends.tokenizers import resolve_local
 
-    pairs = datasets.load_dataset(str(folder), f"pairs-{train_set}", split="train")
-    pairs = pairs.select_columns(["anchor", "positive", *[f"negative_{i + 1}" for i in range(args.negatives)]])
+    pairs = train_pairs(folder, train_set, args.negatives)
     model = SentenceTransformer(str(resolve_local(BASE)), device="cpu")
     model.max_seq_length = args.max_seq_length
     training = SentenceTransformerTrainingArguments(
@@ -79,6 +81,21 @@ def fine_tune(folder: Path, train_set: str, out: Path, args: argparse.Namespace)
     trainer.train()
     model.save(str(path))
     return path
+
+
+def train_pairs(folder: Path, train_set: str, negatives: int) -> datasets.Dataset:
+    """The build's train set `train_set` in sentence-transformers' layout, with `negatives`
+    mined negatives a row, read through `datasets` as a user would. Prepared afresh, in a
+    cache of its own that is gone afterwards: `datasets` caches a local folder by its name
+    and configs, not its files' content, so a rebuilt folder (another skew, another corpus)
+    would otherwise come back from the user's cache as it was before."""
+    import datasets
+
+    with tempfile.TemporaryDirectory(prefix="pairs-cache-") as cache:
+        pairs = datasets.load_dataset(
+            str(folder), f"pairs-{train_set}", split="train", cache_dir=cache, keep_in_memory=True
+        )
+    return pairs.select_columns(["anchor", "positive", *[f"negative_{i + 1}" for i in range(negatives)]])
 
 
 def model_dir(out: Path, train_set: str, args: argparse.Namespace) -> Path:

@@ -13,6 +13,7 @@ import pytest
 from builder.io.built_folder import read_beir
 from builder.recipe.model import parse_recipe
 from builder.run.runner import Runner, RunOptions
+from tests.conftest import REPO
 
 WORDS = ["river", "castle", "engine", "forest", "market", "bridge", "garden", "tunnel", "island", "temple"]
 
@@ -161,3 +162,37 @@ def test_a_train_set_trains_one_step(built, tmp_path, one_torch_thread):
         permutations=99,
     )
     assert outcome.report["retrievers"][spec]["overall"]["ndcg@10"]["value"] > 0
+
+
+def test_the_benchmark_trains_on_the_build_it_made_not_on_a_cached_one(built, tmp_path):
+    # `datasets` caches a local folder by its name and configs, not by what its files hold:
+    # a second build into a folder of the same name (another skew here) must not be read
+    # back as the first. benchmarks/position_training.py fine-tuned on a stale set so.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("position_training", REPO / "benchmarks" / "position_training.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    _squad_file(tmp_path / "squad.json")
+    (tmp_path / "recipe.yaml").write_text(RECIPE.replace("[0.6, 0.2, 0.2]", "[0.5, 0.25, 0.25]"), encoding="utf-8")
+    other = Runner(
+        parse_recipe(tmp_path / "recipe.yaml"), RunOptions(run_root=tmp_path / "runs", out_dir=tmp_path / "out")
+    ).run()
+    assert other.out_dir.name == built.name
+    sizes = {pl.read_parquet(f / "train" / "pairs" / "skewed.parquet").height for f in (built, other.out_dir)}
+    assert len(sizes) == 2  # 10 rows and 12: a stale copy cannot pass for the other
+    for folder in (built, other.out_dir, built):
+        written = pl.read_parquet(folder / "train" / "pairs" / "skewed.parquet")["anchor"].to_list()
+        assert list(bench.train_pairs(folder, "skewed", 2)["anchor"]) == written
+
+
+def test_the_summary_counts_what_the_output_folder_holds(built):
+    # The root holds the test split: the summary says so whether the run wrote it or found it
+    # current, while the result's tables are the whole build.
+    again = Runner(
+        parse_recipe(built.parent / "recipe.yaml"), RunOptions(run_root=built.parent / "runs", out_dir=built)
+    ).run()
+    assert not again.written
+    assert again.counts() == {"docs": 6, "queries": 18, "qrels": 18}
+    assert again.bench.counts() == {"docs": 12, "queries": 36, "qrels": 36}
